@@ -1,0 +1,40 @@
+# intellect-protocol: one entry point. `make demo` runs a local swarm, `make test` the tests.
+# Both bootstrap first (idempotent, fast when nothing changed).
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+export SOLCX_BINARY_PATH := $(ROOT)/tools/solc
+export PATH := $(ROOT)/.venv/bin:$(PATH)
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: bootstrap test test-all demo deploy gas lint slither clean
+
+bootstrap:
+	@bash tools/bootstrap.sh
+
+## the README's test command: every default test (brownie contracts, SDK, verifier, agents)
+test: bootstrap
+	pytest -q
+
+## the default tests plus the opt-in slow markers
+test-all: bootstrap
+	pytest -q -m "slow or not slow"
+
+demo: bootstrap
+	python -m intellect.agents.demo
+
+deploy: bootstrap
+	brownie run deploy
+
+gas: bootstrap
+	python tools/gas_report.py
+
+lint: bootstrap
+	ruff check .
+	$(MAKE) slither
+
+slither: bootstrap
+	slither . --config-file slither.config.json
+
+clean:
+	rm -rf build .pytest_cache .hypothesis

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Installs everything intellect-protocol needs into the checkout, from a bare machine:
+#   .venv/          Python 3.11 venv: torch 2.13.0 (CPU), brownie 1.22.2 + its exact pins, slither,
+#                   this package (editable) with the ml and dev extras
+#   node_modules/   solc 0.8.37 (soljson), anvil (@foundry-rs/anvil), @openzeppelin/contracts
+#   .venv/bin/solc  -> tools/solc/solc-v0.8.37 (solc-compatible wrapper; replaces solc-select's,
+#                   which hangs offline), .venv/bin/anvil -> the npm anvil binary
+#   a .pth file     so the venv's python/brownie find the compiler (SOLCX_BINARY_PATH) and anvil
+#                   (PATH) without any environment set by hand
+#   tools/bootstrap.d/*.sh  further steps (each idempotent), run in name order
+# Idempotent; when nothing it depends on changed it finishes in well under a second.
+set -euo pipefail
+shopt -s nullglob
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+VENV="$ROOT/.venv"
+STAMP="$VENV/.bootstrap-stamp"
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+
+log() { printf '\033[1;34m[bootstrap]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[1;31m[bootstrap] error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+fingerprint() {
+  local files=(pyproject.toml setup.py package.json package-lock.json tools/bootstrap.sh
+               tools/solc/solc-wrapper.js tools/bootstrap.d/*.sh)
+  cat "${files[@]}" | sha256sum | cut -d' ' -f1
+}
+
+want="$(fingerprint)"
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/brownie" \
+      && -x "$ROOT/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil" ]]; then
+  exit 0
+fi
+
+"$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
+  || die "Python 3.11 is required (found $("$PYTHON" --version 2>&1)); set PYTHON=/path/to/python3.11"
+command -v node >/dev/null || die "node (>= 20) is required for the Solidity compiler and anvil"
+command -v npm >/dev/null || die "npm is required"
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+  log "creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+"${PIP[@]}" install -q --upgrade pip setuptools wheel
+
+# torch first: the CPU wheel 2.13.0; anything later that asks for torch finds it satisfied
+# instead of pulling a multi-GB CUDA build.
+log "installing torch 2.13.0"
+"${PIP[@]}" install -q "torch==2.13.0"
+# brownie pins every dependency exactly (web3 7.16.0 ...): install it, web3[tester], slither
+# and this package in ONE resolver run, or later installs upgrade brownie's pins.
+log "installing brownie, slither and intellect-protocol[ml,dev]"
+"${PIP[@]}" install -q -e ".[ml,dev]"
+
+log "installing npm packages (solc, anvil, OpenZeppelin)"
+# `npm install` (not `npm ci`): npm 11 calls a lock file that omits other platforms' optional
+# anvil binaries out of sync; install still honours the locked versions.
+npm install --ignore-scripts --no-audit --no-fund --loglevel=error
+ANVIL="$ROOT/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil"
+[[ -x "$ANVIL" ]] || die "anvil binary missing after npm install ($ANVIL)"
+
+ln -sf "$ROOT/tools/solc/solc-v0.8.37" "$VENV/bin/solc"
+ln -sf "$ANVIL" "$VENV/bin/anvil"
+SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+cat > "$SITE/intellect_toolchain.pth" <<PTH
+import os; os.environ.setdefault("SOLCX_BINARY_PATH", "$ROOT/tools/solc"); os.environ["PATH"] = "$VENV/bin" + os.pathsep + os.environ.get("PATH", "") if "$VENV/bin" not in os.environ.get("PATH", "").split(os.pathsep) else os.environ["PATH"]
+PTH
+
+for step in tools/bootstrap.d/*.sh; do
+  [[ -e "$step" ]] || continue
+  log "running $step"
+  VENV="$VENV" ROOT="$ROOT" bash "$step"
+done
+
+"$VENV/bin/solc" --version | grep -q 0.8.37 || die "solc wrapper does not answer --version"
+"$VENV/bin/anvil" --version >/dev/null || die "anvil does not run"
+echo "$want" > "$STAMP"
+log "done"
