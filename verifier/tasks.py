@@ -1,0 +1,172 @@
+"""Verifiable tasks: the task-set format that workers solve and validators re-check.
+
+A task set is a JSONL or Parquet file of `Task` rows (schema `intellect.taskset/v1`). The
+trainer names it in its pool by CID; workers sample problems from it with the seed the chain
+gave their claim (`sample_problems`), so a validator can recompute exactly what was assigned.
+
+Loaders for public dataset shapes (NuminaMath-1.5, Deepscaler, SYNTHETIC-1) and the synthetic
+generator live in `intellect.agents.tasks`; they produce these `Task` rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from enum import Enum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+TASKSET_SCHEMA = "intellect.taskset/v1"
+
+
+class TaskSetError(ValueError):
+    """A task-set file is malformed, of an unknown schema version, or inconsistent."""
+
+
+class VerifierKind(str, Enum):
+    """How a completion to a task is scored."""
+
+    MATH = "math"  # final answer (\\boxed{} or last number/expression) compared with `answer`
+    CODE = "code"  # completion's code run against `tests` in a sandbox
+
+
+class Task(BaseModel):
+    """One verifiable problem."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1, max_length=256)
+    prompt: str = Field(min_length=1)
+    verifier: VerifierKind
+    answer: str | None = None
+    """Reference answer for math tasks (a number or a sympy-parsable expression)."""
+    tests: list[str] | None = None
+    """Python test code for code tasks; each entry is run after the completion's code."""
+    entry_point: str | None = None
+    """Function name a code task must define (informational; tests call it)."""
+    difficulty: float | None = None
+    """Offline solve rate in [0, 1] if the set was difficulty-filtered, else None."""
+    source: str = "unknown"
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> Task:
+        if self.verifier is VerifierKind.MATH and not self.answer:
+            raise ValueError(f"math task {self.id!r} has no answer")
+        if self.verifier is VerifierKind.CODE and not self.tests:
+            raise ValueError(f"code task {self.id!r} has no tests")
+        return self
+
+
+class TaskSet:
+    """An ordered, id-unique collection of tasks with a content hash.
+
+    The order is the file's order; sampling indexes into it, so the same file gives the same
+    problems for the same seed on every machine.
+    """
+
+    def __init__(self, tasks: Iterable[Task], name: str = "taskset") -> None:
+        self.tasks: list[Task] = list(tasks)
+        self.name = name
+        if not self.tasks:
+            raise TaskSetError(f"task set {name!r} is empty")
+        self._by_id: dict[str, Task] = {}
+        for task in self.tasks:
+            if task.id in self._by_id:
+                raise TaskSetError(f"task set {name!r} has duplicate task id {task.id!r}")
+            self._by_id[task.id] = task
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self.tasks)
+
+    def __getitem__(self, task_id: str) -> Task:
+        try:
+            return self._by_id[task_id]
+        except KeyError:
+            raise KeyError(f"task {task_id!r} is not in task set {self.name!r}") from None
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._by_id
+
+    def to_jsonl_bytes(self) -> bytes:
+        """Canonical JSONL encoding: a header line, then one task per line, sorted keys."""
+        lines = [json.dumps({"schema": TASKSET_SCHEMA, "name": self.name}, sort_keys=True)]
+        lines += [json.dumps(t.model_dump(mode="json", exclude_none=True), sort_keys=True) for t in self.tasks]
+        return ("\n".join(lines) + "\n").encode()
+
+    def digest(self) -> str:
+        """sha256 of the canonical JSONL encoding (hex)."""
+        return hashlib.sha256(self.to_jsonl_bytes()).hexdigest()
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        if path.suffix == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            rows = [t.model_dump(mode="json") for t in self.tasks]
+            table = pa.Table.from_pylist(rows)
+            table = table.replace_schema_metadata({"schema": TASKSET_SCHEMA, "name": self.name})
+            pq.write_table(table, path)
+        else:
+            path.write_bytes(self.to_jsonl_bytes())
+        return path
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str = "taskset") -> TaskSet:
+        """Parse the JSONL encoding (header line first)."""
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TaskSetError(f"task set {name!r} is not UTF-8: {exc}") from None
+        lines = [line for line in text.splitlines() if line.strip()]
+        if not lines:
+            raise TaskSetError(f"task set {name!r} is empty")
+        try:
+            header = json.loads(lines[0])
+        except json.JSONDecodeError as exc:
+            raise TaskSetError(f"task set {name!r}: header line is not JSON: {exc}") from None
+        if not isinstance(header, dict) or "schema" not in header:
+            raise TaskSetError(f"task set {name!r}: first line must be a header with a 'schema' field")
+        if header["schema"] != TASKSET_SCHEMA:
+            raise TaskSetError(
+                f"task set {name!r}: unknown schema {header['schema']!r} (this reader knows {TASKSET_SCHEMA})"
+            )
+        tasks = []
+        for lineno, line in enumerate(lines[1:], start=2):
+            try:
+                tasks.append(Task.model_validate_json(line))
+            except ValidationError as exc:
+                raise TaskSetError(f"task set {name!r} line {lineno}: {exc}") from None
+        return cls(tasks, name=str(header.get("name", name)))
+
+    @classmethod
+    def load(cls, path: str | Path) -> TaskSet:
+        path = Path(path)
+        if not path.is_file():
+            raise TaskSetError(f"task set file {path} does not exist")
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                table = pq.read_table(path)
+            except Exception as exc:  # pyarrow raises several types for a corrupt file
+                raise TaskSetError(f"task set {path}: not a readable Parquet file: {exc}") from None
+            meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+            if meta.get("schema") != TASKSET_SCHEMA:
+                raise TaskSetError(
+                    f"task set {path}: unknown schema {meta.get('schema')!r} (this reader knows {TASKSET_SCHEMA})"
+                )
+            tasks = []
+            for i, row in enumerate(table.to_pylist()):
+                row = {k: v for k, v in row.items() if v is not None}
+                try:
+                    tasks.append(Task.model_validate(row))
+                except ValidationError as exc:
+                    raise TaskSetError(f"task set {path} row {i}: {exc}") from None
+            return cls(tasks, name=meta.get("name", path.stem))
+        return cls.from_bytes(path.read_bytes(), name=path.stem)
