@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+import {INodeRegistry} from "./INodeRegistry.sol";
+
+/// @title IStakeManager
+/// @notice Stake per node. Anyone may fund a node's stake; only the node's owner unbonds and withdraws.
+/// Unbonding is ONE aggregated entry per node (amounts add up, the release time restarts), so `withdraw` is
+/// O(1) forever. Slashable stake = active + unbonding (taken from active first). Only the TaskLedger
+/// (SLASHER_ROLE) slashes and holds the per-node open-challenge lock that blocks withdrawals.
+interface IStakeManager {
+    /// @notice Stake of one node.
+    /// @param active stake that counts towards the role's minimum
+    /// @param unbonding stake waiting for `releaseAt` (still slashable)
+    /// @param releaseAt time from which `unbonding` may be withdrawn (0 if nothing unbonds)
+    /// @param openChallenges challenges open against the node's work; withdrawals wait while > 0
+    struct StakeInfo {
+        uint128 active;
+        uint128 unbonding;
+        uint64 releaseAt;
+        uint32 openChallenges;
+    }
+
+    /// @notice Emitted on every change of a node's stake (the one internal path `_updateStake`).
+    event StakeUpdated(address indexed node, uint256 active, uint256 unbonding, uint256 releaseAt);
+
+    /// @notice Emitted when `from` adds `amount` to `node`'s active stake.
+    event Staked(address indexed node, address indexed from, uint256 amount);
+
+    /// @notice Emitted when the owner moves `amount` from active to unbonding; all of it releases at `releaseAt`.
+    event UnstakeRequested(address indexed node, uint256 amount, uint256 totalUnbonding, uint256 releaseAt);
+
+    /// @notice Emitted when the owner withdraws the released unbonding stake of `node` to `to`.
+    event Withdrawn(address indexed node, address indexed to, uint256 amount);
+
+    /// @notice Emitted when the ledger slashes `amount` from `node`: `challengerReward` to `challenger`, the
+    /// rest (`treasuryAmount`) to the treasury.
+    event Slashed(
+        address indexed node, address indexed challenger, uint256 amount, uint256 challengerReward, uint256 treasuryAmount
+    );
+
+    /// @notice Emitted when the ledger opens or closes a challenge against `node`'s work.
+    event ChallengeLockUpdated(address indexed node, uint256 openChallenges);
+
+    /// @notice Emitted when the admin sets the minimum active stake of `role`.
+    event MinStakeSet(INodeRegistry.Role indexed role, uint256 amount);
+
+    /// @notice Emitted when the admin sets the unbonding period.
+    event UnbondingPeriodSet(uint256 period);
+
+    /// @notice Emitted when the ledger raises the floor under the unbonding period (a pool's window + vote period).
+    event UnbondingFloorRaised(uint256 floor);
+
+    /// @notice Emitted when the admin sets the challenger's share of a slash, in basis points.
+    event ChallengerShareSet(uint256 bps);
+
+    /// @notice Emitted when the admin sets the treasury.
+    event TreasurySet(address indexed treasury);
+
+    /// @notice Thrown for a zero amount.
+    error StakeManagerZeroAmount();
+
+    /// @notice Thrown for a zero address where one is required.
+    error StakeManagerZeroAddress();
+
+    /// @notice Thrown when staking on a node that is not active in the registry.
+    error StakeManagerNodeNotActive(address node);
+
+    /// @notice Thrown when `caller` is not the owner of `node`.
+    error StakeManagerNotOwner(address node, address caller);
+
+    /// @notice Thrown when unstaking more than the active stake.
+    error StakeManagerInsufficientStake(address node, uint256 active, uint256 requested);
+
+    /// @notice Thrown when `node` has nothing unbonding.
+    error StakeManagerNothingToWithdraw(address node);
+
+    /// @notice Thrown when withdrawing before the unbonding stake releases at `releaseAt`.
+    error StakeManagerStillUnbonding(address node, uint256 releaseAt);
+
+    /// @notice Thrown when withdrawing while `count` challenges are open against the node's work.
+    error StakeManagerOpenChallenges(address node, uint256 count);
+
+    /// @notice Thrown when the unbonding period would not exceed `floor` (the longest window + vote period).
+    error StakeManagerUnbondingTooShort(uint256 period, uint256 floor);
+
+    /// @notice Thrown for a challenger share above 10_000 basis points.
+    error StakeManagerInvalidShare(uint256 bps);
+
+    /// @notice Thrown when the ledger closes a challenge lock that is not held.
+    error StakeManagerNoOpenChallenge(address node);
+
+    /// @notice Adds `amount` (pulled from the caller with transferFrom) to `node`'s active stake.
+    function stake(address node, uint256 amount) external;
+
+    /// @notice As `stake`, approving through the token's EIP-2612 permit in the same call.
+    function stakeWithPermit(address node, uint256 amount, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
+        external;
+
+    /// @notice Moves `amount` of active stake into the node's single unbonding entry; the whole entry
+    /// releases `unbondingPeriod` from now. Only the node's owner.
+    function requestUnstake(address node, uint256 amount) external;
+
+    /// @notice Pays the released unbonding stake of `node` to its owner. Only the owner, after `releaseAt`,
+    /// and only while no challenge is open against the node.
+    function withdraw(address node) external;
+
+    /// @notice Slashes up to `amount` of `node`'s stake (active first, then unbonding), pays the challenger's
+    /// share to `challenger` and the rest to the treasury. Only SLASHER_ROLE (the TaskLedger).
+    /// @return slashed the amount actually slashed (capped at the slashable stake)
+    function slash(address node, uint256 amount, address challenger) external returns (uint256 slashed);
+
+    /// @notice Records that a challenge was opened against `node`'s work (blocks withdrawals). Only SLASHER_ROLE.
+    function challengeOpened(address node) external;
+
+    /// @notice Records that a challenge against `node`'s work was resolved. Only SLASHER_ROLE.
+    function challengeClosed(address node) external;
+
+    /// @notice Raises the floor the unbonding period must exceed to `floor` (if higher) and checks the current
+    /// period exceeds it. Only SLASHER_ROLE (the ledger, at pool creation, with window + vote period).
+    function raiseUnbondingFloor(uint256 floor) external;
+
+    /// @notice Sets the minimum active stake for `role`. Only the admin.
+    function setMinStake(INodeRegistry.Role role, uint256 amount) external;
+
+    /// @notice Sets the unbonding period; it must exceed the floor. Only the admin.
+    function setUnbondingPeriod(uint256 period) external;
+
+    /// @notice Sets the challenger's share of slashed funds in basis points. Only the admin.
+    function setChallengerShareBps(uint256 bps) external;
+
+    /// @notice Sets the treasury receiving the rest of slashes and forfeited bonds. Only the admin.
+    function setTreasury(address treasury) external;
+
+    /// @notice Stake record of `node`.
+    function stakeOf(address node) external view returns (StakeInfo memory);
+
+    /// @notice Active stake of `node`.
+    function activeStake(address node) external view returns (uint256);
+
+    /// @notice Whether `node`'s active stake is at least the minimum of `role`.
+    function hasMinStake(address node, INodeRegistry.Role role) external view returns (bool);
+
+    /// @notice Minimum active stake of `role`.
+    function minStake(INodeRegistry.Role role) external view returns (uint256);
+
+    /// @notice Seconds between `requestUnstake` and the release.
+    function unbondingPeriod() external view returns (uint256);
+
+    /// @notice The unbonding period must stay above this (the longest pool window + vote period).
+    function unbondingFloor() external view returns (uint256);
+
+    /// @notice Challenger's share of a slash in basis points.
+    function challengerShareBps() external view returns (uint256);
+
+    /// @notice Receiver of the non-challenger part of slashes and of forfeited bonds.
+    function treasury() external view returns (address);
+
+    /// @notice Sum of all nodes' active and unbonding stake held by this contract.
+    function totalStaked() external view returns (uint256);
+}

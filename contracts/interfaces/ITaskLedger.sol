@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+/// @title ITaskLedger
+/// @notice Pools, checkpoints, task claims with a chain-drawn seed, work submissions with slashing windows,
+/// challenges with bonds and validator votes, and reward claims. Every call costs O(1) or O(batch).
+///
+/// Ids: pools are numbered from 1; a task id is global (from 1) and a submission's id IS its task id
+/// (one submission per task); a challenge's id IS the submission id it challenges (at most one challenge
+/// per submission, ever: a rejected challenge is the validators' verdict and cannot be re-opened).
+///
+/// Reward wipe in O(1): each worker node has a slash epoch; a submission records the epoch it was made in;
+/// an upheld challenge increments the worker's epoch, which voids every unpaid submission of that worker.
+/// Their reservations return to the pool budget through `voidSubmissions` (callable by anyone).
+interface ITaskLedger {
+    /// @notice Lifecycle of a task id (and of the submission with the same id).
+    /// None: unknown; Claimed: leased, not submitted; Submitted: in or after its window, claimable once the
+    /// window closed; Challenged: a challenge is open; Upheld: the challenge was upheld (no reward);
+    /// Paid: reward paid; Voided: wiped by a later upheld challenge of the same worker (no reward).
+    enum TaskStatus {
+        None,
+        Claimed,
+        Submitted,
+        Challenged,
+        Upheld,
+        Paid,
+        Voided
+    }
+
+    /// @notice Lifecycle of a challenge. None: no challenge; Open: voting; Upheld / Rejected: resolved.
+    enum ChallengeStatus {
+        None,
+        Open,
+        Upheld,
+        Rejected
+    }
+
+    /// @notice Parameters of a new pool (fixed after creation).
+    /// @param trainer the address allowed to publish checkpoints (the trainer's key)
+    /// @param taskSetCid IPFS CID of the task set (intellect.taskset/v1)
+    /// @param rewardPerUnit tokens paid per work unit
+    /// @param challengeBond tokens a challenger posts (returned if upheld, forfeited if rejected)
+    /// @param slashAmount tokens slashed from a worker per upheld challenge (capped at its stake)
+    /// @param windowLength seconds a submission can be challenged (default 24 h; >= the ledger's minimum)
+    /// @param votePeriod seconds validators vote on a challenge
+    /// @param leaseDuration seconds a worker has to submit a claimed task
+    /// @param maxUnitsPerSubmission upper bound on workUnits per submission
+    /// @param asyncLevel how many steps behind the latest checkpoint a submission's policy may be (default 2)
+    /// @param quorum minimum number of votes (for + against) for an upheld challenge (1 on dev pools)
+    struct PoolParams {
+        address trainer;
+        string taskSetCid;
+        uint96 rewardPerUnit;
+        uint128 challengeBond;
+        uint128 slashAmount;
+        uint32 windowLength;
+        uint32 votePeriod;
+        uint32 leaseDuration;
+        uint32 maxUnitsPerSubmission;
+        uint16 asyncLevel;
+        uint16 quorum;
+    }
+
+    /// @notice A pool as returned by `pool`.
+    /// @param budget escrowed tokens not reserved by any submission
+    /// @param reserved escrowed tokens reserved by unpaid submissions
+    /// @param hasCheckpoint whether any checkpoint was published
+    /// @param latestStep the latest published step (meaningful only if hasCheckpoint)
+    struct PoolView {
+        address owner;
+        PoolParams params;
+        uint256 budget;
+        uint256 reserved;
+        bool hasCheckpoint;
+        uint256 latestStep;
+    }
+
+    /// @notice A task (and its submission) as returned by `task`.
+    /// @param node the worker node that claimed it
+    /// @param poolId its pool
+    /// @param leaseExpiry last second at which the work may be submitted
+    /// @param status lifecycle state
+    /// @param reward tokens reserved for it at submission (0 before)
+    /// @param windowEnd time its challenge window closes (0 before submission)
+    /// @param slashEpoch the worker's slash epoch at submission
+    struct TaskView {
+        address node;
+        uint32 poolId;
+        uint40 leaseExpiry;
+        TaskStatus status;
+        uint128 reward;
+        uint40 windowEnd;
+        uint32 slashEpoch;
+    }
+
+    /// @notice A challenge as returned by `challengeInfo`.
+    struct ChallengeView {
+        address challenger;
+        uint40 voteEnd;
+        uint16 votesFor;
+        uint16 votesAgainst;
+        ChallengeStatus status;
+    }
+
+    /// @notice Emitted when `owner` creates pool `poolId`.
+    event PoolCreated(uint32 indexed poolId, address indexed owner, address indexed trainer, PoolParams params);
+
+    /// @notice Emitted when `from` escrows `amount` of reward tokens into the pool.
+    event PoolFunded(uint32 indexed poolId, address indexed from, uint256 amount, uint256 budget);
+
+    /// @notice Emitted when the pool owner takes `amount` of unreserved budget back to `to`.
+    event PoolDefunded(uint32 indexed poolId, address indexed to, uint256 amount, uint256 budget);
+
+    /// @notice Emitted when the pool's trainer publishes the checkpoint of `step` (manifest on IPFS).
+    event CheckpointPublished(uint32 indexed poolId, uint256 indexed step, string manifestCid);
+
+    /// @notice Emitted when `node` claims task `taskId`. The seed (not stored) assigns the task's problems:
+    /// keccak256(abi.encode(block.prevrandao, blockhash(block.number - 1), node, taskId)).
+    event TaskClaimed(uint256 indexed taskId, uint32 indexed poolId, address indexed node, bytes32 seed, uint256 leaseExpiry);
+
+    /// @notice Emitted when `node` submits the work of task `submissionId`; its challenge window ends at `windowEnd`.
+    event WorkSubmitted(
+        uint256 indexed submissionId,
+        uint32 indexed poolId,
+        address indexed node,
+        string rolloutsCid,
+        bytes32 proofsHash,
+        uint256 workUnits,
+        uint256 policyStep,
+        uint256 reward,
+        uint256 windowEnd
+    );
+
+    /// @notice Emitted when `challenger` challenges submission `challengeId` of `node` (its uphold vote counts).
+    event ChallengeOpened(
+        uint256 indexed challengeId, address indexed node, address indexed challenger, string evidenceCid, uint256 voteEnd
+    );
+
+    /// @notice Emitted when `validator` votes on a challenge; carries the running tallies.
+    event VoteCast(uint256 indexed challengeId, address indexed validator, bool uphold, uint256 votesFor, uint256 votesAgainst);
+
+    /// @notice Emitted when a challenge is resolved. `slashed` is the stake slashed from the worker (0 if rejected).
+    event ChallengeResolved(
+        uint256 indexed challengeId, bool indexed upheld, uint256 votesFor, uint256 votesAgainst, uint256 slashed
+    );
+
+    /// @notice Emitted when an upheld challenge wipes `node`'s unpaid submissions by moving it to `newEpoch`.
+    event WorkerWiped(address indexed node, uint256 newEpoch);
+
+    /// @notice Emitted when the reward of `submissionId` is paid to the node's owner.
+    event RewardClaimed(uint256 indexed submissionId, address indexed node, address indexed owner, uint256 amount);
+
+    /// @notice Emitted when a wiped submission's reservation returns to its pool's budget.
+    event SubmissionVoided(uint256 indexed submissionId, address indexed node, uint256 released);
+
+    /// @notice Emitted when the admin sets the shortest allowed window length.
+    event MinWindowLengthSet(uint256 minWindowLength);
+
+    /// @notice Thrown for a pool id that does not exist.
+    error TaskLedgerUnknownPool(uint32 poolId);
+
+    /// @notice Thrown when a pool parameter is invalid; `param` names it.
+    error TaskLedgerInvalidPoolParam(string param);
+
+    /// @notice Thrown when a pool's window is shorter than the ledger's minimum.
+    error TaskLedgerWindowTooShort(uint256 windowLength, uint256 minWindowLength);
+
+    /// @notice Thrown when the stake unbonding period does not exceed window + vote period.
+    error TaskLedgerUnbondingTooShort(uint256 windowPlusVote, uint256 unbondingPeriod);
+
+    /// @notice Thrown for a zero amount.
+    error TaskLedgerZeroAmount();
+
+    /// @notice Thrown when `caller` is not the pool's owner.
+    error TaskLedgerNotPoolOwner(uint32 poolId, address caller);
+
+    /// @notice Thrown when the pool's unreserved budget `available` is below `needed`.
+    error TaskLedgerInsufficientBudget(uint32 poolId, uint256 available, uint256 needed);
+
+    /// @notice Thrown when `caller` is not the pool's trainer.
+    error TaskLedgerNotTrainer(uint32 poolId, address caller);
+
+    /// @notice Thrown when a checkpoint step is not above the latest one.
+    error TaskLedgerStepNotIncreasing(uint32 poolId, uint256 step, uint256 latestStep);
+
+    /// @notice Thrown when a step does not fit the ledger's storage (>= 2**48 - 1).
+    error TaskLedgerStepTooLarge(uint256 step);
+
+    /// @notice Thrown when the pool has no checkpoint yet (no task can be claimed).
+    error TaskLedgerNoCheckpoint(uint32 poolId);
+
+    /// @notice Thrown when no checkpoint was published for `step`.
+    error TaskLedgerUnknownCheckpoint(uint32 poolId, uint256 step);
+
+    /// @notice Thrown when `node` is not an active, minimally staked node of role `role` (see INodeRegistry.Role).
+    error TaskLedgerNotEligible(address node, uint8 role);
+
+    /// @notice Thrown for a task/submission id that does not exist.
+    error TaskLedgerUnknownTask(uint256 taskId);
+
+    /// @notice Thrown when `caller` is not the node that claimed the task.
+    error TaskLedgerNotClaimant(uint256 taskId, address caller);
+
+    /// @notice Thrown when submitting after the lease expired at `expiredAt`.
+    error TaskLedgerLeaseExpired(uint256 taskId, uint256 expiredAt);
+
+    /// @notice Thrown when the task/submission is in `status` and the call needs another status.
+    error TaskLedgerInvalidStatus(uint256 taskId, TaskStatus status);
+
+    /// @notice Thrown when workUnits is 0 or above the pool's maximum `maxUnits`.
+    error TaskLedgerInvalidWorkUnits(uint256 workUnits, uint256 maxUnits);
+
+    /// @notice Thrown when `policyStep` is older than `minStep` = latest - asyncLevel.
+    error TaskLedgerStalePolicyStep(uint256 policyStep, uint256 minStep);
+
+    /// @notice Thrown when `policyStep` is newer than the latest published step.
+    error TaskLedgerFuturePolicyStep(uint256 policyStep, uint256 latestStep);
+
+    /// @notice Thrown when challenging after the window of `submissionId` closed at `closedAt`.
+    error TaskLedgerWindowClosed(uint256 submissionId, uint256 closedAt);
+
+    /// @notice Thrown when claiming before the window of `submissionId` closes at `closesAt`.
+    error TaskLedgerWindowOpen(uint256 submissionId, uint256 closesAt);
+
+    /// @notice Thrown when the submission was already challenged once.
+    error TaskLedgerAlreadyChallenged(uint256 submissionId);
+
+    /// @notice Thrown when `validator` (or its owner) would judge work of its own owner.
+    error TaskLedgerConflictOfInterest(uint256 submissionId, address validator);
+
+    /// @notice Thrown for a challenge id with no challenge.
+    error TaskLedgerUnknownChallenge(uint256 challengeId);
+
+    /// @notice Thrown when the challenge is already resolved.
+    error TaskLedgerChallengeNotOpen(uint256 challengeId, ChallengeStatus status);
+
+    /// @notice Thrown when voting after the vote period ended at `endedAt`.
+    error TaskLedgerVotePeriodOver(uint256 challengeId, uint256 endedAt);
+
+    /// @notice Thrown when resolving before `endsAt` without a decisive majority of all validators.
+    error TaskLedgerVotePeriodActive(uint256 challengeId, uint256 endsAt);
+
+    /// @notice Thrown when `validator` already voted (the challenger voted by challenging).
+    error TaskLedgerAlreadyVoted(uint256 challengeId, address validator);
+
+    /// @notice Thrown when the submission's worker was wiped after it was made (no reward).
+    error TaskLedgerSubmissionVoided(uint256 submissionId);
+
+    /// @notice Thrown when voiding a submission whose worker was not wiped since it was made.
+    error TaskLedgerNotVoidable(uint256 submissionId);
+
+    /// @notice Thrown when `caller` is neither the submission's node nor that node's owner.
+    error TaskLedgerNotNodeOrOwner(uint256 submissionId, address caller);
+
+    /// @notice Thrown when a claim batch mixes nodes of different owners.
+    error TaskLedgerMixedOwners(uint256 submissionId, address owner, address expected);
+
+    /// @notice Thrown for an empty batch.
+    error TaskLedgerEmptyBatch();
+
+    /// @notice Creates a pool owned by the caller. The window + vote period must be shorter than the stake
+    /// unbonding period (no escaping a slash by withdrawing).
+    /// @return poolId the new pool's id
+    function createPool(PoolParams calldata params) external returns (uint32 poolId);
+
+    /// @notice Escrows `amount` reward tokens (transferFrom the caller) into the pool's budget. Anyone.
+    function fundPool(uint32 poolId, uint256 amount) external;
+
+    /// @notice Returns `amount` of the pool's unreserved budget to `to`. Only the pool owner.
+    function defundPool(uint32 poolId, uint256 amount, address to) external;
+
+    /// @notice Publishes the checkpoint of `step` (its Shardcast manifest's CID). Only the pool's trainer;
+    /// the first step may be any, later ones strictly increase.
+    function publishCheckpoint(uint32 poolId, uint256 step, string calldata manifestCid) external;
+
+    /// @notice Claims a task in `poolId` for the calling worker node (active, minimally staked). The seed is
+    /// drawn from chain randomness and emitted in TaskClaimed.
+    /// @return taskId the task's id
+    function claimTask(uint32 poolId) external returns (uint256 taskId);
+
+    /// @notice Submits the work of a claimed task: only the claimant, inside the lease, once. Reserves
+    /// workUnits * rewardPerUnit from the pool budget and opens the challenge window.
+    /// @param taskId the claimed task (becomes the submission id)
+    /// @param rolloutsCid IPFS CID of the rollout file (kept in the event log only)
+    /// @param proofsHash hash of the TOPLOC proofs (kept in the event log only)
+    /// @param workUnits units of work done (1..maxUnitsPerSubmission)
+    /// @param policyStep checkpoint step the rollouts were generated with (latest - asyncLevel .. latest)
+    function submitWork(
+        uint256 taskId,
+        string calldata rolloutsCid,
+        bytes32 proofsHash,
+        uint32 workUnits,
+        uint256 policyStep
+    ) external;
+
+    /// @notice Challenges a submission inside its window. Only an active, minimally staked validator whose
+    /// owner does not own the worker; pulls the pool's challenge bond; counts as the challenger's uphold vote.
+    /// @return challengeId equal to `submissionId`
+    function challenge(uint256 submissionId, string calldata evidenceCid) external returns (uint256 challengeId);
+
+    /// @notice Votes on an open challenge during its vote period. Only other active, minimally staked
+    /// validators, once each, not one whose owner owns the challenged worker.
+    function vote(uint256 challengeId, bool uphold) external;
+
+    /// @notice Resolves a challenge: anyone, after the vote period, or earlier once one side has more than
+    /// half of all active validators. Upheld iff votesFor > votesAgainst and votesFor + votesAgainst >= quorum.
+    /// Upheld: slash the worker, wipe its unpaid rewards, return the bond; rejected: forfeit the bond.
+    /// @return upheld the outcome
+    function resolve(uint256 challengeId) external returns (bool upheld);
+
+    /// @notice Pays the rewards of finalised submissions (window closed, not challenged or challenge
+    /// rejected, worker not wiped since) to their node's owner. Caller: the node or its owner. O(batch).
+    /// @return total tokens paid
+    function claimRewards(uint256[] calldata submissionIds) external returns (uint256 total);
+
+    /// @notice Returns the reservations of submissions voided by a wipe to their pools' budgets. Anyone. O(batch).
+    /// @return released tokens returned to pool budgets
+    function voidSubmissions(uint256[] calldata submissionIds) external returns (uint256 released);
+
+    /// @notice Sets the shortest allowed pool window. Only the admin.
+    function setMinWindowLength(uint32 minWindowLength) external;
+
+    /// @notice A pool's parameters, owner, budget and latest checkpoint.
+    function pool(uint32 poolId) external view returns (PoolView memory);
+
+    /// @notice Number of pools created (ids are 1..poolCount).
+    function poolCount() external view returns (uint32);
+
+    /// @notice Manifest CID of the checkpoint at `step` (reverts TaskLedgerUnknownCheckpoint if none).
+    function checkpoint(uint32 poolId, uint256 step) external view returns (string memory);
+
+    /// @notice Latest published step of the pool (reverts TaskLedgerNoCheckpoint if none).
+    function latestStep(uint32 poolId) external view returns (uint256);
+
+    /// @notice A task and its submission.
+    function task(uint256 taskId) external view returns (TaskView memory);
+
+    /// @notice A challenge (id = submission id).
+    function challengeInfo(uint256 challengeId) external view returns (ChallengeView memory);
+
+    /// @notice Whether `validator` voted on the challenge (the challenger counts as voted).
+    function hasVoted(uint256 challengeId, address validator) external view returns (bool);
+
+    /// @notice Current slash epoch of `node`.
+    function slashEpoch(address node) external view returns (uint32);
+
+    /// @notice Reward claimable now for `submissionId` (0 if not claimable now).
+    function claimable(uint256 submissionId) external view returns (uint256);
+
+    /// @notice Id the next claimed task will get.
+    function nextTaskId() external view returns (uint256);
+
+    /// @notice Shortest allowed pool window in seconds.
+    function minWindowLength() external view returns (uint32);
+
+    /// @notice The token, registry and stake manager this ledger uses.
+    function token() external view returns (address);
+
+    /// @notice The node registry.
+    function registry() external view returns (address);
+
+    /// @notice The stake manager.
+    function stakeManager() external view returns (address);
+}
