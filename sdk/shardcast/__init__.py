@@ -1,0 +1,53 @@
+"""Shardcast: checkpoint distribution through a relay tree, anchored by IPFS manifests.
+
+    origin = Origin(data_dir, ipfs=ipfs).start()
+    manifest, cid = origin.publish(checkpoint_dir, step, model_name)     # trainer
+    relay = Relay(upstreams=[origin.url], data_dir=relay_dir, keep=3).start()
+    path = Client(relays=[relay.url], ipfs=ipfs).fetch(cid, out_dir)      # worker
+
+Every shard is sha256-checked by every relay and client; the manifest's id (sha256 of its
+canonical bytes) names the version on the wire, its IPFS CID names it on-chain.
+"""
+
+from ._client import Client, FetchResult
+from ._download import SourcePool
+from ._errors import (
+    FetchError,
+    InconsistentManifestError,
+    ManifestError,
+    OutputExistsError,
+    ShardcastError,
+    ShardVerificationError,
+    UnknownSchemaVersionError,
+    UnsafePathError,
+    UpstreamError,
+)
+from ._manifest import MANIFEST_SCHEMA, FileEntry, Manifest, ShardEntry
+from ._origin import DEFAULT_SHARD_SIZE, IpfsLike, Origin, build_shards
+from ._relay import Relay
+from ._server import API_PREFIX
+
+__all__ = [
+    "API_PREFIX",
+    "DEFAULT_SHARD_SIZE",
+    "MANIFEST_SCHEMA",
+    "Client",
+    "FetchError",
+    "FetchResult",
+    "FileEntry",
+    "InconsistentManifestError",
+    "IpfsLike",
+    "Manifest",
+    "ManifestError",
+    "Origin",
+    "OutputExistsError",
+    "Relay",
+    "ShardEntry",
+    "ShardVerificationError",
+    "ShardcastError",
+    "SourcePool",
+    "UnknownSchemaVersionError",
+    "UnsafePathError",
+    "UpstreamError",
+    "build_shards",
+]

@@ -1,0 +1,384 @@
+"""The client: fetch a checkpoint from relays, verified, resumable, written atomically.
+
+While a fetch runs, its state lives next to the output in a sidecar directory::
+
+    <parent>/.<name>.shardcast/state.json   {"schema", "manifest_id"}
+    <parent>/.<name>.shardcast/manifest.json
+    <parent>/.<name>.shardcast/journal      one line per verified shard index
+    <parent>/.<name>.shardcast/data/        the checkpoint files, written in place by offset
+
+Shard bytes go straight to their final offsets in `data/` (no second copy). When every shard
+and the whole are verified, the files are fsynced and `data/` is renamed to `<parent>/<name>`
+in one step, so a reader sees either no checkpoint or all of it. After a crash, a rerun with the
+same manifest re-hashes the shards the journal lists (cheap: local disk) and downloads only
+the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._download import DownloadStats, SourcePool, download_shards
+from ._errors import FetchError, OutputExistsError, ShardcastError, UnknownSchemaVersionError
+from ._manifest import MAX_MANIFEST_BYTES, Manifest, ShardEntry, safe_relpath
+from ._origin import IpfsLike
+
+__all__ = ["Client", "FetchResult"]
+
+log = logging.getLogger(__name__)
+
+STATE_SCHEMA = "intellect.shardcast.fetch-state/v1"
+_BUF = 8 * 1024 * 1024
+
+
+@dataclass
+class FetchResult:
+    """What a fetch did: where it wrote, how many shards were reused or downloaded."""
+
+    path: Path
+    manifest: Manifest
+    resumed_shards: int
+    downloaded_shards: int
+    downloaded_bytes: int
+    corrupt_dropped: int
+    seconds: float
+    per_source: dict[str, int]
+
+
+class _Staging:
+    """The checkpoint files being assembled, open for positional writes."""
+
+    def __init__(self, manifest: Manifest, root: Path) -> None:
+        self.manifest = manifest
+        self.root = root
+        self._starts = [f.offset for f in manifest.files]
+        self.fds: list[int] = []
+        root.mkdir(parents=True, exist_ok=True)
+        real_root = root.resolve()
+        for f in manifest.files:
+            p = root / safe_relpath(f.path)
+            # Belt and braces: the lexical check already refused '..' and absolute paths.
+            if not p.resolve().is_relative_to(real_root):
+                raise ShardcastError(f"{f.path!r} resolves outside {root}")
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+            if os.fstat(fd).st_size != f.size:
+                os.ftruncate(fd, f.size)
+            self.fds.append(fd)
+
+    def _spans(self, offset: int, length: int) -> list[tuple[int, int, int, int]]:
+        """(fd, file offset, position in the span, length) covering stream bytes [offset, offset+length)."""
+        out = []
+        i = max(0, bisect_right(self._starts, offset) - 1)
+        pos = 0
+        files = self.manifest.files
+        while pos < length and i < len(files):
+            f = files[i]
+            lo = offset + pos
+            if f.size and f.offset <= lo < f.offset + f.size:
+                n = min(length - pos, f.offset + f.size - lo)
+                out.append((self.fds[i], lo - f.offset, pos, n))
+                pos += n
+            i += 1
+        return out
+
+    def pwrite(self, offset: int, data: memoryview) -> None:
+        for fd, foff, pos, n in self._spans(offset, len(data)):
+            view = data[pos : pos + n]
+            while view:
+                k = os.pwrite(fd, view, foff)
+                view, foff = view[k:], foff + k
+
+    def hash_range(self, offset: int, length: int, h: hashlib._Hash, buf: bytearray) -> None:
+        """Feed stream bytes [offset, offset+length) from disk into `h`."""
+        mv = memoryview(buf)
+        for fd, foff, _, n in self._spans(offset, length):
+            while n:
+                k = os.preadv(fd, [mv[: min(n, len(mv))]], foff)
+                if k <= 0:
+                    raise ShardcastError(f"short read in staging file at offset {foff}")
+                h.update(mv[:k])
+                foff += k
+                n -= k
+
+    def sync_and_close(self, fsync: bool) -> None:
+        for fd in self.fds:
+            if fsync:
+                os.fsync(fd)
+            os.close(fd)
+        self.fds = []
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
+class _ClientSink:
+    def __init__(self, staging: _Staging, journal: Path, on_verified: Callable[[int], None]) -> None:
+        self.staging = staging
+        self._journal = open(journal, "a", buffering=1)  # noqa: SIM115 - closed by close()
+        self._lock = threading.Lock()
+        self._on_verified = on_verified
+
+    def begin(self, shard: ShardEntry) -> None:
+        pass
+
+    def write(self, shard: ShardEntry, pos: int, data: memoryview) -> None:
+        self.staging.pwrite(shard.offset + pos, data)
+
+    def commit(self, shard: ShardEntry) -> None:
+        with self._lock:
+            self._journal.write(f"{shard.index}\n")
+        self._on_verified(shard.index)
+
+    def abort(self, shard: ShardEntry) -> None:
+        pass  # the range is simply overwritten by the next attempt
+
+    def close(self) -> None:
+        self._journal.close()
+
+
+class _TotalHasher:
+    """sha256 of the whole stream, computed in shard order as shards get verified (pipelined)."""
+
+    def __init__(self, manifest: Manifest, staging: _Staging) -> None:
+        self.manifest = manifest
+        self.staging = staging
+        self.h = hashlib.sha256()
+        self._ready: set[int] = set()
+        self._cv = threading.Condition()
+        self._abort = False
+        self.error: BaseException | None = None
+        self._t = threading.Thread(target=self._run, name="shardcast-total", daemon=True)
+
+    def start(self) -> None:
+        self._t.start()
+
+    def verified(self, index: int) -> None:
+        with self._cv:
+            self._ready.add(index)
+            self._cv.notify()
+
+    def abort(self) -> None:
+        with self._cv:
+            self._abort = True
+            self._cv.notify()
+
+    def _run(self) -> None:
+        buf = bytearray(_BUF)
+        try:
+            for s in self.manifest.shards:
+                with self._cv:
+                    while s.index not in self._ready and not self._abort:
+                        self._cv.wait()
+                    if self._abort:
+                        return
+                self.staging.hash_range(s.offset, s.size, self.h, buf)
+        except BaseException as e:
+            self.error = e
+
+    def result(self) -> str:
+        self._t.join()
+        if self.error is not None:
+            raise FetchError(f"hashing the whole checkpoint failed: {self.error}") from self.error
+        return self.h.hexdigest()
+
+
+class Client:
+    """Downloads checkpoints from Shardcast relays.
+
+        client = Client(relays=["http://relay-a:8601", "http://relay-b:8601"], ipfs=ipfs)
+        path = client.fetch(manifest_cid, "checkpoints/step-12")
+    """
+
+    def __init__(
+        self,
+        relays: Sequence[str] = (),
+        *,
+        ipfs: IpfsLike | None = None,
+        workers: int = 4,
+        wait: float = 10.0,
+        stall_timeout: float = 120.0,
+        verify_total: bool = True,
+        fsync: bool = True,
+        use_relay_hints: bool = True,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        """relays: base URLs (origin URLs work too). workers: parallel shard downloads.
+        wait: how long a relay may hold a request for a shard still on its way to it.
+        verify_total: also check the whole-stream sha256 (an extra local hash pass, pipelined).
+        fsync: make the files durable before the atomic rename.
+        on_progress: called with (verified bytes, total bytes)."""
+        self.relays = [r.rstrip("/") for r in relays]
+        self.ipfs = ipfs
+        self.workers = workers
+        self.wait = wait
+        self.stall_timeout = stall_timeout
+        self.verify_total = verify_total
+        self.fsync = fsync
+        self.use_relay_hints = use_relay_hints
+        self.on_progress = on_progress
+        self.last_result: FetchResult | None = None
+
+    def resolve(self, manifest_or_cid: Manifest | str | bytes | Path) -> Manifest:
+        """A Manifest from a Manifest, its JSON bytes, a JSON file path, or an IPFS CID."""
+        if isinstance(manifest_or_cid, Manifest):
+            return manifest_or_cid
+        if isinstance(manifest_or_cid, bytes):
+            return Manifest.from_bytes(manifest_or_cid)
+        if isinstance(manifest_or_cid, Path):
+            return Manifest.from_bytes(manifest_or_cid.read_bytes())
+        if self.ipfs is None:
+            raise ShardcastError(f"cannot resolve manifest CID {manifest_or_cid!r}: the client has no IPFS client")
+        return Manifest.from_bytes(self.ipfs.cat(manifest_or_cid, max_size=MAX_MANIFEST_BYTES))
+
+    def fetch(self, manifest_or_cid: Manifest | str | bytes | Path, out_dir: Path | str, *,
+              overwrite: bool = False) -> Path:
+        """Download, verify and atomically write the checkpoint to `out_dir`; returns `out_dir`."""
+        return self.fetch_detailed(manifest_or_cid, out_dir, overwrite=overwrite).path
+
+    def fetch_detailed(self, manifest_or_cid: Manifest | str | bytes | Path, out_dir: Path | str, *,
+                       overwrite: bool = False) -> FetchResult:
+        t0 = time.monotonic()
+        manifest = self.resolve(manifest_or_cid)
+        sources = list(self.relays)
+        if self.use_relay_hints:
+            sources += [h.rstrip("/") for h in manifest.relay_hints if h.rstrip("/") not in sources]
+        if not sources:
+            raise ShardcastError("no relays to fetch from: pass relays=[...] or publish with relay hints")
+        out = Path(out_dir)
+        if out.exists() and not overwrite:
+            raise OutputExistsError(f"{out} already exists; remove it or pass overwrite=True")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        side = out.parent / f".{out.name}.shardcast"
+        done = self._prepare_sidecar(side, manifest)
+        staging = _Staging(manifest, side / "data")
+        resumed = self._reverify(manifest, staging, done)
+        verified_bytes = [sum(manifest.shards[i].size for i in resumed)]
+        progress_lock = threading.Lock()
+        if resumed:
+            log.info("resuming %s: %d of %d shards already verified", out, len(resumed), len(manifest.shards))
+        # Rewrite the journal with what actually re-verified.
+        (side / "journal").write_text("".join(f"{i}\n" for i in sorted(resumed)))
+
+        total = _TotalHasher(manifest, staging) if self.verify_total else None
+
+        def on_verified(index: int) -> None:
+            if total is not None:
+                total.verified(index)
+            if self.on_progress is not None:
+                with progress_lock:
+                    verified_bytes[0] += manifest.shards[index].size
+                    self.on_progress(verified_bytes[0], manifest.total_size)
+
+        if total is not None:
+            total.start()
+            for i in resumed:
+                total.verified(i)
+        if self.on_progress is not None:
+            self.on_progress(verified_bytes[0], manifest.total_size)
+        sink = _ClientSink(staging, side / "journal", on_verified)
+        missing = [s.index for s in manifest.shards if s.index not in resumed]
+        try:
+            stats = (download_shards(manifest, missing, SourcePool(sources), sink, workers=self.workers,
+                                     wait=self.wait, stall_timeout=self.stall_timeout)
+                     if missing else DownloadStats())
+        except BaseException:
+            if total is not None:
+                total.abort()
+            staging.close()
+            raise
+        finally:
+            sink.close()
+        if total is not None:
+            digest = total.result()
+            if digest != manifest.total_sha256:
+                staging.close()
+                shutil.rmtree(side, ignore_errors=True)
+                raise FetchError(f"whole-checkpoint sha256 {digest} != manifest {manifest.total_sha256} although "
+                                 "every shard verified: the manifest itself is inconsistent")
+        staging.sync_and_close(self.fsync)
+        self._install(side, out, overwrite)
+        result = FetchResult(path=out, manifest=manifest, resumed_shards=len(resumed),
+                             downloaded_shards=stats.shards, downloaded_bytes=stats.bytes,
+                             corrupt_dropped=stats.corrupt, seconds=time.monotonic() - t0,
+                             per_source=dict(stats.per_source))
+        self.last_result = result
+        log.info("fetched %s step %d into %s: %d shards downloaded, %d resumed, %.2f s", manifest.model_name,
+                 manifest.step, out, result.downloaded_shards, result.resumed_shards, result.seconds)
+        return result
+
+    # -- internals -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _prepare_sidecar(side: Path, manifest: Manifest) -> set[int]:
+        """Claimed-verified shard indices from a previous run of the same manifest (else wipe)."""
+        state_p = side / "state.json"
+        if side.exists():
+            try:
+                state = json.loads(state_p.read_text())
+                if state.get("schema") != STATE_SCHEMA:
+                    raise UnknownSchemaVersionError(state.get("schema"), STATE_SCHEMA)
+                if state.get("manifest_id") == manifest.id:
+                    claimed = set()
+                    for line in (side / "journal").read_text().split():
+                        if line.isdigit() and int(line) < len(manifest.shards):
+                            claimed.add(int(line))
+                    return claimed
+                log.info("%s holds a partial download of another version: discarding it", side)
+            except (OSError, ValueError, ShardcastError) as e:
+                log.warning("discarding unreadable partial download %s: %s", side, e)
+            shutil.rmtree(side)
+        (side / "data").mkdir(parents=True)
+        (side / "manifest.json").write_bytes(manifest.to_bytes())
+        (side / "journal").write_text("")
+        state_p.write_text(json.dumps({"schema": STATE_SCHEMA, "manifest_id": manifest.id}))
+        return set()
+
+    @staticmethod
+    def _reverify(manifest: Manifest, staging: _Staging, claimed: set[int]) -> set[int]:
+        ok: set[int] = set()
+        buf = bytearray(_BUF)
+        for i in sorted(claimed):
+            s = manifest.shards[i]
+            h = hashlib.sha256()
+            staging.hash_range(s.offset, s.size, h, buf)
+            if h.hexdigest() == s.sha256:
+                ok.add(i)
+            else:
+                log.warning("shard %d in the partial download does not verify: fetching it again", i)
+        return ok
+
+    @staticmethod
+    def _install(side: Path, out: Path, overwrite: bool) -> None:
+        data = side / "data"
+        trash = None
+        if out.exists():
+            if not overwrite:
+                raise OutputExistsError(f"{out} appeared while fetching; not replacing it")
+            trash = out.parent / f".{out.name}.shardcast-old"
+            shutil.rmtree(trash, ignore_errors=True)
+            out.rename(trash)
+        data.rename(out)  # atomic on one filesystem: readers see all or nothing
+        try:
+            dfd = os.open(out.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:
+            pass
+        shutil.rmtree(side, ignore_errors=True)
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)

@@ -1,0 +1,314 @@
+"""The shard download engine shared by clients and relays.
+
+Worker threads take shard indices from a queue, pick a source by measured throughput (and how
+many requests it already serves for us), stream the body through sha256 into a sink, and
+commit the shard only if the digest matches. A failing source is benched with exponential
+backoff; one that served bad bytes is benched for much longer. A source that does not have the
+version or shard yet answers 404/503 after a server-side wait: that is "not ready", not a fault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from ._errors import FetchError, ShardVerificationError, UpstreamError
+from ._manifest import Manifest, ShardEntry
+from ._server import API_PREFIX
+
+__all__ = ["DownloadStats", "ShardSink", "SourcePool", "download_shards", "http_get"]
+
+log = logging.getLogger(__name__)
+
+CHUNK = 4 * 1024 * 1024
+BAD_DATA_BENCH_S = 300.0  # a source that served wrong bytes is avoided for this long
+
+
+class ShardSink(Protocol):
+    """Where verified shard bytes go. `write` may be called before verification; `commit`
+    makes the shard count only after its sha256 matched, `abort` discards it."""
+
+    def begin(self, shard: ShardEntry) -> None: ...
+    def write(self, shard: ShardEntry, pos: int, data: memoryview) -> None: ...
+    def commit(self, shard: ShardEntry) -> None: ...
+    def abort(self, shard: ShardEntry) -> None: ...
+
+
+@dataclass
+class _Source:
+    url: str
+    tput: float | None = None  # EWMA of bytes/s; None = not measured yet
+    inflight: int = 0
+    failures: int = 0
+    down_until: float = 0.0
+    ok: int = 0
+    bad: int = 0
+
+
+class SourcePool:
+    """Relays/origins to download from, scored by measured throughput and success."""
+
+    def __init__(self, urls: Iterable[str]) -> None:
+        urls = [u.rstrip("/") for u in urls]
+        if not urls:
+            raise ValueError("at least one source URL is needed")
+        random.shuffle(urls)  # spread many clients' first picks over the relays
+        self._sources = {u: _Source(u) for u in urls}
+        self._lock = threading.Lock()
+
+    def pick(self) -> tuple[str | None, float]:
+        """(best available source, 0) or (None, seconds until one comes back)."""
+        now = time.monotonic()
+        with self._lock:
+            up = [s for s in self._sources.values() if s.down_until <= now]
+            if not up:
+                return None, min(s.down_until for s in self._sources.values()) - now
+            unmeasured = [s for s in up if s.tput is None]
+            if unmeasured:
+                best = min(unmeasured, key=lambda s: s.inflight)
+            else:
+                best = max(up, key=lambda s: (s.tput or 0.0) / (1 + s.inflight))
+            best.inflight += 1
+            return best.url, 0.0
+
+    def release(self, url: str) -> None:
+        with self._lock:
+            self._sources[url].inflight -= 1
+
+    def success(self, url: str, nbytes: int, seconds: float) -> None:
+        with self._lock:
+            s = self._sources[url]
+            rate = nbytes / max(seconds, 1e-6)
+            s.tput = rate if s.tput is None else 0.7 * s.tput + 0.3 * rate
+            s.failures = 0
+            s.ok += 1
+
+    def failure(self, url: str, *, bad_data: bool = False, not_ready: bool = False) -> None:
+        with self._lock:
+            s = self._sources[url]
+            now = time.monotonic()
+            if bad_data:
+                s.bad += 1
+                s.down_until = now + BAD_DATA_BENCH_S
+                log.warning("source %s served a corrupt shard: marked down for %.0f s", url, BAD_DATA_BENCH_S)
+            elif not_ready:
+                s.down_until = max(s.down_until, now + 0.2)
+            else:
+                s.failures += 1
+                backoff = min(30.0, 0.5 * 2 ** (s.failures - 1))
+                s.down_until = now + backoff
+                log.info("source %s failed (%d in a row): retry in %.1f s", url, s.failures, backoff)
+
+    def snapshot(self) -> dict[str, dict[str, float | int | None]]:
+        with self._lock:
+            return {u: {"tput": s.tput, "ok": s.ok, "bad": s.bad, "failures": s.failures}
+                    for u, s in self._sources.items()}
+
+
+@dataclass
+class DownloadStats:
+    shards: int = 0
+    bytes: int = 0
+    corrupt: int = 0
+    failures: int = 0
+    per_source: dict[str, int] = field(default_factory=dict)
+
+
+def _connect(url: str, timeout: float) -> http.client.HTTPConnection:
+    u = urlsplit(url)
+    if u.scheme != "http":
+        raise UpstreamError(url, "only http:// sources are supported")
+    return http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port or 80, timeout=timeout)
+
+
+def http_get(url: str, path: str, *, timeout: float = 30.0, max_size: int = 64 * 1024 * 1024) -> bytes:
+    """One GET of a small document (`path` under the API prefix); raises UpstreamError."""
+    conn = _connect(url, timeout)
+    try:
+        conn.request("GET", API_PREFIX + path)
+        resp = conn.getresponse()
+        body = resp.read(max_size + 1)
+        if resp.status != 200:
+            raise UpstreamError(url, f"GET {path} -> HTTP {resp.status}: {body[:200]!r}", status=resp.status)
+        if len(body) > max_size:
+            raise UpstreamError(url, f"GET {path}: body larger than {max_size} bytes")
+        return body
+    except (OSError, http.client.HTTPException) as e:
+        raise UpstreamError(url, f"GET {path}: {e}") from e
+    finally:
+        conn.close()
+
+
+class _NotReady(Exception):
+    pass
+
+
+def _fetch_one(conn: http.client.HTTPConnection, url: str, vid: str, shard: ShardEntry, sink: ShardSink,
+               buf: memoryview, wait: float, on_bytes: Callable[[int], None] | None) -> None:
+    conn.request("GET", f"{API_PREFIX}/versions/{vid}/shards/{shard.index}?wait={wait:g}")
+    resp = conn.getresponse()
+    if resp.status in (404, 503):
+        resp.read()
+        raise _NotReady(f"HTTP {resp.status}")
+    if resp.status != 200:
+        body = resp.read(4096)
+        raise UpstreamError(url, f"shard {shard.index}: HTTP {resp.status} {body[:200]!r}", status=resp.status)
+    length = resp.getheader("Content-Length")
+    if length is None or int(length) != shard.size:
+        resp.close()
+        raise UpstreamError(url, f"shard {shard.index}: Content-Length {length}, manifest says {shard.size}")
+    h = hashlib.sha256()
+    sink.begin(shard)
+    pos = 0
+    while pos < shard.size:
+        want = min(len(buf), shard.size - pos)
+        n = resp.readinto(buf[:want])
+        if not n:
+            raise UpstreamError(url, f"shard {shard.index}: connection closed after {pos} of {shard.size} bytes")
+        view = buf[:n]
+        h.update(view)  # releases the GIL for large buffers
+        sink.write(shard, pos, view)
+        pos += n
+        if on_bytes is not None:
+            on_bytes(n)
+    digest = h.hexdigest()
+    if digest != shard.sha256:
+        raise ShardVerificationError(shard.index, shard.sha256, digest, url)
+
+
+def download_shards(
+    manifest: Manifest,
+    indices: Sequence[int],
+    pool: SourcePool,
+    sink: ShardSink,
+    *,
+    workers: int = 4,
+    wait: float = 10.0,
+    stall_timeout: float = 120.0,
+    max_hard_failures: int = 20,
+    on_bytes: Callable[[int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> DownloadStats:
+    """Download and verify `indices` of `manifest` into `sink`; raises FetchError on give-up.
+
+    stall_timeout: give up when no shard completed for this long (sources all down or not
+    ready). max_hard_failures: per shard, how many failed attempts (errors, bad data) are allowed.
+    """
+    vid = manifest.id
+    queue: deque[int] = deque(indices)
+    pending = set(indices)
+    lock = threading.Lock()
+    done_cv = threading.Condition(lock)
+    hard: dict[int, int] = {}
+    stats = DownloadStats()
+    errors: list[BaseException] = []
+    last_progress = [time.monotonic()]
+
+    def finished() -> bool:
+        return not pending or bool(errors) or (cancelled is not None and cancelled())
+
+    def worker() -> None:
+        conns: dict[str, http.client.HTTPConnection] = {}
+        buf = memoryview(bytearray(CHUNK))
+        try:
+            while True:
+                with lock:
+                    if finished():
+                        return
+                    if not queue:
+                        done_cv.wait(0.5)  # in-flight shards may fail and come back
+                        continue
+                    index = queue.popleft()
+                shard = manifest.shards[index]
+                url, delay = pool.pick()
+                if url is None:
+                    with lock:
+                        queue.appendleft(index)
+                        if time.monotonic() - last_progress[0] > stall_timeout:
+                            errors.append(FetchError(
+                                f"no shard completed for {stall_timeout:.0f} s: every source is down or lacks "
+                                f"version {vid[:12]} (sources: {pool.snapshot()})"))
+                            done_cv.notify_all()
+                            return
+                    time.sleep(min(max(delay, 0.05), 1.0))
+                    continue
+                t0 = time.monotonic()
+                outcome = "error"
+                try:
+                    conn = conns.get(url) or _connect(url, timeout=wait + 30)
+                    conns[url] = conn
+                    _fetch_one(conn, url, vid, shard, sink, buf, wait, on_bytes)
+                    sink.commit(shard)
+                    outcome = "ok"
+                    pool.success(url, shard.size, time.monotonic() - t0)
+                except _NotReady:
+                    outcome = "not_ready"
+                    pool.failure(url, not_ready=True)
+                except ShardVerificationError as e:
+                    outcome = "bad"
+                    log.warning("%s", e)
+                    pool.failure(url, bad_data=True)
+                except (OSError, http.client.HTTPException, UpstreamError) as e:
+                    log.info("shard %d from %s failed: %s", index, url, e)
+                    pool.failure(url)
+                finally:
+                    pool.release(url)
+                if outcome in ("error", "bad"):
+                    c = conns.pop(url, None)
+                    if c is not None:
+                        c.close()
+                    sink.abort(shard)
+                with lock:
+                    if outcome == "ok":
+                        pending.discard(index)
+                        stats.shards += 1
+                        stats.bytes += shard.size
+                        stats.per_source[url] = stats.per_source.get(url, 0) + 1
+                        last_progress[0] = time.monotonic()
+                        done_cv.notify_all()
+                        continue
+                    if outcome == "not_ready" and time.monotonic() - last_progress[0] > stall_timeout:
+                        errors.append(FetchError(f"shard {index}: no source had it for {stall_timeout:.0f} s"))
+                        done_cv.notify_all()
+                        return
+                    if outcome in ("error", "bad"):
+                        stats.failures += 1
+                        stats.corrupt += outcome == "bad"
+                        hard[index] = hard.get(index, 0) + 1
+                        if hard[index] >= max_hard_failures:
+                            errors.append(FetchError(f"shard {index}: {hard[index]} failed attempts, giving up"))
+                            done_cv.notify_all()
+                            return
+                    queue.append(index)
+                    done_cv.notify_all()
+        except BaseException as e:  # a bug in a sink must surface, not hang the others
+            with lock:
+                errors.append(e)
+                done_cv.notify_all()
+        finally:
+            for c in conns.values():
+                c.close()
+
+    threads = [threading.Thread(target=worker, name=f"shardcast-dl-{i}", daemon=True)
+               for i in range(max(1, min(workers, len(indices))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        e = errors[0]
+        if isinstance(e, FetchError):
+            raise e
+        raise FetchError(f"download of version {vid[:12]} failed: {e!r}") from e
+    if pending and not (cancelled is not None and cancelled()):
+        raise FetchError(f"download of version {vid[:12]} stopped with {len(pending)} shards missing")
+    return stats

@@ -1,0 +1,178 @@
+"""The origin: turns a checkpoint directory into shards + manifest and serves them."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from ._errors import ManifestError, ShardcastError
+from ._manifest import FileEntry, Manifest, ShardEntry, checkpoint_files, now_utc
+from ._server import ShardServer
+from ._store import ShardStore
+
+__all__ = ["DEFAULT_SHARD_SIZE", "IpfsLike", "Origin", "build_shards"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SHARD_SIZE = 50 * 1000 * 1000  # 50 MB, like INTELLECT-2's shardcast
+_READ = 8 * 1024 * 1024
+
+
+@runtime_checkable
+class IpfsLike(Protocol):
+    """What Shardcast needs from an IPFS client (`intellect.sdk.ipfs.IpfsClient` fits)."""
+
+    def add(self, data: bytes, *, pin: bool = True) -> str: ...
+    def cat(self, cid: str, *, max_size: int) -> bytes: ...
+
+
+def build_shards(
+    checkpoint_dir: Path | str,
+    out_dir: Path | str,
+    *,
+    step: int,
+    model_name: str,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    relay_hints: Sequence[str] = (),
+) -> Manifest:
+    """Cut `checkpoint_dir` into shard files `out_dir/<i>` and return the manifest.
+
+    One read pass: each chunk goes to the shard file and its sha256 on this thread, and to
+    the whole-stream sha256 on a second thread (hashlib releases the GIL), so publishing
+    costs about one sha256 pass of wall time.
+    """
+    src = Path(checkpoint_dir)
+    if not src.is_dir():
+        raise ShardcastError(f"checkpoint directory {src} does not exist")
+    if shard_size <= 0:
+        raise ValueError("shard_size must be positive")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = checkpoint_files(src)
+    if not files:
+        raise ManifestError(f"checkpoint directory {src} holds no files")
+
+    entries: list[FileEntry] = []
+    shards: list[ShardEntry] = []
+    total = hashlib.sha256()
+    pos = 0
+    shard_h = hashlib.sha256()
+    shard_start = 0
+    shard_fd: int | None = None
+    pending: Future[None] | None = None
+
+    def close_shard() -> None:
+        nonlocal shard_fd, shard_h, shard_start
+        assert shard_fd is not None
+        os.close(shard_fd)
+        shards.append(ShardEntry(index=len(shards), offset=shard_start, size=pos - shard_start,
+                                 sha256=shard_h.hexdigest()))
+        shard_fd, shard_h, shard_start = None, hashlib.sha256(), pos
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="shardcast-total") as hasher:
+        for rel, path in files:
+            size = path.stat().st_size
+            entries.append(FileEntry(path=rel, offset=pos, size=size))
+            with open(path, "rb") as f:
+                left = size
+                while left > 0:
+                    if shard_fd is None:
+                        shard_fd = os.open(out / str(len(shards)), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                    room = shard_size - (pos - shard_start)
+                    chunk = f.read(min(_READ, room, left))
+                    if not chunk:
+                        raise ShardcastError(f"{path} shrank while being read")
+                    if pending is not None:
+                        pending.result()  # keep at most one chunk in flight: bounded memory
+                    pending = hasher.submit(total.update, chunk)
+                    shard_h.update(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(shard_fd, view):]
+                    pos += len(chunk)
+                    left -= len(chunk)
+                    if pos - shard_start == shard_size:
+                        close_shard()
+        if shard_fd is not None:
+            close_shard()
+        if pending is not None:
+            pending.result()
+    root = hashlib.sha256(b"".join(bytes.fromhex(s.sha256) for s in shards)).hexdigest()
+    return Manifest(model_name=model_name, step=step, created_at=now_utc(), shard_size=shard_size,
+                    total_size=pos, files=entries, shards=shards, total_sha256=total.hexdigest(),
+                    root_sha256=root, relay_hints=list(relay_hints))
+
+
+class Origin:
+    """Publishes checkpoints: shards them into `data_dir`, serves them over HTTP, and puts the
+    manifest on IPFS when an IPFS client is given.
+
+        origin = Origin("/var/shardcast/origin", ipfs=ipfs, port=8600).start()
+        manifest, cid = origin.publish("ckpt/step-12", step=12, model_name="qwen-tiny")
+    """
+
+    def __init__(
+        self,
+        data_dir: Path | str,
+        *,
+        ipfs: IpfsLike | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        keep: int | None = 3,
+        shard_size: int = DEFAULT_SHARD_SIZE,
+        relay_hints: Sequence[str] = (),
+        max_rate: int | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.ipfs = ipfs
+        self.shard_size = shard_size
+        self.relay_hints = list(relay_hints)
+        self.store = ShardStore(self.data_dir, keep=keep)
+        self.server = ShardServer(self.store, host=host, port=port, role="origin", max_rate=max_rate)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def start(self) -> Origin:
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def __enter__(self) -> Origin:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def publish(self, checkpoint_dir: Path | str, step: int, model_name: str) -> tuple[Manifest, str | None]:
+        """Shard and serve `checkpoint_dir`; returns (manifest, manifest CID or None without IPFS).
+
+        Relays long-polling this origin learn of the new version as soon as this returns.
+        """
+        staging = self.data_dir / f"staging-{uuid.uuid4().hex}"
+        try:
+            manifest = build_shards(checkpoint_dir, staging / "shards", step=step, model_name=model_name,
+                                    shard_size=self.shard_size, relay_hints=self.relay_hints)
+            final = self.data_dir / "versions" / manifest.id
+            if final.exists():
+                shutil.rmtree(staging)
+            else:
+                staging.rename(final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        cid = self.ipfs.add(manifest.to_bytes(), pin=True) if self.ipfs is not None else None
+        self.store.add_version(manifest, present={s.index for s in manifest.shards})
+        log.info("published %s step %d: %d bytes in %d shards, manifest %s cid %s", model_name, step,
+                 manifest.total_size, len(manifest.shards), manifest.id[:12], cid)
+        return manifest, cid

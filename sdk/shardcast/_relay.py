@@ -1,0 +1,206 @@
+"""A relay: follows its upstream(s), pulls and verifies shards as they appear, serves them on.
+
+Relays learn of new versions by long-polling `/versions?after=<latest>` on every upstream (an
+answer comes the moment the upstream registers a version), fetch the manifest (its sha256 must
+equal the version id), register it at once so that downstream requests can wait on shards
+still in flight, and pull shards with the same verified, fail-over download engine clients use.
+Upstreams may be an origin or other relays: any depth of tree works.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ._download import SourcePool, download_shards, http_get
+from ._errors import ManifestError, ShardcastError, UnknownSchemaVersionError, UpstreamError
+from ._manifest import Manifest, ShardEntry
+from ._server import VERSIONS_SCHEMA, ShardServer
+from ._store import ShardStore, VersionState
+
+__all__ = ["Relay"]
+
+log = logging.getLogger(__name__)
+
+
+class _RelaySink:
+    """Writes a shard to `<i>.part` and renames it into place once verified."""
+
+    def __init__(self, store: ShardStore, state: VersionState) -> None:
+        self.store = store
+        self.state = state
+        self._fds: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def _part(self, shard: ShardEntry) -> Path:
+        return self.state.directory / "shards" / f"{shard.index}.part"
+
+    def begin(self, shard: ShardEntry) -> None:
+        fd = os.open(self._part(shard), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        with self._lock:
+            self._fds[shard.index] = fd
+
+    def write(self, shard: ShardEntry, pos: int, data: memoryview) -> None:
+        fd = self._fds[shard.index]
+        while data:
+            n = os.pwrite(fd, data, pos)
+            data, pos = data[n:], pos + n
+
+    def _close(self, shard: ShardEntry) -> None:
+        with self._lock:
+            fd = self._fds.pop(shard.index, None)
+        if fd is not None:
+            os.close(fd)
+
+    def commit(self, shard: ShardEntry) -> None:
+        self._close(shard)
+        os.replace(self._part(shard), self.state.shard_path(shard.index))
+        self.store.mark_present(self.state.manifest.id, shard.index)
+
+    def abort(self, shard: ShardEntry) -> None:
+        self._close(shard)
+        self._part(shard).unlink(missing_ok=True)
+
+
+class Relay:
+    """Relay node: `Relay(upstreams=[url], data_dir=..., keep=3, port=8601).start()`."""
+
+    def __init__(
+        self,
+        upstreams: Sequence[str],
+        data_dir: Path | str,
+        *,
+        keep: int = 3,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        workers: int = 4,
+        poll_wait: float = 25.0,
+        max_rate: int | None = None,
+    ) -> None:
+        if not upstreams:
+            raise ValueError("a relay needs at least one upstream URL")
+        self.upstreams = [u.rstrip("/") for u in upstreams]
+        self.store = ShardStore(data_dir, keep=keep)
+        self.server = ShardServer(self.store, host=host, port=port, role="relay", max_rate=max_rate)
+        self.workers = workers
+        self.poll_wait = poll_wait
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._syncing: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def start(self) -> Relay:
+        self.server.start()
+        # Finish versions a previous run left incomplete.
+        for st in self.store.versions():
+            if not st.complete:
+                self._spawn_sync(st.manifest)
+        for up in self.upstreams:
+            t = threading.Thread(target=self._watch, args=(up,), name=f"shardcast-watch-{up}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.server.stop()
+
+    def __enter__(self) -> Relay:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def serve_forever(self) -> None:
+        """Block until interrupted (the CLI's main loop)."""
+        try:
+            while not self._stop.wait(1.0):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.stop()
+
+    # -- following upstreams ---------------------------------------------------------------------
+
+    def _watch(self, upstream: str) -> None:
+        after: str | None = None
+        backoff = 0.5
+        while not self._stop.is_set():
+            q = f"/versions?wait={self.poll_wait:g}" + (f"&after={after}" if after else "")
+            try:
+                doc = json.loads(http_get(upstream, q, timeout=self.poll_wait + 30))
+                if not isinstance(doc, dict) or doc.get("schema") != VERSIONS_SCHEMA:
+                    raise UnknownSchemaVersionError(doc.get("schema") if isinstance(doc, dict) else None,
+                                                    VERSIONS_SCHEMA)
+                versions = doc["versions"]
+                backoff = 0.5
+            except (UpstreamError, ValueError, KeyError, TypeError, ShardcastError) as e:
+                log.warning("upstream %s: %s (retrying in %.1f s)", upstream, e, backoff)
+                self._stop.wait(backoff)
+                backoff = min(10.0, backoff * 2)
+                continue
+            if not versions:
+                after = None
+                self._stop.wait(0.2)  # an empty upstream answers at once: do not spin
+                continue
+            after = versions[-1]["id"]
+            # Only the newest `keep` matter; older ones would be pruned right away.
+            for v in versions[-(self.store.keep or len(versions)):]:
+                vid = v.get("id")
+                if isinstance(vid, str) and self.store.get(vid) is None:
+                    self._learn(upstream, vid)
+
+    def _learn(self, upstream: str, vid: str) -> None:
+        with self._lock:
+            if vid in self._syncing or self.store.get(vid) is not None:
+                return
+            self._syncing.add(vid)
+        try:
+            data = http_get(upstream, f"/versions/{vid}/manifest", timeout=30)
+            manifest = Manifest.from_bytes(data)
+            if manifest.id != vid:
+                raise ManifestError(f"manifest served as {vid[:12]} hashes to {manifest.id[:12]}")
+        except (UpstreamError, ManifestError) as e:
+            log.warning("upstream %s: version %s refused: %s", upstream, vid[:12], e)
+            with self._lock:
+                self._syncing.discard(vid)
+            return
+        self.store.add_version(manifest)
+        with self._lock:
+            self._syncing.discard(vid)
+        self._spawn_sync(manifest)
+
+    def _spawn_sync(self, manifest: Manifest) -> None:
+        t = threading.Thread(target=self._sync, args=(manifest,), name=f"shardcast-sync-{manifest.id[:8]}",
+                             daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _sync(self, manifest: Manifest) -> None:
+        st = self.store.get(manifest.id)
+        if st is None:
+            return
+        t0 = time.monotonic()
+        missing = [s.index for s in manifest.shards if s.index not in st.present]
+        while missing and not self._stop.is_set() and not st.removed:
+            try:
+                stats = download_shards(manifest, missing, SourcePool(self.upstreams), _RelaySink(self.store, st),
+                                        workers=self.workers, wait=10.0,
+                                        cancelled=lambda: self._stop.is_set() or st.removed)
+                log.info("relay has version %s (step %d): %d shards, %.1f MB in %.2f s, %d corrupt dropped",
+                         manifest.id[:12], manifest.step, stats.shards, stats.bytes / 1e6,
+                         time.monotonic() - t0, stats.corrupt)
+            except ShardcastError as e:
+                log.warning("sync of %s stalled: %s; retrying", manifest.id[:12], e)
+                self._stop.wait(2.0)
+            missing = [s.index for s in manifest.shards if s.index not in st.present]

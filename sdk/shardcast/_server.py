@@ -1,0 +1,232 @@
+"""HTTP/1.1 server for a `ShardStore`: keep-alive, range requests, `sendfile`, long-polls.
+
+Routes (all under `/shardcast/v1`)::
+
+    GET /health                                     {"schema", "role", "versions"}
+    GET /versions?after=<id>&wait=<s>               versions document; long-polls while the
+                                                    latest version is still `after`
+    GET /versions/<id>/manifest?wait=<s>            canonical manifest bytes
+    GET /versions/<id>/shards/<i>?wait=<s>          shard bytes (Range supported); waits up to
+                                                    `wait` s for a shard still on its way
+
+A thread per connection (`ThreadingHTTPServer`): the work is `sendfile` in the kernel and
+blocking waits, both of which release the GIL.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import socket
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from ._store import ShardStore
+
+__all__ = ["API_PREFIX", "VERSIONS_SCHEMA", "ShardServer"]
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/shardcast/v1"
+VERSIONS_SCHEMA = "intellect.shardcast.versions/v1"
+MAX_WAIT_S = 60.0
+_SHARD = re.compile(r"^/versions/([0-9a-f]{64})/shards/(\d{1,9})$")
+_MANIFEST = re.compile(r"^/versions/([0-9a-f]{64})/manifest$")
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256  # many clients connect at once; a backlog of 5 causes SYN-retry stalls
+
+    def __init__(self, addr: tuple[str, int], owner: ShardServer) -> None:
+        self.owner = owner
+        super().__init__(addr, _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+    timeout = 120  # idle keep-alive connections are closed after this
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _json(self, status: int, obj: Any) -> None:
+        body = json.dumps(obj).encode()
+        self._bytes(status, body, "application/json")
+
+    def _bytes(self, status: int, body: bytes, ctype: str = "application/octet-stream") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _error(self, status: int, message: str, *, retry_after: float | None = None) -> None:
+        body = json.dumps({"error": message}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        if retry_after is not None:
+            self.send_header("Retry-After", str(max(1, round(retry_after))))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _wait_param(self, q: dict[str, list[str]]) -> float:
+        try:
+            return min(MAX_WAIT_S, max(0.0, float(q.get("wait", ["0"])[0])))
+        except ValueError:
+            return 0.0
+
+    # -- routes ----------------------------------------------------------------------------------
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        try:
+            self._route()
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            self.close_connection = True
+        except Exception:  # a bad request must never take the server down
+            log.exception("error serving %s", self.path)
+            self.close_connection = True
+
+    def _route(self) -> None:
+        url = urlsplit(self.path)
+        if not url.path.startswith(API_PREFIX):
+            return self._error(HTTPStatus.NOT_FOUND, f"unknown path {url.path!r}")
+        path = url.path[len(API_PREFIX) :]
+        q = parse_qs(url.query)
+        store = self.server.owner.store
+        if path == "/health":
+            return self._json(200, {"schema": VERSIONS_SCHEMA, "role": self.server.owner.role,
+                                    "versions": len(store.versions())})
+        if path == "/versions":
+            after = q.get("after", [None])[0] or None
+            states = store.wait_for_change(after, self._wait_param(q))
+            return self._json(200, {
+                "schema": VERSIONS_SCHEMA,
+                "versions": [{"id": s.manifest.id, "step": s.manifest.step, "model_name": s.manifest.model_name,
+                              "complete": s.complete} for s in states],
+            })
+        if m := _MANIFEST.match(path):
+            st = store.wait_for_version(m.group(1), self._wait_param(q))
+            if st is None:
+                return self._error(HTTPStatus.NOT_FOUND, f"unknown version {m.group(1)}")
+            return self._bytes(200, st.manifest.to_bytes(), "application/json")
+        if m := _SHARD.match(path):
+            return self._shard(m.group(1), int(m.group(2)), self._wait_param(q))
+        return self._error(HTTPStatus.NOT_FOUND, f"unknown path {url.path!r}")
+
+    def _shard(self, vid: str, index: int, wait: float) -> None:
+        store = self.server.owner.store
+        t0 = time.monotonic()
+        st = store.wait_for_version(vid, wait)
+        if st is None:
+            return self._error(HTTPStatus.NOT_FOUND, f"unknown version {vid}")
+        if index >= len(st.manifest.shards):
+            return self._error(HTTPStatus.NOT_FOUND, f"version {vid} has {len(st.manifest.shards)} shards")
+        shard = st.manifest.shards[index]
+        path = store.wait_for_shard(vid, index, max(0.0, wait - (time.monotonic() - t0)))
+        if path is None:
+            return self._error(HTTPStatus.SERVICE_UNAVAILABLE, f"shard {index} of {vid} not here yet",
+                               retry_after=1)
+        try:
+            f = open(path, "rb")  # noqa: SIM115 - closed below; sendfile needs the raw file
+        except FileNotFoundError:  # pruned between the wait and the open
+            return self._error(HTTPStatus.NOT_FOUND, f"version {vid} was dropped")
+        with f:
+            size = shard.size
+            start, end = 0, size
+            status = 200
+            rng = self.headers.get("Range")
+            if rng:
+                m = _RANGE.match(rng.strip())
+                if not m or (not m.group(1) and not m.group(2)):
+                    return self._error(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE, f"bad range {rng!r}")
+                if m.group(1):
+                    start = int(m.group(1))
+                    end = min(size, int(m.group(2)) + 1) if m.group(2) else size
+                else:  # suffix range: the last N bytes
+                    start = max(0, size - int(m.group(2)))
+                if start >= end:
+                    self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+                    self.send_header("Content-Range", f"bytes */{size}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return None
+                status = 206
+            self.send_response(status)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(end - start))
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("X-Shard-Sha256", shard.sha256)
+            if status == 206:
+                self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
+            self.end_headers()
+            if self.command == "HEAD":
+                return None
+            self._send_range(f, start, end - start)
+        return None
+
+    def _send_range(self, f: Any, offset: int, count: int) -> None:
+        rate = self.server.owner.max_rate
+        if not rate:
+            self.connection.sendfile(f, offset, count)
+            return
+        # Bandwidth cap (per response): send in slices and sleep to keep to `rate` bytes/s.
+        t0 = time.monotonic()
+        sent = 0
+        piece = max(16384, rate // 20)
+        while sent < count:
+            n = min(piece, count - sent)
+            self.connection.sendfile(f, offset + sent, n)
+            sent += n
+            ahead = sent / rate - (time.monotonic() - t0)
+            if ahead > 0:
+                time.sleep(ahead)
+
+
+class ShardServer:
+    """Serves a `ShardStore` on (host, port) from a background thread."""
+
+    def __init__(self, store: ShardStore, *, host: str = "127.0.0.1", port: int = 0, role: str = "relay",
+                 max_rate: int | None = None) -> None:
+        self.store = store
+        self.role = role
+        self.max_rate = max_rate
+        self._httpd = _Server((host, port), self)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name=f"shardcast-{self.role}-http", daemon=True)
+        self._thread.start()
+        log.info("%s serving on %s", self.role, self.url)
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
