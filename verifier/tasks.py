@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -25,7 +25,7 @@ class TaskSetError(ValueError):
     """A task-set file is malformed, of an unknown schema version, or inconsistent."""
 
 
-class VerifierKind(str, Enum):
+class VerifierKind(StrEnum):
     """How a completion to a task is scored."""
 
     MATH = "math"  # final answer (\\boxed{} or last number/expression) compared with `answer`

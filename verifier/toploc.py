@@ -1,0 +1,451 @@
+"""TOPLOC proofs over the last hidden states of decoded tokens.
+
+A worker proves that it ran the named checkpoint by committing, for every chunk of
+`chunk_size` (32) decoded tokens, to the `topk` (128) largest-magnitude bf16 values of the
+chunk's last hidden states (the input of the LM head). The commitment is the polynomial over
+GF(65497) through the points (flat index mod m, bf16 bit pattern), where `m` is the largest
+modulus <= 65497 that keeps the chunk's indices distinct. A chunk's proof is encoded in
+2 + 2·topk bytes, big-endian: `m` then the `topk` coefficients in ascending degree. These are
+the same bytes as the reference package `toploc` 0.1.6 (`build_proofs_bytes(..., skip_prefill=True)`)
+for the same activations; `tests/verifier/data/` holds vectors generated from it.
+
+The validator recomputes the hidden states with one prefill pass, takes its own top-k of each
+chunk, evaluates the proof polynomial at those indices and compares bf16 exponents (count of
+mismatches) and mantissas (mean and median absolute error over matching exponents). Small
+differences come from kernels, batch shapes and precision; a different model, altered tokens
+or a copied proof move the top-k set and the values far beyond `Thresholds`.
+
+Reference: Ong et al., "TOPLOC: A Locality Sensitive Hashing Scheme for Trustless Verifiable
+Inference" (2025); https://github.com/PrimeIntellect-ai/toploc.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+PRIME = 65497
+"""The field GF(65497): the largest prime below 2**16, so coefficients fit in 2 bytes."""
+CHUNK_SIZE = 32
+TOPK = 128
+BF16_EXP_MASK = 0x7F80
+BF16_MANT_MASK = 0x007F
+PROOFS_HASH_DOMAIN = b"intellect.toploc.proofs/v1"
+
+__all__ = [
+    "CHUNK_SIZE",
+    "PRIME",
+    "TOPK",
+    "ChunkStats",
+    "ProofFormatError",
+    "ReasonCode",
+    "Thresholds",
+    "ToplocError",
+    "VerificationResult",
+    "build_proofs",
+    "check_proofs",
+    "decode_proof",
+    "encode_proof",
+    "evaluate_proof",
+    "find_injective_modulus",
+    "interpolate",
+    "n_chunks",
+    "proofs_hash",
+    "verify_proofs",
+]
+
+
+class ToplocError(ValueError):
+    """Proofs cannot be built from the given activations (wrong shape, too few values)."""
+
+
+class ProofFormatError(ToplocError):
+    """Proof bytes are not a well-formed TOPLOC proof."""
+
+
+# ---------------------------------------------------------------------------------------------
+# GF(65497) arithmetic, vectorised with numpy int64 (products < 65497² < 2**33: no overflow).
+
+
+def _inverse_table() -> np.ndarray:
+    """inv[a] = a^(p-2) mod p for every a in [0, p) (inv[0] = 0), by square-and-multiply."""
+    base = np.arange(PRIME, dtype=np.int64)
+    result = np.ones(PRIME, dtype=np.int64)
+    exp = PRIME - 2
+    while exp:
+        if exp & 1:
+            result = result * base % PRIME
+        base = base * base % PRIME
+        exp >>= 1
+    result[0] = 0
+    return result
+
+
+_INV: np.ndarray | None = None
+
+
+def _inv() -> np.ndarray:
+    global _INV
+    if _INV is None:
+        _INV = _inverse_table()
+    return _INV
+
+
+def find_injective_modulus(x: np.ndarray) -> np.ndarray:
+    """Largest m in [1, 65497] with `x % m` distinct, per row of x (C, n) -> (C,).
+
+    Same search as the reference (from 65497 downwards, first injective modulus). Indices below
+    65497 are already distinct, so most chunks stop at the first candidate; others are searched
+    in blocks of candidates at once.
+    """
+    x = np.asarray(x, dtype=np.int64)
+    if x.ndim == 1:
+        return find_injective_modulus(x[None, :])[0:1]
+    out = np.zeros(x.shape[0], dtype=np.int64)
+    for row in range(x.shape[0]):
+        xs = x[row]
+        if len(np.unique(xs)) != len(xs):
+            raise ToplocError("top-k indices are not distinct")
+        start = PRIME
+        block = 64
+        while start >= 1:
+            cands = np.arange(start, max(start - block, 0), -1, dtype=np.int64)  # (B,)
+            mods = np.sort(xs[None, :] % cands[:, None], axis=1)  # (B, n)
+            ok = np.all(np.diff(mods, axis=1) != 0, axis=1)  # (B,)
+            hit = np.flatnonzero(ok)
+            if hit.size:
+                out[row] = cands[hit[0]]
+                break
+            start -= block
+            block = min(block * 2, 4096)
+        else:  # pragma: no cover - n distinct values always have an injective modulus <= max
+            raise ToplocError("no injective modulus found")
+    return out
+
+
+def interpolate(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Coefficients (ascending) of the polynomials through (x, y) over GF(65497), batched.
+
+    x, y: (C, n) integers, x distinct mod p within a row. Returns (C, n) int64. Newton's divided
+    differences, then expansion to the standard basis; the polynomial of degree < n through n
+    points is unique, so the result matches the reference's O(n²) C++ loop exactly.
+    """
+    x = np.asarray(x, dtype=np.int64) % PRIME  # (C, n)
+    dd = np.asarray(y, dtype=np.int64) % PRIME  # (C, n)
+    inv = _inv()
+    n = x.shape[1]
+    for k in range(1, n):
+        num = (dd[:, k:] - dd[:, k - 1 : -1]) % PRIME  # (C, n-k)
+        den = (x[:, k:] - x[:, :-k]) % PRIME  # (C, n-k)
+        dd[:, k:] = num * inv[den] % PRIME
+    coeffs = np.zeros_like(dd)  # (C, n)
+    factor = np.zeros_like(dd)  # (C, n): prod_{j<i} (X - x_j), ascending
+    factor[:, 0] = 1
+    for i in range(n):
+        coeffs[:, : i + 1] = (coeffs[:, : i + 1] + dd[:, i : i + 1] * factor[:, : i + 1]) % PRIME
+        if i + 1 < n:
+            minus_xi = (-x[:, i : i + 1]) % PRIME  # (C, 1)
+            shifted = np.zeros_like(factor[:, : i + 2])
+            shifted[:, 1:] = factor[:, : i + 1]  # X · factor
+            factor[:, : i + 2] = (shifted + factor[:, : i + 2] * minus_xi) % PRIME
+    return coeffs
+
+
+def evaluate_proof(coeffs: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Horner evaluation over GF(65497): coeffs (C, n) ascending, x (C, m) -> (C, m)."""
+    coeffs = np.asarray(coeffs, dtype=np.int64)
+    x = np.asarray(x, dtype=np.int64) % PRIME
+    acc = np.repeat(coeffs[:, -1:], x.shape[1], axis=1)  # (C, m)
+    for j in range(coeffs.shape[1] - 2, -1, -1):
+        acc = (acc * x + coeffs[:, j : j + 1]) % PRIME
+    return acc
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+
+
+def encode_proof(modulus: int, coeffs: np.ndarray) -> bytes:
+    """2 bytes modulus + 2 bytes per coefficient, big-endian (the reference's `to_bytes`)."""
+    return int(modulus).to_bytes(2, "big") + np.asarray(coeffs, dtype=">u2").tobytes()
+
+
+def decode_proof(data: bytes, topk: int = TOPK) -> tuple[int, np.ndarray]:
+    """Parse one proof; raise ProofFormatError if it is not 2 + 2·topk bytes or ill-formed."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise ProofFormatError(f"proof must be bytes, got {type(data).__name__}")
+    data = bytes(data)
+    if len(data) != 2 + 2 * topk:
+        raise ProofFormatError(f"proof is {len(data)} bytes, expected {2 + 2 * topk} for top-{topk}")
+    modulus = int.from_bytes(data[:2], "big")
+    if not 1 <= modulus <= PRIME:
+        raise ProofFormatError(f"proof modulus {modulus} is outside [1, {PRIME}]")
+    coeffs = np.frombuffer(data[2:], dtype=">u2").astype(np.int64)
+    if np.any(coeffs >= PRIME):
+        raise ProofFormatError(f"proof has a coefficient >= {PRIME}")
+    return modulus, coeffs
+
+
+def proofs_hash(proofs: list[bytes]) -> bytes:
+    """32-byte commitment to a sample's proofs, posted on-chain as `proofsHash`.
+
+    sha256(b"intellect.toploc.proofs/v1" || u32be(len(proofs)) || for each proof:
+    u32be(len(proof)) || proof). Length prefixes make the encoding unambiguous.
+    """
+    h = hashlib.sha256(PROOFS_HASH_DOMAIN)
+    h.update(len(proofs).to_bytes(4, "big"))
+    for proof in proofs:
+        proof = bytes(proof)
+        h.update(len(proof).to_bytes(4, "big"))
+        h.update(proof)
+    return h.digest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+
+def n_chunks(n_tokens: int, chunk_size: int = CHUNK_SIZE) -> int:
+    """Number of proofs for `n_tokens` decoded tokens."""
+    return (n_tokens + chunk_size - 1) // chunk_size
+
+
+def _as_bf16_2d(hidden: torch.Tensor) -> torch.Tensor:
+    import torch
+
+    if not isinstance(hidden, torch.Tensor):
+        raise ToplocError(f"hidden states must be a torch.Tensor, got {type(hidden).__name__}")
+    if hidden.dim() != 2:
+        raise ToplocError(f"hidden states must be (T, H), got shape {tuple(hidden.shape)}")
+    if not hidden.is_floating_point():
+        raise ToplocError(f"hidden states must be floating point, got {hidden.dtype}")
+    return hidden.detach().to("cpu", torch.bfloat16).contiguous()
+
+
+def _chunk_topk(hidden_bf16: torch.Tensor, chunk_size: int, topk: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k (by |value|) flat indices and bf16 bit patterns of each chunk.
+
+    Returns idx (C, k) int64 and bits (C, k) int64. The last chunk may hold fewer rows; it is
+    handled separately as the reference does (each chunk is flattened on its own).
+    """
+    import torch
+
+    t, h = hidden_bf16.shape
+    full = t // chunk_size
+    idx_parts: list[torch.Tensor] = []
+    val_parts: list[torch.Tensor] = []
+    if full:
+        flat = hidden_bf16[: full * chunk_size].reshape(full, chunk_size * h)  # (C, 32·H)
+        idx = flat.abs().topk(topk, dim=1).indices  # (C, k)
+        idx_parts.append(idx)
+        val_parts.append(torch.gather(flat, 1, idx))
+    if t % chunk_size:
+        flat = hidden_bf16[full * chunk_size :].reshape(1, -1)  # (1, r·H)
+        idx = flat.abs().topk(topk, dim=1).indices
+        idx_parts.append(idx)
+        val_parts.append(torch.gather(flat, 1, idx))
+    idx = torch.cat(idx_parts).numpy().astype(np.int64)
+    bits = torch.cat(val_parts).view(torch.int16).numpy().astype(np.int64) & 0xFFFF
+    return idx, bits
+
+
+def build_proofs(hidden: torch.Tensor, chunk_size: int = CHUNK_SIZE, topk: int = TOPK) -> list[bytes]:
+    """TOPLOC proofs of decoded tokens' last hidden states.
+
+    hidden: (T, H); row i is the last hidden state (input of the LM head) that produced generated
+    token i (row 0: the prompt's last position). Any float dtype; converted to bf16 first.
+    Returns ceil(T / chunk_size) proofs of 2 + 2·topk bytes each.
+    Raises ToplocError if T == 0, a chunk holds fewer than `topk` values, or values are not finite.
+    """
+    if chunk_size < 1 or topk < 1:
+        raise ToplocError(f"chunk_size and topk must be positive, got {chunk_size}, {topk}")
+    hb = _as_bf16_2d(hidden)  # (T, H)
+    t, h = hb.shape
+    if t == 0:
+        raise ToplocError("no hidden states: a proof needs at least one decoded token")
+    last_rows = t - (n_chunks(t, chunk_size) - 1) * chunk_size
+    if last_rows * h < topk:
+        raise ToplocError(f"a chunk of {last_rows} rows × {h} values has fewer than top-{topk} values")
+    import torch
+
+    if not bool(torch.isfinite(hb).all()):
+        raise ToplocError("hidden states contain NaN or inf")
+    idx, bits = _chunk_topk(hb, chunk_size, topk)  # (C, k), (C, k)
+    moduli = find_injective_modulus(idx)  # (C,)
+    coeffs = interpolate(idx % moduli[:, None], bits)  # (C, k)
+    return [encode_proof(int(m), c) for m, c in zip(moduli, coeffs, strict=True)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Verification
+
+
+class ReasonCode(StrEnum):
+    """Why a verification failed (stable strings: they go into challenges and logs)."""
+
+    MALFORMED_PROOF = "malformed_proof"  # wrong length, modulus or coefficient out of range
+    WRONG_PROOF_COUNT = "wrong_proof_count"  # proofs do not cover the completion's tokens
+    BAD_ACTIVATIONS = "bad_activations"  # recomputed states unusable: NaN/inf, wrong shape, empty
+    EXP_MISMATCH = "exp_mismatch"  # too many exponent mismatches in a chunk
+    MANTISSA_MEAN = "mantissa_mean"  # mean mantissa error above threshold
+    MANTISSA_MEDIAN = "mantissa_median"  # median mantissa error above threshold
+
+
+class Thresholds(BaseModel):
+    """Acceptance bounds per chunk of 128 top-k values (a chunk passes if all hold).
+
+    Defaults from the calibration in docs/benchmarks-verifier.md on SmolLM2-135M: honest
+    variation (batch 1 vs 8, 1 vs 2 threads, fp32 vs bf16 compute) stays at most a few exponent
+    mismatches with mantissa errors around 1-3, while every attack lands above 60 mismatches or
+    a mean error above 20; the bounds sit between with a wide margin on both sides.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_exp_mismatches: int = Field(default=24, ge=0)
+    """Most top-k values whose bf16 exponent may differ (of 128)."""
+    max_mant_err_mean: float = Field(default=10.0, ge=0)
+    """Largest mean |mantissa difference| (7-bit bf16 mantissa units) over matching exponents."""
+    max_mant_err_median: float = Field(default=8.0, ge=0)
+    """Largest median of the same."""
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+class ChunkStats(BaseModel):
+    """The three TOPLOC statistics of one chunk."""
+
+    model_config = ConfigDict(frozen=True)
+
+    exp_mismatches: int
+    mant_err_mean: float
+    mant_err_median: float
+
+
+class VerificationResult(BaseModel):
+    """Outcome of checking one sample's proofs. `reason` is None iff `ok`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ok: bool
+    reason: ReasonCode | None = None
+    detail: str = ""
+    chunks: list[ChunkStats] = Field(default_factory=list)
+    failed_chunk: int | None = None
+
+
+def _fp_parts(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (bits & BF16_EXP_MASK) >> 7, bits & BF16_MANT_MASK
+
+
+def check_proofs(
+    hidden: torch.Tensor, proofs: list[bytes], chunk_size: int = CHUNK_SIZE, topk: int = TOPK
+) -> list[ChunkStats]:
+    """Statistics of each chunk (no thresholds). Raises ToplocError/ProofFormatError on bad input."""
+    hb = _as_bf16_2d(hidden)
+    t, h = hb.shape
+    if t == 0:
+        raise ToplocError("no hidden states to check")
+    if len(proofs) != n_chunks(t, chunk_size):
+        raise ToplocError(f"{len(proofs)} proofs for {t} tokens, expected {n_chunks(t, chunk_size)}")
+    decoded = [decode_proof(p, topk) for p in proofs]
+    last_rows = t - (len(proofs) - 1) * chunk_size
+    if last_rows * h < topk:
+        raise ToplocError(f"a chunk of {last_rows} rows × {h} values has fewer than top-{topk} values")
+    import torch
+
+    if not bool(torch.isfinite(hb).all()):
+        raise ToplocError("hidden states contain NaN or inf")
+    idx, bits = _chunk_topk(hb, chunk_size, topk)  # (C, k)
+    moduli = np.array([m for m, _ in decoded], dtype=np.int64)  # (C,)
+    coeffs = np.stack([c for _, c in decoded])  # (C, k)
+    claimed = evaluate_proof(coeffs, idx % moduli[:, None])  # (C, k) claimed bf16 bits
+    exp_c, mant_c = _fp_parts(claimed)
+    exp_r, mant_r = _fp_parts(bits)
+    match = exp_c == exp_r  # (C, k)
+    err = np.abs(mant_c - mant_r)  # (C, k)
+    stats = []
+    for c in range(len(proofs)):
+        e = np.sort(err[c][match[c]])
+        if e.size:
+            mean, median = float(e.mean()), float(e[e.size // 2])  # upper median, as the reference C++
+        else:
+            mean = median = float(2**64)
+        stats.append(
+            ChunkStats(exp_mismatches=int((~match[c]).sum()), mant_err_mean=mean, mant_err_median=median)
+        )
+    return stats
+
+
+def verify_proofs(
+    hidden: torch.Tensor,
+    proofs: list[bytes],
+    *,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    chunk_size: int = CHUNK_SIZE,
+    topk: int = TOPK,
+) -> VerificationResult:
+    """Check a sample's proofs against recomputed hidden states (T, H).
+
+    Never raises on bad proofs or activations: returns ok=False with a ReasonCode.
+    """
+    try:
+        if not isinstance(proofs, list | tuple):
+            raise ProofFormatError(f"proofs must be a list of bytes, got {type(proofs).__name__}")
+        for i, p in enumerate(proofs):
+            try:
+                decode_proof(p, topk)
+            except ProofFormatError as exc:
+                return VerificationResult(
+                    ok=False, reason=ReasonCode.MALFORMED_PROOF, detail=f"proof {i}: {exc}", failed_chunk=i
+                )
+        try:
+            hb = _as_bf16_2d(hidden)
+        except ToplocError as exc:
+            return VerificationResult(ok=False, reason=ReasonCode.BAD_ACTIVATIONS, detail=str(exc))
+        expected = n_chunks(hb.shape[0], chunk_size)
+        if hb.shape[0] == 0 or len(proofs) != expected:
+            return VerificationResult(
+                ok=False,
+                reason=ReasonCode.WRONG_PROOF_COUNT,
+                detail=f"{len(proofs)} proofs for {hb.shape[0]} tokens, expected {expected}",
+            )
+        stats = check_proofs(hb, list(proofs), chunk_size, topk)
+    except ProofFormatError as exc:
+        return VerificationResult(ok=False, reason=ReasonCode.MALFORMED_PROOF, detail=str(exc))
+    except ToplocError as exc:
+        return VerificationResult(ok=False, reason=ReasonCode.BAD_ACTIVATIONS, detail=str(exc))
+    except Exception as exc:  # never let one bad sample take the validator down
+        logger.exception("unexpected error while verifying proofs")
+        return VerificationResult(
+            ok=False, reason=ReasonCode.BAD_ACTIVATIONS, detail=f"{type(exc).__name__}: {exc}"
+        )
+    for i, s in enumerate(stats):
+        reason = None
+        if s.exp_mismatches > thresholds.max_exp_mismatches:
+            reason = ReasonCode.EXP_MISMATCH
+        elif s.mant_err_mean > thresholds.max_mant_err_mean:
+            reason = ReasonCode.MANTISSA_MEAN
+        elif s.mant_err_median > thresholds.max_mant_err_median:
+            reason = ReasonCode.MANTISSA_MEDIAN
+        if reason is not None:
+            return VerificationResult(
+                ok=False,
+                reason=reason,
+                detail=f"chunk {i}: {s.exp_mismatches} exponent mismatches, mantissa error mean "
+                f"{s.mant_err_mean:.2f} median {s.mant_err_median:.1f}",
+                chunks=stats,
+                failed_chunk=i,
+            )
+    return VerificationResult(ok=True, chunks=stats)
