@@ -1,0 +1,136 @@
+"""Crash-safe local state for the agents: one SQLite file per agent, WAL mode.
+
+Every agent keeps what it must not lose or repeat across a `kill -9` here: the worker's
+submissions (written *before* the transaction is sent, marked sent after its receipt, so a
+restart finds an in-flight one and checks the chain instead of submitting twice), the
+validator's verdicts and attestations, the trainer's consumed submissions and steps, and the
+event-stream cursors. SQLite gives atomic, durable commits without a server; WAL lets the
+agent's HTTP thread read while the main loop writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["StateStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kv (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS records (
+    kind       TEXT NOT NULL,
+    id         TEXT NOT NULL,
+    status     TEXT NOT NULL,
+    data       TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (kind, id)
+);
+CREATE INDEX IF NOT EXISTS records_by_status ON records (kind, status);
+"""
+_VERSION = 1
+
+
+class StateStore:
+    """A small durable store: a key/value table and typed records with a status.
+
+    Records are the unit agents reason about (`kind` = "submission", "verdict", "rollout", ...;
+    `id` = the on-chain id as text; `status` = a lifecycle word of the agent's own). All writes
+    commit before returning. Thread-safe (one connection guarded by a lock).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+        version = self.get("_schema_version")
+        if version is None:
+            self.set("_schema_version", _VERSION)
+        elif version != _VERSION:
+            raise RuntimeError(
+                f"state file {self.path} has schema version {version}, this agent knows {_VERSION}; "
+                "move it aside or use a matching release"
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group several writes into one atomic commit."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+
+    # key/value
+    def get(self, key: str, default: Any = None) -> Any:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def set(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, json.dumps(value)),
+            )
+
+    # records
+    def put(self, kind: str, id: str | int, status: str, data: dict[str, Any] | None = None) -> None:
+        """Insert or replace a record (data merged over any existing data)."""
+        with self._lock:
+            old = self.record(kind, id)
+            merged = {**(old["data"] if old else {}), **(data or {})}
+            self._db.execute(
+                "INSERT INTO records (kind, id, status, data, updated_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(kind, id) DO UPDATE SET status = excluded.status, data = excluded.data, "
+                "updated_at = excluded.updated_at",
+                (kind, str(id), status, json.dumps(merged), time.time()),
+            )
+
+    def record(self, kind: str, id: str | int) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT status, data, updated_at FROM records WHERE kind = ? AND id = ?", (kind, str(id))
+            ).fetchone()
+        if row is None:
+            return None
+        return {"id": str(id), "status": row[0], "data": json.loads(row[1]), "updated_at": row[2]}
+
+    def records(self, kind: str, status: str | None = None) -> list[dict[str, Any]]:
+        query = "SELECT id, status, data, updated_at FROM records WHERE kind = ?"
+        args: tuple[Any, ...] = (kind,)
+        if status is not None:
+            query += " AND status = ?"
+            args += (status,)
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY updated_at, id", args).fetchall()
+        return [{"id": r[0], "status": r[1], "data": json.loads(r[2]), "updated_at": r[3]} for r in rows]
+
+    def count(self, kind: str, status: str | None = None) -> int:
+        query = "SELECT COUNT(*) FROM records WHERE kind = ?"
+        args: tuple[Any, ...] = (kind,)
+        if status is not None:
+            query += " AND status = ?"
+            args += (status,)
+        with self._lock:
+            return int(self._db.execute(query, args).fetchone()[0])
