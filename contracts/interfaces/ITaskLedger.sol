@@ -165,7 +165,8 @@ interface ITaskLedger {
     /// @notice Thrown when a pool's window is shorter than the ledger's minimum.
     error TaskLedgerWindowTooShort(uint256 windowLength, uint256 minWindowLength);
 
-    /// @notice Thrown when the stake unbonding period does not exceed window + vote period.
+    /// @notice Thrown when the stake unbonding period does not exceed the pool's lease + window + vote period
+    /// (`windowPlusVote`): a worker that unbonds right after claiming must still be slashable.
     error TaskLedgerUnbondingTooShort(uint256 windowPlusVote, uint256 unbondingPeriod);
 
     /// @notice Thrown for a zero amount.
@@ -258,8 +259,8 @@ interface ITaskLedger {
     /// @notice Thrown for an empty batch.
     error TaskLedgerEmptyBatch();
 
-    /// @notice Creates a pool owned by the caller. The window + vote period must be shorter than the stake
-    /// unbonding period (no escaping a slash by withdrawing).
+    /// @notice Creates a pool owned by the caller. Its lease + window + vote period must be shorter than the
+    /// stake unbonding period (no escaping a slash by withdrawing); the StakeManager keeps that as a floor.
     /// @return poolId the new pool's id
     function createPool(PoolParams calldata params) external returns (uint32 poolId);
 
