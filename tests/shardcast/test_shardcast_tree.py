@@ -1,0 +1,178 @@
+"""Origin → relays → client in one process (threads, real HTTP on loopback)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import assert_same_tree, wait_for
+
+from intellect.sdk.shardcast import (
+    API_PREFIX,
+    Client,
+    FetchError,
+    Origin,
+    OutputExistsError,
+    Relay,
+    UnknownSchemaVersionError,
+)
+
+SHARD = 256 * 1024
+
+
+@pytest.fixture
+def ipfs(tmp_path: Path):  # type: ignore[no-untyped-def]
+    mod = pytest.importorskip("intellect.sdk.ipfs")
+    return mod.EmbeddedIpfs(tmp_path / "ipfs")
+
+
+@pytest.fixture
+def origin(tmp_path: Path, ipfs):  # type: ignore[no-untyped-def]
+    o = Origin(tmp_path / "origin", ipfs=ipfs, shard_size=SHARD).start()
+    yield o
+    o.stop()
+
+
+def _relay(tmp_path: Path, name: str, upstreams: list[str], **kw) -> Relay:  # type: ignore[no-untyped-def]
+    return Relay(upstreams, tmp_path / name, poll_wait=25, **kw).start()
+
+
+def _complete(relay: Relay, vid: str) -> bool:
+    st = relay.store.get(vid)
+    return st is not None and st.complete
+
+
+def test_fetch_by_cid_through_two_level_tree_byte_identical(tmp_path: Path, origin: Origin, ipfs,
+                                                            random_checkpoint: Path) -> None:
+    r1 = _relay(tmp_path, "r1", [origin.url])
+    r2 = _relay(tmp_path, "r2", [r1.url])  # depth 2: r2 only knows r1
+    try:
+        manifest, cid = origin.publish(random_checkpoint, step=7, model_name="tiny")
+        assert cid is not None and cid.startswith("bafk")
+        assert ipfs.cat(cid, max_size=1 << 20) == manifest.to_bytes()
+        out = tmp_path / "out" / "step-7"
+        result = Client([r2.url], ipfs=ipfs, workers=3).fetch_detailed(cid, out)
+        assert result.path == out and result.downloaded_shards == len(manifest.shards)
+        assert result.per_source == {r2.url: len(manifest.shards)}
+        assert_same_tree(random_checkpoint, out)
+        assert not (out.parent / ".step-7.shardcast").exists()  # sidecar cleaned up
+        assert _complete(r2, manifest.id) and _complete(r1, manifest.id)
+    finally:
+        r2.stop()
+        r1.stop()
+
+
+def test_relay_learns_new_version_by_long_poll_not_timer(tmp_path: Path, origin: Origin,
+                                                         random_checkpoint: Path) -> None:
+    r = _relay(tmp_path, "r", [origin.url])
+    try:
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        manifest, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
+        wait_for(lambda: _complete(r, manifest.id), timeout=10, what="relay to hold the version")
+        # Far below the 25 s poll window: the long-poll answered on publish.
+        assert time.monotonic() - t0 < 10
+        # Once it knows a version, it parks in a 25 s long-poll; a new publish still arrives at once.
+        (random_checkpoint / "config.json").write_text('{"step": 2}')
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        m2, _ = origin.publish(random_checkpoint, step=2, model_name="tiny")
+        wait_for(lambda: r.store.get(m2.id) is not None, timeout=10, what="relay to learn step 2")
+        assert time.monotonic() - t0 < 10
+    finally:
+        r.stop()
+
+
+def test_fetch_corrupt_shard_at_relay_dropped_and_fetched_elsewhere(tmp_path: Path, origin: Origin,
+                                                                    random_checkpoint: Path) -> None:
+    bad = _relay(tmp_path, "bad", [origin.url])
+    good = _relay(tmp_path, "good", [origin.url])
+    try:
+        manifest, _ = origin.publish(random_checkpoint, step=3, model_name="tiny")
+        wait_for(lambda: _complete(bad, manifest.id) and _complete(good, manifest.id), what="relays complete")
+        # Corrupt every shard on `bad`'s disk after it verified them (bit rot, or a malicious relay).
+        for s in manifest.shards:
+            p = bad.store.get(manifest.id).shard_path(s.index)  # type: ignore[union-attr]
+            data = bytearray(p.read_bytes())
+            data[len(data) // 2] ^= 0xFF
+            p.write_bytes(bytes(data))
+        client = Client([bad.url, good.url], workers=2)
+        result = client.fetch_detailed(manifest, tmp_path / "out")
+        assert result.corrupt_dropped >= 1
+        assert bad.url not in result.per_source
+        assert sum(result.per_source.values()) == len(manifest.shards)
+        assert_same_tree(random_checkpoint, tmp_path / "out")
+    finally:
+        bad.stop()
+        good.stop()
+
+
+def test_relay_keeps_last_n_versions(tmp_path: Path, origin: Origin, random_checkpoint: Path) -> None:
+    r = _relay(tmp_path, "r", [origin.url], keep=2)
+    try:
+        ids = []
+        for step in range(3):
+            (random_checkpoint / "config.json").write_text(json.dumps({"step": step}))
+            m, _ = origin.publish(random_checkpoint, step=step, model_name="tiny")
+            ids.append(m.id)
+            wait_for(lambda m=m: _complete(r, m.id), what=f"step {step} at relay")
+        assert [v.manifest.id for v in r.store.versions()] == ids[1:]
+        assert not (tmp_path / "r" / "versions" / ids[0]).exists()
+        assert (tmp_path / "r" / "versions" / ids[2]).is_dir()
+    finally:
+        r.stop()
+
+
+def test_server_range_request_returns_partial_content(origin: Origin, random_checkpoint: Path) -> None:
+    m, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
+    u = urlsplit(origin.url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    path = f"{API_PREFIX}/versions/{m.id}/shards/1"
+    full = (origin.data_dir / "versions" / m.id / "shards" / "1").read_bytes()
+    conn.request("GET", path, headers={"Range": "bytes=100-199"})
+    r = conn.getresponse()
+    assert r.status == 206 and r.read() == full[100:200]
+    assert r.getheader("Content-Range") == f"bytes 100-199/{len(full)}"
+    conn.request("GET", path, headers={"Range": "bytes=-10"})  # same connection: keep-alive
+    r = conn.getresponse()
+    assert r.status == 206 and r.read() == full[-10:]
+    conn.request("GET", path)
+    r = conn.getresponse()
+    assert r.status == 200 and r.getheader("X-Shard-Sha256") == m.shards[1].sha256 and r.read() == full
+    conn.request("GET", f"{API_PREFIX}/versions/{'0' * 64}/shards/0")
+    r = conn.getresponse()
+    assert r.status == 404 and b"unknown version" in r.read()
+    conn.close()
+
+
+def test_fetch_existing_output_refused_unless_overwrite(tmp_path: Path, origin: Origin,
+                                                        random_checkpoint: Path) -> None:
+    m, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stale.bin").write_bytes(b"old")
+    with pytest.raises(OutputExistsError, match="already exists"):
+        Client([origin.url]).fetch(m, out)
+    Client([origin.url]).fetch(m, out, overwrite=True)
+    assert_same_tree(random_checkpoint, out)
+
+
+def test_fetch_unknown_schema_cid_refused(ipfs, origin: Origin, random_checkpoint: Path) -> None:  # type: ignore[no-untyped-def]
+    m, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
+    raw = json.loads(m.to_bytes())
+    raw["schema"] = "intellect.shardcast.manifest/v9"
+    cid = ipfs.add(json.dumps(raw).encode())
+    with pytest.raises(UnknownSchemaVersionError, match="manifest/v9"):
+        Client([origin.url], ipfs=ipfs).fetch(cid, origin.data_dir.parent / "never")
+
+
+def test_fetch_all_sources_down_fails_clearly(tmp_path: Path, origin: Origin, random_checkpoint: Path) -> None:
+    m, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
+    origin.stop()
+    with pytest.raises(FetchError, match="no shard completed|no source had it|failed attempts"):
+        Client([origin.url], stall_timeout=2, use_relay_hints=False).fetch(m, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
