@@ -16,10 +16,9 @@ CLI = [sys.executable, "-m", "intellect.sdk.shardcast.cli"]
 
 def write_tiny_hf_checkpoint(out: Path) -> Path:
     """A real (random-init) Llama checkpoint + a locally trained tokenizer, via save_pretrained."""
+    import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    import torch
 
     torch.manual_seed(0)
     cfg = LlamaConfig(hidden_size=64, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,

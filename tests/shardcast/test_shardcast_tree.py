@@ -173,6 +173,6 @@ def test_fetch_unknown_schema_cid_refused(ipfs, origin: Origin, random_checkpoin
 def test_fetch_all_sources_down_fails_clearly(tmp_path: Path, origin: Origin, random_checkpoint: Path) -> None:
     m, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
     origin.stop()
-    with pytest.raises(FetchError, match="no shard completed|no source had it|failed attempts"):
+    with pytest.raises(FetchError, match=r"no shard completed|no source had it|failed attempts"):
         Client([origin.url], stall_timeout=2, use_relay_hints=False).fetch(m, tmp_path / "out")
     assert not (tmp_path / "out").exists()
