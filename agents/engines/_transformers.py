@@ -1,0 +1,260 @@
+"""Batched sampling with HF transformers (CPU or GPU), capturing TOPLOC proofs in the same pass.
+
+The decode loop is written out by hand (prefill, then one token per step with the KV cache)
+rather than calling `model.generate`, for one reason: TOPLOC needs, for every generated token,
+the hidden state the LM head turned into that token's logits. A forward pre-hook on the LM head
+(`model.get_output_embeddings()`) sees exactly that tensor (after the final norm) in every
+forward, so proofs cost no second pass. Row 0 of a completion's hidden states is the prompt's
+last position (it produced completion token 0); row i is the input position of token i-1.
+
+Prompts of different lengths are left-padded; positions come from the attention mask so a
+padded row computes the same thing as an unpadded one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from intellect.agents.engines._base import EngineError, Generation, SamplingParams, checkpoint_step
+
+log = logging.getLogger(__name__)
+
+__all__ = ["TransformersEngine", "sample_next"]
+
+
+def sample_next(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None) -> torch.Tensor:
+    """Sample one token per row from logits (B, V) with temperature / top-k / top-p."""
+    if params.temperature == 0.0:
+        return logits.argmax(dim=-1)
+    logits = logits.float() / params.temperature
+    if params.top_k > 0 and params.top_k < logits.shape[-1]:
+        kth = torch.topk(logits, params.top_k, dim=-1).values[:, -1:]  # (B, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if params.top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+        cum = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)
+        # drop a token when the mass *before* it already reaches top_p (always keeps the first)
+        drop_sorted = (cum - torch.softmax(sorted_logits, dim=-1)) >= params.top_p
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        logits = logits.masked_fill(drop, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)
+    return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
+
+
+class TransformersEngine:
+    """`InferenceEngine` on HF transformers.
+
+    engine = TransformersEngine(device="cpu"); engine.load(ckpt_dir)
+    gens = engine.generate(["What is 2 + 3?"], SamplingParams(max_tokens=16, seed=0))
+    """
+
+    def __init__(
+        self,
+        checkpoint_dir: str | Path | None = None,
+        *,
+        device: str = "cpu",
+        dtype: str = "float32",
+        max_batch_size: int = 64,
+        proof_chunk_size: int = 32,
+        proof_topk: int = 128,
+    ) -> None:
+        self.device = torch.device(device)
+        self.dtype = getattr(torch, dtype)
+        self.max_batch_size = max_batch_size
+        self.proof_chunk_size = proof_chunk_size
+        self.proof_topk = proof_topk
+        self.model: Any = None
+        self.tokenizer: Any = None
+        self._checkpoint_dir: Path | None = None
+        self.policy_step: int | None = None
+        self._captured: list[torch.Tensor] = []
+        self.stats = {"generated_tokens": 0, "generate_seconds": 0.0, "loads": 0}
+        if checkpoint_dir is not None:
+            self.load(Path(checkpoint_dir))
+
+    @property
+    def checkpoint_dir(self) -> Path | None:
+        return self._checkpoint_dir
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def load(self, checkpoint_dir: Path) -> None:
+        """Load a checkpoint dir; if a model of the same config is loaded, swap weights in place."""
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+        checkpoint_dir = Path(checkpoint_dir)
+        if not (checkpoint_dir / "config.json").is_file():
+            raise EngineError(f"checkpoint {checkpoint_dir} has no config.json (not an HF model directory)")
+        step = checkpoint_step(checkpoint_dir)
+        t0 = time.perf_counter()
+        if self.model is not None and self._same_architecture(checkpoint_dir):
+            self._swap_weights(checkpoint_dir)
+        else:
+            try:
+                AutoConfig.from_pretrained(str(checkpoint_dir))
+                model = AutoModelForCausalLM.from_pretrained(str(checkpoint_dir), dtype=self.dtype)
+                tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir))
+            except (OSError, ValueError) as exc:
+                raise EngineError(f"cannot load checkpoint {checkpoint_dir}: {exc}") from exc
+            if tokenizer.pad_token_id is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            self.model = model.to(self.device).eval()
+            self.tokenizer = tokenizer
+            self.model.get_output_embeddings().register_forward_pre_hook(self._capture_hook)
+        self._checkpoint_dir = checkpoint_dir
+        self.policy_step = step
+        self.stats["loads"] += 1
+        log.info("engine loaded %s (step %s) in %.2fs", checkpoint_dir, step, time.perf_counter() - t0)
+
+    def _same_architecture(self, checkpoint_dir: Path) -> bool:
+        new = json.loads((checkpoint_dir / "config.json").read_text())
+        old = self.model.config.to_dict()
+        keys = ("model_type", "hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size",
+                "num_attention_heads", "num_key_value_heads")
+        return all(new.get(k) == old.get(k) for k in keys)
+
+    def _swap_weights(self, checkpoint_dir: Path) -> None:
+        from safetensors.torch import load_file
+
+        files = sorted(checkpoint_dir.glob("*.safetensors"))
+        if not files:
+            raise EngineError(f"checkpoint {checkpoint_dir} has no *.safetensors weights")
+        state: dict[str, torch.Tensor] = {}
+        for f in files:
+            state.update(load_file(str(f)))
+        expected = set(self.model.state_dict())
+        missing = expected - set(state)
+        tied = {k for k in missing if k.endswith("lm_head.weight")} if self.model.config.tie_word_embeddings else set()
+        if missing - tied or set(state) - expected:
+            raise EngineError(
+                f"checkpoint {checkpoint_dir} does not match the loaded architecture: "
+                f"missing {sorted(missing - tied)[:5]}, unexpected {sorted(set(state) - expected)[:5]}"
+            )
+        with torch.no_grad():
+            self.model.load_state_dict(state, strict=False)
+
+    # -- generation ------------------------------------------------------------------------
+
+    def _capture_hook(self, _module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+        self._captured.append(args[0].detach()[:, -1, :])  # (B, H): the LM-head input of the last position
+
+    def encode(self, prompt: str) -> list[int]:
+        return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+
+    def generate(self, prompts: list[list[int]] | list[str], params: SamplingParams) -> list[Generation]:
+        if self.model is None:
+            raise EngineError("engine has no checkpoint loaded: call load(checkpoint_dir) first")
+        if not prompts:
+            return []
+        ids = [p if isinstance(p, list) else self.encode(p) for p in prompts]
+        for i, p in enumerate(ids):
+            if not p:
+                raise EngineError(f"prompt {i} is empty")
+        generator = None
+        if params.seed is not None:
+            generator = torch.Generator(device=self.device).manual_seed(params.seed)
+        out: list[Generation] = []
+        t0 = time.perf_counter()
+        for start in range(0, len(ids), self.max_batch_size):
+            out += self._generate_batch(ids[start : start + self.max_batch_size], params, generator)
+        self.stats["generate_seconds"] += time.perf_counter() - t0
+        self.stats["generated_tokens"] += sum(len(g.completion_ids) for g in out)
+        return out
+
+    @torch.no_grad()
+    def _generate_batch(
+        self, prompts: list[list[int]], params: SamplingParams, generator: torch.Generator | None
+    ) -> list[Generation]:
+        from transformers import DynamicCache
+
+        tok = self.tokenizer
+        eos_ids = self._eos_ids()
+        pad = tok.pad_token_id
+        batch = len(prompts)
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((batch, width), pad, dtype=torch.long)
+        attn = torch.zeros((batch, width), dtype=torch.long)
+        for i, p in enumerate(prompts):  # left padding
+            input_ids[i, width - len(p) :] = torch.tensor(p)
+            attn[i, width - len(p) :] = 1
+        input_ids, attn = input_ids.to(self.device), attn.to(self.device)
+        positions = (attn.cumsum(-1) - 1).clamp(min=0)  # (B, W)
+
+        completions: list[list[int]] = [[] for _ in range(batch)]
+        logprobs: list[list[float]] = [[] for _ in range(batch)]
+        hidden: list[list[torch.Tensor]] = [[] for _ in range(batch)]
+        finish: list[str | None] = [None] * batch
+        cache = DynamicCache(config=self.model.config)
+        self._captured.clear()
+        logits = self.model(
+            input_ids=input_ids, attention_mask=attn, position_ids=positions,
+            past_key_values=cache, use_cache=True, logits_to_keep=1,
+        ).logits[:, -1, :]  # (B, V)
+        last_pos = positions[:, -1:]  # (B, 1)
+        for _ in range(params.max_tokens):
+            h = self._captured.pop() if self._captured else None  # (B, H) rows that made `logits`
+            self._captured.clear()
+            next_tok = sample_next(logits, params, generator)  # (B,)
+            lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, next_tok[:, None]).squeeze(-1)
+            for i in range(batch):
+                if finish[i] is not None:
+                    continue
+                t = int(next_tok[i])
+                completions[i].append(t)
+                logprobs[i].append(float(lp[i]))
+                if params.capture_proofs and h is not None:
+                    hidden[i].append(h[i].to("cpu"))
+                if t in eos_ids or (params.stop and self._hit_stop(completions[i], params.stop)):
+                    finish[i] = "stop"
+            if all(f is not None for f in finish):
+                break
+            attn = torch.cat([attn, torch.ones((batch, 1), dtype=attn.dtype, device=self.device)], dim=1)
+            last_pos = last_pos + 1
+            feed = torch.where(
+                torch.tensor([f is None for f in finish], device=self.device), next_tok, torch.full_like(next_tok, pad)
+            )
+            logits = self.model(
+                input_ids=feed[:, None], attention_mask=attn, position_ids=last_pos,
+                past_key_values=cache, use_cache=True, logits_to_keep=1,
+            ).logits[:, -1, :]
+        gens = []
+        for i in range(batch):
+            text = tok.decode(completions[i], skip_special_tokens=True)
+            reason = finish[i] or "length"
+            if params.stop:
+                cut = min((text.find(s) for s in params.stop if s in text), default=-1)
+                if cut >= 0:
+                    text = text[:cut]
+            proofs: list[bytes] = []
+            if params.capture_proofs and hidden[i]:
+                proofs = self._proofs(torch.stack(hidden[i]))  # (T, H)
+            gens.append(Generation(prompt_ids=list(prompts[i]), completion_ids=completions[i], text=text,
+                                   finish_reason=reason, logprobs=logprobs[i], proofs=proofs))  # type: ignore[arg-type]
+        return gens
+
+    def _eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        eos = self.model.generation_config.eos_token_id if self.model.generation_config else None
+        for value in (eos, self.tokenizer.eos_token_id):
+            if isinstance(value, int):
+                ids.add(value)
+            elif isinstance(value, list):
+                ids.update(value)
+        return ids
+
+    def _hit_stop(self, completion: list[int], stops: tuple[str, ...]) -> bool:
+        tail = self.tokenizer.decode(completion[-32:], skip_special_tokens=True)
+        return any(s in tail for s in stops)
+
+    def _proofs(self, hidden: torch.Tensor) -> list[bytes]:
+        try:
+            from intellect.verifier.toploc import build_proofs
+        except ImportError as exc:
+            raise EngineError(f"TOPLOC proofs need intellect.verifier.toploc: {exc}") from exc
+        return build_proofs(hidden.to(torch.bfloat16), chunk_size=self.proof_chunk_size, topk=self.proof_topk)
