@@ -51,6 +51,7 @@ class FetchResult:
     downloaded_shards: int
     downloaded_bytes: int
     corrupt_dropped: int
+    failures: int
     seconds: float
     per_source: dict[str, int]
 
@@ -312,7 +313,8 @@ class Client:
         self._install(side, out, overwrite)
         result = FetchResult(path=out, manifest=manifest, resumed_shards=len(resumed),
                              downloaded_shards=stats.shards, downloaded_bytes=stats.bytes,
-                             corrupt_dropped=stats.corrupt, seconds=time.monotonic() - t0,
+                             corrupt_dropped=stats.corrupt, failures=stats.failures,
+                             seconds=time.monotonic() - t0,
                              per_source=dict(stats.per_source))
         self.last_result = result
         log.info("fetched %s step %d into %s: %d shards downloaded, %d resumed, %.2f s", manifest.model_name,

@@ -190,6 +190,7 @@ def fetch(manifest: str, out_dir: Path, relays: tuple[str, ...], ipfs_spec: str 
     summary = {"path": str(result.path), "manifest_id": result.manifest.id, "step": result.manifest.step,
                "downloaded_shards": result.downloaded_shards, "resumed_shards": result.resumed_shards,
                "downloaded_bytes": result.downloaded_bytes, "corrupt_dropped": result.corrupt_dropped,
+               "failures": result.failures,
                "seconds": round(result.seconds, 3), "per_source": result.per_source}
     if as_json:
         click.echo(json.dumps(summary))

@@ -78,8 +78,9 @@ class Procs:
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
     def start(self, *args: str, log_name: str) -> subprocess.Popen[bytes]:
+        out = open(self.tmp / f"{log_name}.out", "wb")  # noqa: SIM115 - owned by the process
         log = open(self.tmp / f"{log_name}.log", "wb")  # noqa: SIM115 - owned by the process
-        p = subprocess.Popen([*CLI, *args], stdout=log, stderr=subprocess.STDOUT, env=self.env)
+        p = subprocess.Popen([*CLI, *args], stdout=out, stderr=log, env=self.env)
         self.procs.append(p)
         return p
 
@@ -93,6 +94,9 @@ class Procs:
 
     def log(self, name: str) -> str:
         return (self.tmp / f"{name}.log").read_text(errors="replace")
+
+    def stdout(self, name: str) -> str:
+        return (self.tmp / f"{name}.out").read_text(errors="replace")
 
     def close(self) -> None:
         for p in self.procs:
