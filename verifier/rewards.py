@@ -23,9 +23,10 @@ import math
 import re
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ConfigDict
+
 from intellect.verifier.sandbox import SandboxLimits, run_python
 from intellect.verifier.tasks import Task, VerifierKind
-from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     import sympy

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 
@@ -95,7 +95,9 @@ class TaskSet:
     def to_jsonl_bytes(self) -> bytes:
         """Canonical JSONL encoding: a header line, then one task per line, sorted keys."""
         lines = [json.dumps({"schema": TASKSET_SCHEMA, "name": self.name}, sort_keys=True)]
-        lines += [json.dumps(t.model_dump(mode="json", exclude_none=True), sort_keys=True) for t in self.tasks]
+        lines += [
+            json.dumps(t.model_dump(mode="json", exclude_none=True), sort_keys=True) for t in self.tasks
+        ]
         return ("\n".join(lines) + "\n").encode()
 
     def digest(self) -> str:
@@ -170,3 +172,65 @@ class TaskSet:
                     raise TaskSetError(f"task set {path} row {i}: {exc}") from None
             return cls(tasks, name=meta.get("name", path.stem))
         return cls.from_bytes(path.read_bytes(), name=path.stem)
+
+
+# ---------------------------------------------------------------------------------------------
+# Seeded sampling
+
+SAMPLING_DOMAIN = b"intellect.sample/v1"
+
+
+class Assignment(BaseModel):
+    """One problem a claim must solve, with the thinking budget its prompt states."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str
+    target_len: int
+    index: int
+    """Position of the task in the task set (the file's order)."""
+
+
+def _uniform(word: bytes, n: int) -> int | None:
+    """Unbiased draw in [0, n) from 8 bytes, or None (rejected: try the next counter)."""
+    u = int.from_bytes(word, "big")
+    limit = 2**64 - (2**64 % n)
+    return u % n if u < limit else None
+
+
+def sample_problems(
+    task_set: TaskSet, seed: bytes, n: int, target_lengths: Sequence[int]
+) -> list[Assignment]:
+    """The `n` distinct problems and target lengths a claim with chain seed `seed` must solve.
+
+    Algorithm (reimplementable anywhere): for counter = 0, 1, 2, ... compute
+    h = sha256(b"intellect.sample/v1" || seed || u64be(counter)); i = u64be(h[0:8]) and
+    j = u64be(h[8:16]); reject the counter if i >= 2**64 - 2**64 % N or j >= 2**64 - 2**64 % L
+    (N tasks, L target lengths; this removes modulo bias), or if task i % N was already drawn;
+    otherwise assign task (i % N) with target length target_lengths[j % L]. Stop after n.
+    Deterministic in (task-set order, seed, n, target_lengths); no global random state.
+    """
+    if isinstance(seed, str):
+        raise TaskSetError("seed must be 32 bytes, not str (decode hex first)")
+    seed = bytes(seed)
+    if len(seed) != 32:
+        raise TaskSetError(f"seed must be 32 bytes, got {len(seed)}")
+    if n < 0 or n > len(task_set):
+        raise TaskSetError(
+            f"cannot draw {n} distinct problems from task set {task_set.name!r} of {len(task_set)}"
+        )
+    lengths = [int(t) for t in target_lengths]
+    if not lengths or any(t <= 0 for t in lengths):
+        raise TaskSetError(f"target_lengths must be a non-empty list of positive ints, got {lengths}")
+    out: list[Assignment] = []
+    drawn: set[int] = set()
+    counter = 0
+    while len(out) < n:
+        h = hashlib.sha256(SAMPLING_DOMAIN + seed + counter.to_bytes(8, "big")).digest()
+        counter += 1
+        i, j = _uniform(h[0:8], len(task_set)), _uniform(h[8:16], len(lengths))
+        if i is None or j is None or i in drawn:
+            continue
+        drawn.add(i)
+        out.append(Assignment(task_id=task_set.tasks[i].id, target_len=lengths[j], index=i))
+    return out
