@@ -1,0 +1,616 @@
+"""`Protocol`: the typed client of the intellect contracts (token, registry, stake, ledger).
+
+    from intellect.sdk import Protocol
+    p = Protocol.connect("development", dev_account=0)        # or keystore="me.json"
+    p.register_node("worker", gpu_model="cpu")
+    p.stake(p.address, parse_tokens("100"))
+    claim = p.claim_task(pool_id=1); print(claim.seed.hex())
+
+Every call returns a pydantic model or a plain value; a revert raises `ContractRevert` carrying
+the contract's custom error name and arguments; transient RPC failures are retried.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+from web3 import Web3
+from web3.contract import Contract
+from web3.exceptions import ContractLogicError
+
+from ._accounts import dev_account, load_keystore
+from ._config import (
+    CONTRACT_NAMES,
+    DEV_CHAIN_IDS,
+    Deployment,
+    NetworkSpec,
+    load_abi,
+    load_deployment,
+    resolve_network,
+)
+from ._errors import ConfigError, ContractRevert
+from ._models import (
+    Challenge,
+    ChallengeStatus,
+    Checkpoint,
+    DecodedEvent,
+    FaucetInfo,
+    Node,
+    NodeStatus,
+    Pool,
+    PoolParams,
+    Receipt,
+    Rewards,
+    Role,
+    Stake,
+    Submission,
+    Task,
+    TaskClaim,
+    TaskStatus,
+)
+from ._tx import ErrorDecoder, RetryPolicy, Transactor, with_retries
+
+__all__ = ["Protocol"]
+
+log = logging.getLogger(__name__)
+_LOG_CHUNK = 10_000  # blocks per eth_getLogs request
+
+
+def _addr(a: str) -> str:
+    try:
+        return str(Web3.to_checksum_address(a))
+    except (ValueError, TypeError):
+        raise ConfigError(f"not an address: {a!r} (expected 0x followed by 40 hex digits)") from None
+
+
+class Protocol:
+    """Typed access to one deployment of the intellect contracts, optionally as one signing account."""
+
+    def __init__(self, w3: Web3, deployment: Deployment, account: LocalAccount | None = None, *,
+                 network: NetworkSpec | None = None, rpc_url: str = "", retry: RetryPolicy | None = None,
+                 max_fee_per_gas: int | None = None, receipt_timeout: float = 120.0) -> None:
+        self.w3 = w3
+        self.deployment = deployment
+        self.network = network
+        self.rpc_url = rpc_url
+        self.retry = retry or RetryPolicy()
+        self.chain_id = deployment.chain_id
+        self.abis = {name: load_abi(name) for name in CONTRACT_NAMES}
+        self.contracts: dict[str, Contract] = {
+            name: w3.eth.contract(address=_addr(deployment.address(name)), abi=self.abis[name])
+            for name in CONTRACT_NAMES
+        }
+        self.decoder = ErrorDecoder(self.abis.values())
+        self._by_address = {c.address.lower(): name for name, c in self.contracts.items()}
+        self._topics: dict[bytes, tuple[str, str]] = {}
+        for name, abi in self.abis.items():
+            for item in abi:
+                if item.get("type") == "event" and not item.get("anonymous"):
+                    types = ",".join(_abi_type(i) for i in item["inputs"])
+                    self._topics[bytes(Web3.keccak(text=f"{item['name']}({types})"))] = (name, item["name"])
+        self.account = account
+        self._tx = (Transactor(w3, account, self.decoder, chain_id=self.chain_id, retry=self.retry,
+                               max_fee_per_gas=max_fee_per_gas, receipt_timeout=receipt_timeout)
+                    if account is not None else None)
+
+    # -- construction -----------------------------------------------------------------------------
+    @classmethod
+    def connect(cls, network: str | None = "development", *, rpc_url: str | None = None,
+                deployment: Deployment | Path | str | None = None, account: LocalAccount | None = None,
+                keystore: Path | str | None = None, password: str | None = None,
+                password_file: Path | str | None = None, dev_account_index: int | None = None,
+                max_fee_gwei: float | None = None, request_timeout: float = 30.0,
+                retry: RetryPolicy | None = None, receipt_timeout: float = 120.0) -> Protocol:
+        """Connect by network name (`development`, `base-sepolia`, `base-mainnet`) or RPC URL.
+
+        The account is `account`, else a decrypted `keystore`, else anvil's dev account
+        `dev_account_index` (local dev chains only), else none (read-only).
+        """
+        spec, url = resolve_network(network, rpc_url)
+        w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": request_timeout},
+                                    exception_retry_configuration=None))
+        retry = retry or RetryPolicy()
+        chain_id = int(with_retries(lambda: w3.eth.chain_id, retry, f"connect to {url}"))
+        if spec is not None and spec.chain_id != chain_id:
+            raise ConfigError(f"{url} is chain {chain_id}, not {spec.name} ({spec.chain_id}): check --rpc-url")
+        if isinstance(deployment, Deployment):
+            dep = deployment
+            if dep.chain_id != chain_id:
+                raise ConfigError(f"deployment is for chain {dep.chain_id}, the node at {url} is chain {chain_id}")
+        else:
+            dep = load_deployment(chain_id, deployment)
+        if account is None and keystore is not None:
+            account = load_keystore(keystore, password, password_file)
+        if account is None and dev_account_index is not None:
+            if chain_id not in DEV_CHAIN_IDS:
+                raise ConfigError(f"dev accounts exist only on local dev chains, not chain {chain_id}; use --keystore")
+            account = dev_account(dev_account_index)
+        max_fee = int(max_fee_gwei * 10**9) if max_fee_gwei is not None else None
+        return cls(w3, dep, account, network=spec, rpc_url=url, retry=retry, max_fee_per_gas=max_fee,
+                   receipt_timeout=receipt_timeout)
+
+    def with_account(self, account: LocalAccount) -> Protocol:
+        """The same connection acting as another account (its own nonce manager)."""
+        return Protocol(self.w3, self.deployment, account, network=self.network, rpc_url=self.rpc_url,
+                        retry=self.retry, max_fee_per_gas=self._tx.max_fee_per_gas if self._tx else None,
+                        receipt_timeout=self._tx.receipt_timeout if self._tx else 120.0)
+
+    @property
+    def address(self) -> str:
+        """The signing account's address."""
+        if self.account is None:
+            raise ConfigError("no account: pass --keystore (or --dev-account on a local chain)")
+        return str(self.account.address)
+
+    @property
+    def is_dev_chain(self) -> bool:
+        return self.chain_id in DEV_CHAIN_IDS
+
+    # -- low level ----------------------------------------------------------------------------------
+    def call(self, contract: str, function: str, *args: Any, block: int | str = "latest") -> Any:
+        """Call a view function; a revert raises ContractRevert."""
+        fn = self.contracts[contract].functions[function](*args)
+        try:
+            return with_retries(lambda: fn.call({"from": self.account.address} if self.account else {},
+                                                block_identifier=block),
+                                self.retry, f"{contract}.{function}")
+        except ContractLogicError as exc:
+            raise self.decoder.from_exception(exc, function=function, contract=contract) from None
+
+    def transact(self, contract: str, function: str, *args: Any, wait: bool = True,
+                 timeout: float | None = None) -> Receipt:
+        """Send a transaction and (by default) wait for its receipt; returns the decoded events."""
+        if self._tx is None:
+            raise ConfigError(f"{contract}.{function} needs an account: pass --keystore (or --dev-account)")
+        fn = self.contracts[contract].functions[function](*args)
+        tx_hash = self._tx.send(fn, contract=contract, function=function)
+        log.info("%s.%s sent: %s", contract, function, tx_hash)
+        if not wait:
+            return Receipt(tx_hash=tx_hash, block_number=-1, gas_used=0, effective_gas_price=0)
+        rc = self._tx.wait(tx_hash, fn_for_replay=fn, contract=contract, function=function, timeout=timeout)
+        return Receipt(tx_hash=tx_hash, block_number=rc["blockNumber"], gas_used=rc["gasUsed"],
+                       effective_gas_price=rc.get("effectiveGasPrice", 0) or 0,
+                       events=[e for e in (self.decode_log(lg) for lg in rc["logs"]) if e is not None])
+
+    def decode_log(self, lg: Any) -> DecodedEvent | None:
+        """Decode one raw log of a protocol contract (None for other contracts' logs)."""
+        name = self._by_address.get(str(lg["address"]).lower())
+        if name is None or not lg["topics"]:
+            return None
+        key = self._topics.get(bytes(lg["topics"][0]))
+        if key is None or key[0] != name:
+            return None
+        ev = self.contracts[name].events[key[1]]().process_log(lg)
+        return DecodedEvent(contract=name, event=key[1], args=_plain(dict(ev["args"])),
+                            block_number=int(lg["blockNumber"]), block_hash="0x" + bytes(lg["blockHash"]).hex(),
+                            log_index=int(lg["logIndex"]), tx_hash="0x" + bytes(lg["transactionHash"]).hex())
+
+    def event_topics(self, events: Iterable[str] | None = None) -> dict[bytes, tuple[str, str]]:
+        """topic0 -> (contract, event) for the named events (all protocol events when None)."""
+        wanted = set(events) if events is not None else None
+        out = {t: v for t, v in self._topics.items() if wanted is None or v[1] in wanted}
+        if wanted is not None:
+            unknown = wanted - {v[1] for v in out.values()}
+            if unknown:
+                raise ConfigError(f"unknown event(s): {', '.join(sorted(unknown))}")
+        return out
+
+    def get_events(self, events: Iterable[str] | None = None, *, from_block: int | None = None,
+                   to_block: int | str = "latest", filters: dict[str, Any] | None = None) -> list[DecodedEvent]:
+        """Decoded protocol events in chain order (chunked eth_getLogs), filtered by argument values."""
+        topics = self.event_topics(events)
+        start = self.deployment.block if from_block is None else from_block
+        end = self.block_number() if to_block == "latest" else int(to_block)
+        addresses = sorted({self.contracts[c].address for c, _ in topics.values()})
+        out: list[DecodedEvent] = []
+        for lo in range(start, end + 1, _LOG_CHUNK):
+            hi = min(end, lo + _LOG_CHUNK - 1)
+            params = {"fromBlock": lo, "toBlock": hi, "address": addresses,
+                      "topics": [["0x" + t.hex() for t in topics]]}
+            logs = with_retries(lambda p=params: self.w3.eth.get_logs(p), self.retry, "eth_getLogs")
+            for lg in logs:
+                ev = self.decode_log(lg)
+                if ev is None:
+                    continue
+                if filters and any(_norm(ev.args.get(k)) != _norm(v) for k, v in filters.items()):
+                    continue
+                out.append(ev)
+        out.sort(key=lambda e: e.position)
+        return out
+
+    def block_number(self) -> int:
+        return int(with_retries(lambda: self.w3.eth.block_number, self.retry, "block_number"))
+
+    def chain_time(self) -> int:
+        """Timestamp of the latest block."""
+        return int(with_retries(lambda: self.w3.eth.get_block("latest"), self.retry, "get_block")["timestamp"])
+
+    def eth_balance(self, address: str | None = None) -> int:
+        a = _addr(address or self.address)
+        return int(with_retries(lambda: self.w3.eth.get_balance(a), self.retry, "get_balance"))
+
+    # -- IntellectToken -------------------------------------------------------------------------
+    def balance_of(self, account: str | None = None) -> int:
+        return int(self.call("IntellectToken", "balanceOf", _addr(account or self.address)))
+
+    def allowance(self, owner: str, spender: str) -> int:
+        return int(self.call("IntellectToken", "allowance", _addr(owner), _addr(spender)))
+
+    def total_supply(self) -> int:
+        return int(self.call("IntellectToken", "totalSupply"))
+
+    def approve(self, spender: str, amount: int) -> Receipt:
+        return self.transact("IntellectToken", "approve", _addr(spender), int(amount))
+
+    def transfer(self, to: str, amount: int) -> Receipt:
+        return self.transact("IntellectToken", "transfer", _addr(to), int(amount))
+
+    def mint(self, to: str, amount: int) -> Receipt:
+        """MINTER_ROLE only."""
+        return self.transact("IntellectToken", "mint", _addr(to), int(amount))
+
+    def drip(self) -> int:
+        """The dev faucet: mints the faucet amount to the caller; returns the amount."""
+        rc = self.transact("IntellectToken", "drip")
+        return int(rc.event("FaucetDripped").args["amount"])
+
+    def faucet_info(self, account: str | None = None) -> FaucetInfo:
+        a = _addr(account or self.address) if (account or self.account) else "0x" + "00" * 20
+        return FaucetInfo(enabled=bool(self.call("IntellectToken", "faucetEnabled")),
+                          amount=int(self.call("IntellectToken", "faucetAmount")),
+                          cooldown=int(self.call("IntellectToken", "faucetCooldown")),
+                          next_drip_at=int(self.call("IntellectToken", "nextDripAt", a)))
+
+    def _ensure_allowance(self, spender_contract: str, amount: int) -> None:
+        spender = self.contracts[spender_contract].address
+        if self.allowance(self.address, spender) < amount:
+            self.approve(spender, amount)
+
+    # -- NodeRegistry ---------------------------------------------------------------------------
+    def registration_digest(self, node: str, owner: str, role: Role | str | int, deadline: int) -> bytes:
+        return bytes(self.call("NodeRegistry", "registrationDigest", _addr(node), _addr(owner),
+                               int(Role.parse(role)), int(deadline)))
+
+    def registration_nonce(self, node: str) -> int:
+        return int(self.call("NodeRegistry", "nonces", _addr(node)))
+
+    def sign_registration(self, node_account: LocalAccount, owner: str, role: Role | str | int,
+                          deadline: int) -> bytes:
+        """The node key's EIP-712 signature allowing `owner` to register it with `role`."""
+        digest = self.registration_digest(node_account.address, owner, role, deadline)
+        return bytes(Account.unsafe_sign_hash(digest, node_account.key).signature)
+
+    def register_node(self, role: Role | str | int, *, node_account: LocalAccount | None = None,
+                      node_signature: bytes | None = None, node: str | None = None, gpu_model: str = "cpu",
+                      vram_gib: int = 0, gpu_count: int = 0, endpoint: str = "",
+                      deadline: int | None = None) -> Node:
+        """Register a node owned by this account. The node key signs (default: this account is the node)."""
+        r = Role.parse(role)
+        if deadline is None:
+            deadline = self.chain_time() + 3600
+        if node_signature is None:
+            signer = node_account or self.account
+            if signer is None:
+                raise ConfigError("register_node needs the node key (node_account) or its signature")
+            node = signer.address
+            node_signature = self.sign_registration(signer, self.address, r, deadline)
+        elif node is None:
+            raise ConfigError("register_node with a ready signature needs the node address")
+        self.transact("NodeRegistry", "register", _addr(node), int(r), gpu_model, int(vram_gib), int(gpu_count),
+                      endpoint, int(deadline), node_signature)
+        return self.node(node)
+
+    def update_node(self, node: str, *, gpu_model: str, vram_gib: int, gpu_count: int, endpoint: str) -> Node:
+        self.transact("NodeRegistry", "update", _addr(node), gpu_model, int(vram_gib), int(gpu_count), endpoint)
+        return self.node(node)
+
+    def exit_node(self, node: str | None = None) -> Receipt:
+        return self.transact("NodeRegistry", "exit", _addr(node or self.address))
+
+    def node(self, address: str | None = None) -> Node:
+        a = _addr(address or self.address)
+        info = self.call("NodeRegistry", "nodeInfo", a)
+        return Node(address=a, owner=info[0], role=Role(info[1]), status=NodeStatus(info[2]), vram_gib=info[3],
+                    gpu_count=info[4], registered_at=info[5], gpu_model=info[6], endpoint=info[7])
+
+    def node_core(self, address: str) -> tuple[str, Role, NodeStatus]:
+        owner, role, status = self.call("NodeRegistry", "nodeCore", _addr(address))
+        return str(owner), Role(role), NodeStatus(status)
+
+    def owner_of(self, node: str) -> str:
+        return str(self.call("NodeRegistry", "ownerOf", _addr(node)))
+
+    def is_active(self, node: str, role: Role | str | int) -> bool:
+        return bool(self.call("NodeRegistry", "isActive", _addr(node), int(Role.parse(role))))
+
+    def active_count(self, role: Role | str | int) -> int:
+        return int(self.call("NodeRegistry", "activeCount", int(Role.parse(role))))
+
+    # -- StakeManager ---------------------------------------------------------------------------
+    def stake(self, node: str, amount: int, *, approve: bool = True) -> Stake:
+        """Add `amount` to `node`'s active stake (approving the StakeManager first when needed)."""
+        if approve:
+            self._ensure_allowance("StakeManager", amount)
+        self.transact("StakeManager", "stake", _addr(node), int(amount))
+        return self.stake_of(node)
+
+    def stake_with_permit(self, node: str, amount: int, *, deadline: int | None = None) -> Stake:
+        """Stake in one transaction, approving through an EIP-2612 permit signed here."""
+        if self.account is None:
+            raise ConfigError("stake_with_permit needs an account")
+        deadline = deadline or self.chain_time() + 3600
+        token = self.contracts["IntellectToken"]
+        spender = self.contracts["StakeManager"].address
+        nonce = int(self.call("IntellectToken", "nonces", self.address))
+        name = str(self.call("IntellectToken", "name"))
+        signed = Account.sign_typed_data(
+            self.account.key,
+            domain_data={"name": name, "version": "1", "chainId": self.chain_id, "verifyingContract": token.address},
+            message_types={"Permit": [{"name": "owner", "type": "address"}, {"name": "spender", "type": "address"},
+                                      {"name": "value", "type": "uint256"}, {"name": "nonce", "type": "uint256"},
+                                      {"name": "deadline", "type": "uint256"}]},
+            message_data={"owner": self.address, "spender": spender, "value": int(amount), "nonce": nonce,
+                          "deadline": int(deadline)},
+        )
+        self.transact("StakeManager", "stakeWithPermit", _addr(node), int(amount), int(deadline), signed.v,
+                      signed.r.to_bytes(32, "big"), signed.s.to_bytes(32, "big"))
+        return self.stake_of(node)
+
+    def request_unstake(self, node: str, amount: int) -> Stake:
+        self.transact("StakeManager", "requestUnstake", _addr(node), int(amount))
+        return self.stake_of(node)
+
+    def withdraw(self, node: str) -> int:
+        """Withdraw the released unbonding stake to the owner; returns the amount."""
+        rc = self.transact("StakeManager", "withdraw", _addr(node))
+        return int(rc.event("Withdrawn").args["amount"])
+
+    def stake_of(self, node: str | None = None) -> Stake:
+        a = _addr(node or self.address)
+        s = self.call("StakeManager", "stakeOf", a)
+        _, role, _ = self.node_core(a)
+        min_stake = self.min_stake(role) if role != Role.NONE else None
+        return Stake(node=a, active=s[0], unbonding=s[1], release_at=s[2], open_challenges=s[3], min_stake=min_stake)
+
+    def active_stake(self, node: str) -> int:
+        return int(self.call("StakeManager", "activeStake", _addr(node)))
+
+    def has_min_stake(self, node: str, role: Role | str | int) -> bool:
+        return bool(self.call("StakeManager", "hasMinStake", _addr(node), int(Role.parse(role))))
+
+    def min_stake(self, role: Role | str | int) -> int:
+        return int(self.call("StakeManager", "minStake", int(Role.parse(role))))
+
+    def unbonding_period(self) -> int:
+        return int(self.call("StakeManager", "unbondingPeriod"))
+
+    def unbonding_floor(self) -> int:
+        return int(self.call("StakeManager", "unbondingFloor"))
+
+    def challenger_share_bps(self) -> int:
+        return int(self.call("StakeManager", "challengerShareBps"))
+
+    def treasury(self) -> str:
+        return str(self.call("StakeManager", "treasury"))
+
+    def total_staked(self) -> int:
+        return int(self.call("StakeManager", "totalStaked"))
+
+    def set_min_stake(self, role: Role | str | int, amount: int) -> Receipt:
+        """Admin only."""
+        return self.transact("StakeManager", "setMinStake", int(Role.parse(role)), int(amount))
+
+    def set_unbonding_period(self, period: int) -> Receipt:
+        """Admin only."""
+        return self.transact("StakeManager", "setUnbondingPeriod", int(period))
+
+    def set_challenger_share_bps(self, bps: int) -> Receipt:
+        """Admin only."""
+        return self.transact("StakeManager", "setChallengerShareBps", int(bps))
+
+    def set_treasury(self, treasury: str) -> Receipt:
+        """Admin only."""
+        return self.transact("StakeManager", "setTreasury", _addr(treasury))
+
+    # -- TaskLedger: pools and checkpoints --------------------------------------------------------
+    def create_pool(self, params: PoolParams) -> int:
+        rc = self.transact("TaskLedger", "createPool", params.as_tuple())
+        return int(rc.event("PoolCreated").args["poolId"])
+
+    def fund_pool(self, pool_id: int, amount: int, *, approve: bool = True) -> Pool:
+        if approve:
+            self._ensure_allowance("TaskLedger", amount)
+        self.transact("TaskLedger", "fundPool", int(pool_id), int(amount))
+        return self.pool(pool_id)
+
+    def defund_pool(self, pool_id: int, amount: int, to: str | None = None) -> Pool:
+        self.transact("TaskLedger", "defundPool", int(pool_id), int(amount), _addr(to or self.address))
+        return self.pool(pool_id)
+
+    def publish_checkpoint(self, pool_id: int, step: int, manifest_cid: str) -> Checkpoint:
+        rc = self.transact("TaskLedger", "publishCheckpoint", int(pool_id), int(step), manifest_cid)
+        return Checkpoint(pool_id=pool_id, step=step, manifest_cid=manifest_cid, block_number=rc.block_number,
+                          tx_hash=rc.tx_hash)
+
+    def pool(self, pool_id: int) -> Pool:
+        v = self.call("TaskLedger", "pool", int(pool_id))
+        return Pool(pool_id=pool_id, owner=v[0], params=PoolParams.from_tuple(v[1]), budget=v[2], reserved=v[3],
+                    has_checkpoint=v[4], latest_step=v[5] if v[4] else None)
+
+    def pool_count(self) -> int:
+        return int(self.call("TaskLedger", "poolCount"))
+
+    def pools(self) -> list[Pool]:
+        return [self.pool(i) for i in range(1, self.pool_count() + 1)]
+
+    def checkpoint(self, pool_id: int, step: int) -> Checkpoint:
+        cid = self.call("TaskLedger", "checkpoint", int(pool_id), int(step))
+        return Checkpoint(pool_id=pool_id, step=step, manifest_cid=str(cid))
+
+    def latest_step(self, pool_id: int) -> int | None:
+        """The latest published step, None when the pool has none yet."""
+        try:
+            return int(self.call("TaskLedger", "latestStep", int(pool_id)))
+        except ContractRevert as exc:
+            if exc.name == "TaskLedgerNoCheckpoint":
+                return None
+            raise
+
+    def latest_checkpoint(self, pool_id: int) -> Checkpoint | None:
+        step = self.latest_step(pool_id)
+        return None if step is None else self.checkpoint(pool_id, step)
+
+    def checkpoints(self, pool_id: int, *, from_block: int | None = None) -> list[Checkpoint]:
+        """Every CheckpointPublished of the pool, oldest first (from the event log)."""
+        return [Checkpoint(pool_id=e.args["poolId"], step=e.args["step"], manifest_cid=e.args["manifestCid"],
+                           block_number=e.block_number, tx_hash=e.tx_hash)
+                for e in self.get_events(["CheckpointPublished"], from_block=from_block,
+                                         filters={"poolId": int(pool_id)})]
+
+    def set_min_window_length(self, seconds: int) -> Receipt:
+        """Admin only."""
+        return self.transact("TaskLedger", "setMinWindowLength", int(seconds))
+
+    def min_window_length(self) -> int:
+        return int(self.call("TaskLedger", "minWindowLength"))
+
+    # -- TaskLedger: tasks and submissions --------------------------------------------------------
+    def claim_task(self, pool_id: int) -> TaskClaim:
+        """Claim a task for this account's worker node; the seed comes from the TaskClaimed event."""
+        rc = self.transact("TaskLedger", "claimTask", int(pool_id))
+        e = rc.event("TaskClaimed")
+        seed = e.args["seed"]
+        return TaskClaim(task_id=e.args["taskId"], pool_id=e.args["poolId"], node=e.args["node"],
+                         seed=bytes.fromhex(seed) if isinstance(seed, str) else bytes(seed),
+                         lease_expiry=e.args["leaseExpiry"], tx_hash=rc.tx_hash, block_number=rc.block_number)
+
+    def submit_work(self, task_id: int, rollouts_cid: str, proofs_hash: bytes, work_units: int,
+                    policy_step: int) -> Submission:
+        if len(proofs_hash) != 32:
+            raise ValueError(f"proofs_hash must be 32 bytes, got {len(proofs_hash)}")
+        rc = self.transact("TaskLedger", "submitWork", int(task_id), rollouts_cid, bytes(proofs_hash),
+                           int(work_units), int(policy_step))
+        return self._submission(rc.event("WorkSubmitted"), status=TaskStatus.SUBMITTED)
+
+    def task(self, task_id: int) -> Task:
+        v = self.call("TaskLedger", "task", int(task_id))
+        return Task(task_id=task_id, node=v[0], pool_id=v[1], lease_expiry=v[2], status=TaskStatus(v[3]),
+                    reward=v[4], window_end=v[5], slash_epoch=v[6])
+
+    def next_task_id(self) -> int:
+        return int(self.call("TaskLedger", "nextTaskId"))
+
+    def slash_epoch(self, node: str) -> int:
+        return int(self.call("TaskLedger", "slashEpoch", _addr(node)))
+
+    def _submission(self, e: DecodedEvent, status: TaskStatus | None = None) -> Submission:
+        a = e.args
+        ph = a["proofsHash"]
+        return Submission(submission_id=a["submissionId"], pool_id=a["poolId"], node=a["node"],
+                          rollouts_cid=a["rolloutsCid"], proofs_hash=bytes.fromhex(ph) if isinstance(ph, str) else ph,
+                          work_units=a["workUnits"], policy_step=a["policyStep"], reward=a["reward"],
+                          window_end=a["windowEnd"], block_number=e.block_number, tx_hash=e.tx_hash, status=status)
+
+    def submissions(self, *, pool_id: int | None = None, node: str | None = None, from_block: int | None = None,
+                    with_status: bool = True) -> list[Submission]:
+        """WorkSubmitted events (optionally of one pool / node), with each task's current status."""
+        filters: dict[str, Any] = {}
+        if pool_id is not None:
+            filters["poolId"] = int(pool_id)
+        if node is not None:
+            filters["node"] = _addr(node)
+        evs = self.get_events(["WorkSubmitted"], from_block=from_block, filters=filters)
+        return [self._submission(e, self.task(e.args["submissionId"]).status if with_status else None) for e in evs]
+
+    # -- TaskLedger: challenges -----------------------------------------------------------------
+    def challenge(self, submission_id: int, evidence_cid: str, *, approve: bool = True) -> Challenge:
+        """Challenge a submission (this account's validator node); posts the pool's bond."""
+        if approve:
+            bond = self.pool(self.task(submission_id).pool_id).params.challenge_bond
+            if bond:
+                self._ensure_allowance("TaskLedger", bond)
+        self.transact("TaskLedger", "challenge", int(submission_id), evidence_cid)
+        return self.challenge_info(submission_id)
+
+    def vote(self, challenge_id: int, uphold: bool) -> Challenge:
+        self.transact("TaskLedger", "vote", int(challenge_id), bool(uphold))
+        return self.challenge_info(challenge_id)
+
+    def resolve(self, challenge_id: int) -> bool:
+        rc = self.transact("TaskLedger", "resolve", int(challenge_id))
+        return bool(rc.event("ChallengeResolved").args["upheld"])
+
+    def challenge_info(self, challenge_id: int) -> Challenge:
+        v = self.call("TaskLedger", "challengeInfo", int(challenge_id))
+        return Challenge(challenge_id=challenge_id, challenger=v[0], vote_end=v[1], votes_for=v[2],
+                         votes_against=v[3], status=ChallengeStatus(v[4]))
+
+    def has_voted(self, challenge_id: int, validator: str) -> bool:
+        return bool(self.call("TaskLedger", "hasVoted", int(challenge_id), _addr(validator)))
+
+    # -- TaskLedger: rewards --------------------------------------------------------------------
+    def claimable(self, submission_id: int) -> int:
+        return int(self.call("TaskLedger", "claimable", int(submission_id)))
+
+    def claim_rewards(self, submission_ids: Sequence[int]) -> int:
+        """Pay finalised rewards to the nodes' owner; returns the total paid."""
+        if not submission_ids:
+            return 0
+        rc = self.transact("TaskLedger", "claimRewards", [int(i) for i in submission_ids])
+        return sum(int(e.args["amount"]) for e in rc.events if e.event == "RewardClaimed")
+
+    def void_submissions(self, submission_ids: Sequence[int]) -> int:
+        rc = self.transact("TaskLedger", "voidSubmissions", [int(i) for i in submission_ids])
+        return sum(int(e.args["released"]) for e in rc.events if e.event == "SubmissionVoided")
+
+    def rewards(self, node: str | None = None, *, from_block: int | None = None) -> Rewards:
+        """A node's rewards from its WorkSubmitted events: claimable now, pending, paid."""
+        a = _addr(node or self.address)
+        claimable_ids, pending_ids = [], []
+        claimable = pending = paid = 0
+        for sub in self.submissions(node=a, from_block=from_block):
+            if sub.status == TaskStatus.PAID:
+                paid += sub.reward
+                continue
+            if sub.status in (TaskStatus.SUBMITTED, TaskStatus.CHALLENGED):
+                amount = self.claimable(sub.submission_id)
+                if amount:
+                    claimable += amount
+                    claimable_ids.append(sub.submission_id)
+                else:
+                    pending += sub.reward
+                    pending_ids.append(sub.submission_id)
+        return Rewards(node=a, claimable=claimable, claimable_ids=claimable_ids, pending=pending,
+                       pending_ids=pending_ids, paid=paid)
+
+    def claim_all_rewards(self, node: str | None = None) -> int:
+        return self.claim_rewards(self.rewards(node).claimable_ids)
+
+
+def _abi_type(inp: dict[str, Any]) -> str:
+    t = str(inp["type"])
+    if t.startswith("tuple"):
+        return "(" + ",".join(_abi_type(c) for c in inp.get("components", [])) + ")" + t[len("tuple"):]
+    return t
+
+
+def _plain(v: Any) -> Any:
+    """web3 AttributeDicts/HexBytes -> dicts/hex strings (JSON-friendly, comparable)."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    if isinstance(v, bytes):
+        return v.hex()
+    return v
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, str) and v.startswith("0x") and len(v) == 42:
+        return v.lower()
+    return v

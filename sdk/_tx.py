@@ -1,0 +1,256 @@
+"""The transport under the client: RPC with retries, revert decoding, nonces, fees, receipts.
+
+- Transient RPC failures (connection refused/reset, timeouts, HTTP 429 and 5xx) are retried with
+  exponential backoff; reverts are never retried.
+- Reverts become `ContractRevert(name, args)` decoded from the revert data with every contract's
+  custom errors (and `Error(string)` / `Panic(uint256)`).
+- One `Transactor` per account: a lock hands out nonces in order, so one process may send many
+  transactions from many threads; a "nonce too low" answer resynchronises with the node.
+- EIP-1559 fees: maxFee = 2 x base fee + tip, capped by `max_fee_per_gas` (ConfigError if the
+  base fee alone is above the cap: the transaction would never be mined).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import requests
+from eth_abi import decode as abi_decode
+from eth_account.signers.local import LocalAccount
+from eth_utils import function_signature_to_4byte_selector
+from web3 import Web3
+from web3.exceptions import ContractLogicError, TimeExhausted, TransactionNotFound, Web3RPCError
+
+from ._errors import ContractRevert, RpcError, TransactionTimeout, TransientRpcError
+
+__all__ = ["ErrorDecoder", "RetryPolicy", "Transactor", "with_retries"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_TRANSIENT_HTTP = {408, 425, 429, 500, 502, 503, 504}
+_TRANSIENT_TEXT = ("connection refused", "connection reset", "timed out", "timeout", "temporarily unavailable",
+                   "too many requests", "rate limit", "header not found", "econnrefused", "bad gateway")
+
+
+class RetryPolicy:
+    """Exponential backoff with jitter: `attempts` tries, delays base*2^k capped at `max_delay`."""
+
+    def __init__(self, attempts: int = 6, base_delay: float = 0.25, max_delay: float = 8.0) -> None:
+        self.attempts = attempts
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+
+    def delay(self, attempt: int) -> float:
+        d = min(self.max_delay, self.base_delay * (2**attempt))
+        return d * (0.5 + random.random() / 2)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether an exception from web3/requests is worth retrying (never a revert)."""
+    if isinstance(exc, ContractLogicError | ContractRevert):
+        return False
+    if isinstance(exc, requests.ConnectionError | requests.Timeout | ConnectionError | TimeoutError):
+        return True
+    if isinstance(exc, requests.HTTPError) and exc.response is not None:
+        return exc.response.status_code in _TRANSIENT_HTTP
+    if isinstance(exc, Web3RPCError):
+        text = str(exc).lower()
+        return any(t in text for t in _TRANSIENT_TEXT)
+    return False
+
+
+def with_retries(fn: Callable[[], T], policy: RetryPolicy, what: str) -> T:
+    """Run `fn`, retrying transient failures; TransientRpcError when the attempts run out."""
+    for attempt in range(policy.attempts):
+        try:
+            return fn()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            if attempt == policy.attempts - 1:
+                raise TransientRpcError(
+                    f"{what}: the RPC node kept failing ({exc.__class__.__name__}: {str(exc)[:160]}) after "
+                    f"{policy.attempts} attempts; check the node / --rpc-url and retry"
+                ) from exc
+            delay = policy.delay(attempt)
+            log.warning("%s: transient RPC error (%s), retry %d in %.2f s", what, exc.__class__.__name__,
+                        attempt + 1, delay)
+            time.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class ErrorDecoder:
+    """selector -> (error name, arg names, arg types) from ABIs."""
+
+    def __init__(self, abis: Iterable[list[dict[str, Any]]]) -> None:
+        self._errors: dict[bytes, tuple[str, list[str], list[str]]] = {
+            bytes.fromhex("08c379a0"): ("Error", ["message"], ["string"]),
+            bytes.fromhex("4e487b71"): ("Panic", ["code"], ["uint256"]),
+        }
+        for abi in abis:
+            for item in abi:
+                if item.get("type") != "error":
+                    continue
+                types = [_abi_type(i) for i in item.get("inputs", [])]
+                names = [i.get("name") or f"arg{n}" for n, i in enumerate(item.get("inputs", []))]
+                sel = function_signature_to_4byte_selector(f"{item['name']}({','.join(types)})")
+                self._errors[sel] = (item["name"], names, types)
+
+    def decode(self, data: str | bytes | None, *, function: str = "", contract: str = "",
+               message: str = "") -> ContractRevert:
+        raw = _to_bytes(data)
+        if raw is None or len(raw) < 4:
+            reason = message.replace("execution reverted", "").strip(": ") or "no reason"
+            return ContractRevert("unknown", {"reason": reason}, function=function, contract=contract,
+                                  raw=(raw or b"").hex())
+        entry = self._errors.get(raw[:4])
+        if entry is None:
+            return ContractRevert("unknown", {"selector": "0x" + raw[:4].hex()}, function=function,
+                                  contract=contract, raw=raw.hex())
+        name, names, types = entry
+        try:
+            values = abi_decode(types, raw[4:])
+        except Exception:  # malformed revert data: keep the name, say the args were unreadable
+            return ContractRevert(name, {"undecodable": "0x" + raw[4:].hex()}, function=function,
+                                  contract=contract, raw=raw.hex())
+        args = {n: (v.hex() if isinstance(v, bytes) else v) for n, v in zip(names, values, strict=True)}
+        return ContractRevert(name, args, function=function, contract=contract, raw=raw.hex())
+
+    def from_exception(self, exc: ContractLogicError, *, function: str = "", contract: str = "") -> ContractRevert:
+        data = exc.data if isinstance(exc.data, str | bytes) else None
+        if isinstance(data, str) and not data.startswith("0x"):
+            data = None
+        return self.decode(data, function=function, contract=contract, message=str(exc.message or exc))
+
+
+def _abi_type(inp: dict[str, Any]) -> str:
+    t = str(inp["type"])
+    if t.startswith("tuple"):
+        return "(" + ",".join(_abi_type(c) for c in inp.get("components", [])) + ")" + t[len("tuple"):]
+    return t
+
+
+def _to_bytes(data: str | bytes | None) -> bytes | None:
+    if data is None:
+        return None
+    if isinstance(data, bytes):
+        return data
+    try:
+        return bytes.fromhex(data[2:] if data.startswith("0x") else data)
+    except ValueError:
+        return None
+
+
+class Transactor:
+    """Signs and sends transactions for one account: ordered nonces, capped EIP-1559 fees, receipts."""
+
+    def __init__(self, w3: Web3, account: LocalAccount, decoder: ErrorDecoder, *, chain_id: int,
+                 retry: RetryPolicy, max_fee_per_gas: int | None = None, max_priority_fee: int = 2 * 10**9,
+                 receipt_timeout: float = 120.0, gas_margin: float = 1.25) -> None:
+        self.w3 = w3
+        self.account = account
+        self.decoder = decoder
+        self.chain_id = chain_id
+        self.retry = retry
+        self.max_fee_per_gas = max_fee_per_gas
+        self.max_priority_fee = max_priority_fee
+        self.receipt_timeout = receipt_timeout
+        self.gas_margin = gas_margin
+        self._lock = threading.Lock()
+        self._next_nonce: int | None = None
+
+    @property
+    def address(self) -> str:
+        return str(self.account.address)
+
+    def _fees(self) -> dict[str, int]:
+        block = with_retries(lambda: self.w3.eth.get_block("latest"), self.retry, "get_block")
+        base = int(block.get("baseFeePerGas", 0) or 0)
+        tip = self.max_priority_fee
+        with contextlib.suppress(Web3RPCError, ValueError):
+            tip = min(int(with_retries(lambda: self.w3.eth.max_priority_fee, self.retry, "max_priority_fee")), tip)
+        max_fee = 2 * base + tip
+        if self.max_fee_per_gas is not None:
+            if base > self.max_fee_per_gas:
+                raise RpcError(
+                    f"base fee {base} wei/gas is above the cap {self.max_fee_per_gas}: the transaction would not "
+                    "be mined; wait for lower fees or raise --max-fee-gwei"
+                )
+            max_fee = min(max_fee, self.max_fee_per_gas)
+            tip = min(tip, max_fee)
+        return {"maxFeePerGas": max_fee, "maxPriorityFeePerGas": tip}
+
+    def _sync_nonce(self) -> int:
+        return int(with_retries(lambda: self.w3.eth.get_transaction_count(self.account.address, "pending"),
+                                self.retry, "get_transaction_count"))
+
+    def send(self, fn: Any, *, contract: str, function: str, value: int = 0, gas: int | None = None) -> str:
+        """Estimate (reverts surface here, decoded), sign with the next nonce, send; returns the tx hash."""
+        tx: dict[str, Any] = {"from": self.account.address, "value": value, "chainId": self.chain_id}
+        if gas is None:
+            try:
+                est = with_retries(lambda: fn.estimate_gas(tx), self.retry, f"{contract}.{function} estimate")
+            except ContractLogicError as exc:
+                raise self.decoder.from_exception(exc, function=function, contract=contract) from None
+            gas = int(est * self.gas_margin) + 10_000
+        tx["gas"] = gas
+        tx.update(self._fees())
+        with self._lock:
+            for attempt in range(3):
+                if self._next_nonce is None:
+                    self._next_nonce = self._sync_nonce()
+                tx["nonce"] = self._next_nonce
+                built = fn.build_transaction(tx)
+                signed = self.account.sign_transaction(built)
+                raw = signed.raw_transaction
+                try:
+                    h = with_retries(lambda raw=raw: self.w3.eth.send_raw_transaction(raw), self.retry,
+                                     f"{contract}.{function} send")
+                except Web3RPCError as exc:
+                    text = str(exc).lower()
+                    if "already known" in text:
+                        h = signed.hash
+                    elif "nonce too low" in text or "nonce too high" in text or "invalid nonce" in text:
+                        log.info("nonce %s refused (%s): resyncing", tx["nonce"], text[:80])
+                        self._next_nonce = None
+                        if attempt == 2:
+                            raise RpcError(f"{contract}.{function}: nonce kept being refused: {exc}") from None
+                        continue
+                    else:
+                        raise RpcError(f"{contract}.{function}: the node refused the transaction: {exc}") from None
+                self._next_nonce = tx["nonce"] + 1
+                return "0x" + bytes(h).hex()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def wait(self, tx_hash: str, *, fn_for_replay: Any = None, contract: str = "", function: str = "",
+             timeout: float | None = None) -> Any:
+        """Wait for the receipt; a reverted one is replayed with eth_call to recover the custom error."""
+        timeout = self.receipt_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        receipt = None
+        delay = 0.05
+        while time.monotonic() < deadline:
+            try:
+                receipt = with_retries(lambda: self.w3.eth.get_transaction_receipt(tx_hash), self.retry,
+                                       "get_transaction_receipt")
+                break
+            except (TransactionNotFound, TimeExhausted):
+                time.sleep(delay)
+                delay = min(delay * 1.5, 2.0)
+        if receipt is None:
+            raise TransactionTimeout(tx_hash, timeout)
+        if receipt["status"] != 1:
+            if fn_for_replay is not None:
+                try:
+                    fn_for_replay.call({"from": self.account.address}, block_identifier=receipt["blockNumber"])
+                except ContractLogicError as exc:
+                    raise self.decoder.from_exception(exc, function=function, contract=contract) from None
+            raise ContractRevert("unknown", {"tx": tx_hash}, function=function, contract=contract)
+        return receipt
