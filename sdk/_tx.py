@@ -120,7 +120,7 @@ class ErrorDecoder:
         except Exception:  # malformed revert data: keep the name, say the args were unreadable
             return ContractRevert(name, {"undecodable": "0x" + raw[4:].hex()}, function=function,
                                   contract=contract, raw=raw.hex())
-        args = {n: (v.hex() if isinstance(v, bytes) else v) for n, v in zip(names, values, strict=True)}
+        args = {n: _plain_arg(t, v) for n, t, v in zip(names, types, values, strict=True)}
         return ContractRevert(name, args, function=function, contract=contract, raw=raw.hex())
 
     def from_exception(self, exc: ContractLogicError, *, function: str = "", contract: str = "") -> ContractRevert:
@@ -128,6 +128,14 @@ class ErrorDecoder:
         if isinstance(data, str) and not data.startswith("0x"):
             data = None
         return self.decode(data, function=function, contract=contract, message=str(exc.message or exc))
+
+
+def _plain_arg(abi_type: str, value: Any) -> Any:
+    if abi_type == "address":
+        return Web3.to_checksum_address(value)
+    if isinstance(value, bytes):
+        return "0x" + value.hex()
+    return value
 
 
 def _abi_type(inp: dict[str, Any]) -> str:

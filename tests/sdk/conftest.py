@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from intellect.sdk import devnet
+from intellect.sdk.devnet import Devnet
 from intellect.sdk.ipfs._daemon import IpfsDaemon
 
 
@@ -18,3 +20,23 @@ def ipfs_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IpfsDaemon
         yield daemon
     finally:
         daemon.stop()
+
+
+@pytest.fixture(scope="session")
+def devnet_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Devnet]:
+    """anvil on a free port (not brownie's 8545) with the contracts deployed by scripts/deploy.py."""
+    net = devnet.start(tmp_path_factory.mktemp("devnet"))
+    try:
+        yield net
+    finally:
+        net.stop()
+
+
+@pytest.fixture
+def net(devnet_session: Devnet) -> Iterator[Devnet]:
+    """The session devnet, with every test's chain changes rolled back (evm_snapshot / evm_revert)."""
+    snap = devnet_session.anvil.snapshot()
+    try:
+        yield devnet_session
+    finally:
+        devnet_session.anvil.revert(snap)

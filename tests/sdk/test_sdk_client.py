@@ -1,0 +1,253 @@
+"""intellect.sdk.Protocol against a real anvil with the contracts deployed by scripts/deploy.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+
+from intellect.sdk import (
+    ConfigError,
+    ContractRevert,
+    Protocol,
+    RetryPolicy,
+    RpcError,
+    TransactionTimeout,
+    TransientRpcError,
+)
+from intellect.sdk._accounts import dev_account
+from intellect.sdk._models import ChallengeStatus, NodeStatus, Role, TaskStatus, parse_tokens
+from intellect.sdk.devnet import Devnet
+
+TOKEN = 10**18
+FAST = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.05)
+
+
+def _worker(net: Devnet, index: int = 1, stake: int = 100 * TOKEN) -> Protocol:
+    """Dev account `index` as a registered, staked worker (tokens from the faucet)."""
+    p = net.protocol(index)
+    p.drip()
+    p.register_node("worker", gpu_model="cpu", endpoint=f"http://worker{index}")
+    p.stake(p.address, stake)
+    return p
+
+
+def _validator(net: Devnet, index: int = 2) -> Protocol:
+    p = net.protocol(index)
+    p.drip()
+    p.register_node(Role.VALIDATOR, gpu_model="cpu")
+    p.stake(p.address, 100 * TOKEN)
+    return p
+
+
+def test_connect_reads_deployment_and_default_pool(net: Devnet) -> None:
+    p = net.protocol(None)
+    assert p.account is None
+    pool = p.pool(net.deployment.default_pool_id or 1)
+    assert pool.params.quorum == 1 and pool.budget > 0
+    assert pool.latest_step is None and p.latest_checkpoint(pool.pool_id) is None
+    assert p.pool_count() >= 1
+    with pytest.raises(ConfigError, match="needs an account"):
+        p.drip()
+
+
+def test_register_node_and_stake_roundtrip(net: Devnet) -> None:
+    p = net.protocol(1)
+    assert p.drip() == p.faucet_info().amount
+    node = p.register_node("worker", gpu_model="H100-80GB", vram_gib=80, gpu_count=8, endpoint="http://w1")
+    assert node.status == NodeStatus.ACTIVE and node.role == Role.WORKER and node.owner == p.address
+    assert p.is_active(p.address, "worker") and p.active_count(Role.WORKER) == 1
+    s = p.stake(p.address, 150 * TOKEN)
+    assert s.active == 150 * TOKEN and s.meets_minimum
+    s = p.request_unstake(p.address, 50 * TOKEN)
+    assert s.active == 100 * TOKEN and s.unbonding == 50 * TOKEN and s.release_at > p.chain_time()
+    with pytest.raises(ContractRevert) as err:
+        p.withdraw(p.address)
+    assert err.value.name == "StakeManagerStillUnbonding"
+    net.increase_time(p.unbonding_period() + 1)
+    before = p.balance_of()
+    assert p.withdraw(p.address) == 50 * TOKEN
+    assert p.balance_of() == before + 50 * TOKEN
+    p.exit_node()
+    assert p.node().status == NodeStatus.EXITED
+
+
+def test_register_node_for_separate_node_key(net: Devnet) -> None:
+    owner = net.protocol(3)
+    node_key = dev_account(7)
+    node = owner.register_node("relay", node_account=node_key, endpoint="http://relay")
+    assert node.address == node_key.address and node.owner == owner.address
+    assert owner.owner_of(node_key.address) == owner.address
+
+
+def test_worker_flow_claim_submit_reward(net: Devnet) -> None:
+    trainer = net.protocol(0)
+    pool_id = net.deployment.default_pool_id or 1
+    trainer.publish_checkpoint(pool_id, 1, "bafkreicysg23kiwv34eg2d7qweipxwosdo2py4ldv42nbauguluen5v6am")
+    assert trainer.latest_checkpoint(pool_id).step == 1  # type: ignore[union-attr]
+    w = _worker(net)
+    claim = w.claim_task(pool_id)
+    assert len(claim.seed) == 32 and claim.node == w.address
+    assert w.task(claim.task_id).status == TaskStatus.CLAIMED
+    sub = w.submit_work(claim.task_id, "bafkreirollouts", b"\x11" * 32, 3, 1)
+    assert sub.reward == 3 * TOKEN and sub.status == TaskStatus.SUBMITTED
+    [listed] = w.submissions(pool_id=pool_id, node=w.address)
+    assert listed.rollouts_cid == "bafkreirollouts" and listed.proofs_hash == b"\x11" * 32
+    r = w.rewards()
+    assert r.claimable == 0 and r.pending == 3 * TOKEN and r.pending_ids == [claim.task_id]
+    net.increase_time(w.pool(pool_id).params.window_length + 1)
+    r = w.rewards()
+    assert r.claimable == 3 * TOKEN and r.claimable_ids == [claim.task_id]
+    before = w.balance_of()
+    assert w.claim_all_rewards() == 3 * TOKEN
+    assert w.balance_of() == before + 3 * TOKEN
+    assert w.rewards().paid == 3 * TOKEN
+    assert [c.step for c in w.checkpoints(pool_id)] == [1]
+
+
+def test_challenge_upheld_slashes_worker(net: Devnet) -> None:
+    trainer = net.protocol(0)
+    pool_id = net.deployment.default_pool_id or 1
+    trainer.publish_checkpoint(pool_id, 5, "bafkreimanifest")
+    w = _worker(net)
+    v = _validator(net)
+    claim = w.claim_task(pool_id)
+    w.submit_work(claim.task_id, "bafkreibad", b"\x22" * 32, 1, 5)
+    ch = v.challenge(claim.task_id, "bafkreievidence")
+    assert ch.status == ChallengeStatus.OPEN and ch.votes_for == 1 and v.has_voted(claim.task_id, v.address)
+    net.increase_time(w.pool(pool_id).params.vote_period + 1)
+    assert v.resolve(claim.task_id) is True
+    assert v.challenge_info(claim.task_id).status == ChallengeStatus.UPHELD
+    assert w.stake_of().active < 100 * TOKEN
+    assert w.task(claim.task_id).status == TaskStatus.UPHELD
+
+
+def test_revert_decoded_with_name_and_args(net: Devnet) -> None:
+    p = net.protocol(4)
+    with pytest.raises(ContractRevert) as err:
+        p.claim_task(net.deployment.default_pool_id or 1)
+    # the pool has no checkpoint yet, or the node is not eligible: either way a named custom error
+    assert err.value.name in {"TaskLedgerNoCheckpoint", "TaskLedgerNotEligible"}
+    p.drip()
+    p.register_node("worker")
+    p.stake(p.address, 100 * TOKEN)
+    with pytest.raises(ContractRevert) as err:
+        p.request_unstake(p.address, 101 * TOKEN)
+    assert err.value.name == "StakeManagerInsufficientStake"
+    assert err.value.error_args == {"node": p.address, "active": 100 * TOKEN, "requested": 101 * TOKEN}
+    assert "StakeManager.requestUnstake reverted" in str(err.value)
+    with pytest.raises(ContractRevert) as err:
+        p.drip()  # cooldown
+    assert err.value.name == "IntellectTokenFaucetCooldown" and err.value.error_args["account"] == p.address
+
+
+def test_revert_is_not_retried(net: Devnet) -> None:
+    p = Protocol.connect(net.url, deployment=net.deployment, dev_account_index=5,
+                         retry=RetryPolicy(attempts=5, base_delay=5.0, max_delay=5.0))
+    t0 = time.monotonic()
+    with pytest.raises(ContractRevert):
+        p.withdraw(p.address)
+    assert time.monotonic() - t0 < 4.0  # one retry would have slept >= 2.5 s
+
+
+class _FlakyProxy:
+    """A real HTTP proxy in front of anvil answering 503 to the first `failures` requests."""
+
+    def __init__(self, upstream: str, failures: int) -> None:
+        self.failures = failures
+        self.seen = 0
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.seen += 1
+                if outer.seen <= outer.failures:
+                    self.send_response(503)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                r = requests.post(upstream, data=body, headers={"Content-Type": "application/json"}, timeout=10)
+                self.send_response(r.status_code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(r.content)))
+                self.end_headers()
+                self.wfile.write(r.content)
+
+            def log_message(self, *a: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def flaky(net: Devnet) -> Iterator[_FlakyProxy]:
+    proxy = _FlakyProxy(net.url, failures=2)
+    yield proxy
+    proxy.close()
+
+
+def test_transient_errors_retried_with_backoff(net: Devnet, flaky: _FlakyProxy) -> None:
+    p = Protocol.connect(flaky.url, deployment=net.deployment, dev_account_index=1, retry=FAST)
+    assert flaky.seen >= 3  # two 503s, then the answer
+    assert p.balance_of() >= 0
+
+
+def test_transient_errors_give_up_with_clear_error(net: Devnet) -> None:
+    with pytest.raises(TransientRpcError, match="after 3 attempts"):
+        Protocol.connect("http://127.0.0.1:9", deployment=net.deployment, retry=FAST)
+
+
+def test_nonce_manager_many_threads(net: Devnet) -> None:
+    p = net.protocol(0)
+    to = dev_account(9).address
+    before = p.balance_of(to)
+    errors: list[BaseException] = []
+
+    def send(n: int) -> None:
+        try:
+            for _ in range(n):
+                p.transfer(to, 1)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=send, args=(5,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert p.balance_of(to) == before + 20
+
+
+def test_fee_cap_below_base_fee_refused(net: Devnet) -> None:
+    p = Protocol.connect(net.url, deployment=net.deployment, dev_account_index=1, max_fee_gwei=1e-9)
+    with pytest.raises(RpcError, match="above the cap"):
+        p.drip()
+
+
+def test_receipt_timeout(net: Devnet) -> None:
+    p = Protocol.connect(net.url, deployment=net.deployment, dev_account_index=6, receipt_timeout=1.0)
+    net.anvil.rpc("evm_setAutomine", [False])
+    try:
+        with pytest.raises(TransactionTimeout):
+            p.drip()
+    finally:
+        net.anvil.rpc("evm_setAutomine", [True])
+        net.anvil.mine(1)
+
+
+def test_dev_account_refused_on_unknown_network() -> None:
+    with pytest.raises(ConfigError, match="unknown network"):
+        Protocol.connect("mainnet-of-nowhere")
+    assert parse_tokens("1.5") == 1_500_000_000_000_000_000
