@@ -1,0 +1,198 @@
+"""Fixtures for the contract tests: the real deployment (scripts/deploy.py:deploy_all) on brownie's anvil,
+nodes with their own keys (EIP-712 registration signatures), and a revert matcher for custom errors."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from brownie import accounts, chain, web3
+from brownie.exceptions import VirtualMachineError
+from eth_account import Account
+from eth_account.messages import encode_typed_data
+from eth_utils import keccak
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from scripts._deployment import TOKEN, dev_params  # noqa: E402
+from scripts.deploy import Deployed, deploy_all  # noqa: E402
+
+WORKER, VALIDATOR, TRAINER, RELAY = 1, 2, 3, 4
+# TaskStatus / ChallengeStatus enums
+T_NONE, T_CLAIMED, T_SUBMITTED, T_CHALLENGED, T_UPHELD, T_PAID, T_VOIDED = range(7)
+C_NONE, C_OPEN, C_UPHELD, C_REJECTED = range(4)
+
+MIN_STAKE = 100 * TOKEN
+ROLLOUTS_CID = "bafkreicysg23kiwv34eg2d7qweipxwosdo2py4ldv42nbauguluen5v6am"
+MANIFEST_CID = "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"
+PROOFS_HASH = "0x" + keccak(b"proofs").hex()
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, str) and value.startswith("0x") and len(value) == 42:
+        return value.lower()
+    if hasattr(value, "address"):
+        return value.address.lower()
+    return str(value)
+
+
+@contextlib.contextmanager
+def reverts(error: str, *args: Any) -> Iterator[None]:
+    """Expects the transaction/call in the block to revert with custom error `error` (and exactly `args`)."""
+    try:
+        yield
+    except VirtualMachineError as exc:
+        msg = exc.revert_msg or ""
+        if args:
+            expected = f"{error}: " + ", ".join(_fmt(a) for a in args)
+            assert msg == expected, f"reverted with {msg!r}, expected {expected!r}"
+        else:
+            assert msg.split(":")[0] == error, f"reverted with {msg!r}, expected {error}"
+    else:
+        raise AssertionError(f"did not revert (expected {error})")
+
+
+def event(tx: Any, name: str, index: int = 0) -> dict:
+    assert name in tx.events, f"{name} not emitted (events: {list(tx.events.keys())})"
+    return dict(tx.events[name][index])
+
+
+def set_balance(address: str, wei: int = 10**21) -> None:
+    web3.provider.make_request("anvil_setBalance", [address, hex(wei)])
+
+
+def new_key_account(seed: str) -> Any:
+    """A brownie LocalAccount whose private key we hold (node keys sign their registration), with ETH."""
+    acct = accounts.add("0x" + keccak(text=f"intellect-test-{seed}").hex())
+    set_balance(acct.address)
+    return acct
+
+
+def registration_signature(registry: Any, node: Any, owner: str, role: int, deadline: int, nonce: int | None = None):
+    """The node key's EIP-712 signature, computed off-chain the way the SDK does."""
+    typed = {
+        "types": {
+            "EIP712Domain": [
+                {"name": "name", "type": "string"},
+                {"name": "version", "type": "string"},
+                {"name": "chainId", "type": "uint256"},
+                {"name": "verifyingContract", "type": "address"},
+            ],
+            "Register": [
+                {"name": "node", "type": "address"},
+                {"name": "owner", "type": "address"},
+                {"name": "role", "type": "uint8"},
+                {"name": "deadline", "type": "uint256"},
+                {"name": "nonce", "type": "uint256"},
+            ],
+        },
+        "primaryType": "Register",
+        "domain": {
+            "name": "IntellectNodeRegistry",
+            "version": "1",
+            "chainId": web3.eth.chain_id,
+            "verifyingContract": registry.address,
+        },
+        "message": {
+            "node": node.address,
+            "owner": str(owner),
+            "role": role,
+            "deadline": deadline,
+            "nonce": registry.nonces(node) if nonce is None else nonce,
+        },
+    }
+    signed = Account.sign_message(encode_typed_data(full_message=typed), node.private_key)
+    return signed.signature
+
+
+class Net:
+    """The deployed protocol plus helpers that drive it like the agents do."""
+
+    def __init__(self, deployed: Deployed) -> None:
+        self.d = deployed
+        self.token = deployed.token
+        self.registry = deployed.registry
+        self.stake = deployed.stake_manager
+        self.ledger = deployed.ledger
+        self.admin = accounts[0]
+        self.pool_id = deployed.default_pool_id
+        self._seeds = 0
+
+    def fund(self, to: Any, amount: int) -> None:
+        self.token.mint(to, amount, {"from": self.admin})
+
+    def register(self, role: int, owner: Any = None, seed: str | None = None, stake: int = MIN_STAKE) -> Any:
+        self._seeds += 1
+        node = new_key_account(seed or f"n{self._seeds}-{chain.height}")
+        owner = owner or node
+        deadline = chain.time() + 3600
+        sig = registration_signature(self.registry, node, owner.address, role, deadline)
+        self.registry.register(node, role, "H100", 80, 8, "http://127.0.0.1:1", deadline, sig, {"from": owner})
+        if stake:
+            self.fund(owner, stake)
+            self.token.approve(self.stake, stake, {"from": owner})
+            self.stake.stake(node, stake, {"from": owner})
+        return node
+
+    def trainer(self) -> Any:
+        return self.admin  # the default pool's trainer is the deployer
+
+    def publish(self, step: int, pool: int | None = None) -> Any:
+        return self.ledger.publishCheckpoint(pool or self.pool_id, step, f"{MANIFEST_CID}-{step}", {"from": self.trainer()})
+
+    def claim(self, node: Any, pool: int | None = None) -> int:
+        tx = self.ledger.claimTask(pool or self.pool_id, {"from": node})
+        return int(tx.return_value)
+
+    def submit(self, node: Any, task_id: int, units: int = 4, step: int | None = None) -> Any:
+        if step is None:
+            step = self.ledger.latestStep(self.pool_id)
+        return self.ledger.submitWork(task_id, ROLLOUTS_CID, PROOFS_HASH, units, step, {"from": node})
+
+    def pool(self, pool_id: int | None = None) -> Any:
+        return self.ledger.pool(pool_id or self.pool_id)
+
+    def bond_ready(self, validator: Any) -> None:
+        bond = self.pool()["params"]["challengeBond"]
+        self.fund(validator, bond)
+        self.token.approve(self.ledger, bond, {"from": validator})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # brownie's own deprecation noise (rpc.sleep via chain.sleep, ...) would bury real warnings
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(here):
+            item.add_marker(pytest.mark.filterwarnings("ignore::FutureWarning"))
+
+
+@pytest.fixture(scope="module")
+def deployed(module_isolation) -> Deployed:
+    return deploy_all(accounts[0], dev_params(), dev=True)
+
+
+@pytest.fixture(autouse=True)
+def isolation(fn_isolation) -> None:
+    pass
+
+
+@pytest.fixture
+def net(deployed) -> Net:
+    return Net(deployed)
+
+
+@pytest.fixture
+def worked(net):
+    """A worker with one submission in its window, a validator and the pool at step 0."""
+    worker = net.register(WORKER)
+    validator = net.register(VALIDATOR)
+    net.publish(0)
+    task_id = net.claim(worker)
+    net.submit(worker, task_id, units=4, step=0)
+    return net, worker, validator, task_id
