@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -173,7 +174,7 @@ def fetch(manifest: str, out_dir: Path, relays: tuple[str, ...], ipfs_spec: str 
     """Fetch MANIFEST (a manifest JSON file, an IPFS CID with --ipfs, or 'latest' from the first relay)."""
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    show = progress if progress is not None else click.get_text_stream("stderr").isatty()
+    show = progress if progress is not None else sys.stderr.isatty()
     bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                    TransferSpeedColumn(), TimeRemainingColumn(), disable=not show, transient=False)
     task = bar.add_task("fetch", total=None)

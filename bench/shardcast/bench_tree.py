@@ -1,0 +1,175 @@
+"""Benchmark: one origin → 2 relays → 8 clients on loopback, all separate processes.
+
+Usage:
+    .venv/bin/python bench/shardcast/bench_tree.py                    # 1 GiB, 8 clients, 2 relays
+    .venv/bin/python bench/shardcast/bench_tree.py --size-mib 256 --repeat 1
+    .venv/bin/python bench/shardcast/bench_tree.py --reference /tmp/refvenv/bin/python   # + PyPI shardcast 0.3.2
+
+Figures (each the median of --repeat runs, all in the same invocation):
+- single: one client downloading the checkpoint alone, straight from the origin (baseline);
+- tree: from the moment the origin serves the new version until all clients have a verified
+  checkpoint installed; relays and clients are started at that moment (process start included);
+- tree / single: the tree's cost relative to the baseline; aggregate throughput = clients × size / tree;
+- sha256 of one core on this machine (the hashing ceiling), measured here too.
+The reference implementation (PyPI shardcast 0.3.2) is driven by bench_reference.py when
+--reference points at a Python with it installed (see that file for how to install it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CLI = [sys.executable, "-m", "intellect.sdk.shardcast.cli"]
+
+
+def make_checkpoint(d: Path, size: int) -> None:
+    """A checkpoint-shaped directory of `size` random bytes (two safetensors files + config)."""
+    d.mkdir(parents=True)
+    half = size // 2
+    chunk = os.urandom(16 * 1024 * 1024)  # random-looking, written fast (repeats every 16 MiB)
+    for i, n in enumerate((half, size - half - 1024)):
+        with open(d / f"model-0000{i + 1}-of-00002.safetensors", "wb") as f:
+            left = n
+            while left:
+                k = min(left, len(chunk))
+                f.write(chunk[:k])
+                left -= k
+    (d / "config.json").write_bytes(json.dumps({"model_type": "llama", "pad": "x" * 1000}).encode()[:1024])
+
+
+def wait_file(p: Path, proc: subprocess.Popen[bytes], timeout: float = 120) -> str:
+    t = time.monotonic()
+    while not p.exists():
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode}")
+        if time.monotonic() - t > timeout:
+            raise TimeoutError(p)
+        time.sleep(0.01)
+    return p.read_text().strip()
+
+
+def sha256_core_gbps() -> float:
+    b = os.urandom(256 * 1024 * 1024)
+    t = time.perf_counter()
+    hashlib.sha256(b).digest()
+    return len(b) / (time.perf_counter() - t) / 1e9
+
+
+class Run:
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def spawn(self, *args: str, name: str) -> subprocess.Popen[bytes]:
+        log = open(self.work / f"{name}.log", "wb")  # noqa: SIM115
+        p = subprocess.Popen([*CLI, *args], stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        return p
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: int, fetch_args: list[str]) -> dict:
+    work.mkdir(parents=True)
+    run = Run(work)
+    try:
+        mf = work / "manifest.json"
+        origin = run.spawn("publish", str(ckpt), "--step", "1", "--model-name", "bench", "--data-dir",
+                           str(work / "origin"), "--shard-size", str(shard_size), "--manifest-out", str(mf),
+                           "--url-file", str(work / "origin.url"), name="origin")
+        o_url = wait_file(work / "origin.url", origin, timeout=300)
+        t0 = time.monotonic()  # the origin now serves the version
+        if relays == 0:
+            sources = [o_url]
+        else:
+            rps = [run.spawn("relay", "--upstream", o_url, "--data-dir", str(work / f"relay{i}"), "--url-file",
+                             str(work / f"relay{i}.url"), "--port", "0", name=f"relay{i}") for i in range(relays)]
+            sources = [wait_file(work / f"relay{i}.url", p) for i, p in enumerate(rps)]
+        relay_flags = [flag for s in sources for flag in ("--relay", s)]
+        cps = [run.spawn("fetch", str(mf), str(work / f"client{i}"), *relay_flags,
+                         "--no-progress", "--json", *fetch_args, name=f"client{i}") for i in range(clients)]
+        ends = []
+        for i, p in enumerate(cps):
+            if p.wait(timeout=600) != 0:
+                raise RuntimeError(f"client {i} failed: {(work / f'client{i}.log').read_text()[-2000:]}")
+            ends.append(time.monotonic())
+        total = max(ends) - t0
+        size = json.loads(mf.read_text())["total_size"]
+        return {"seconds": total, "bytes": size * clients}
+    finally:
+        run.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--relays", type=int, default=2)
+    ap.add_argument("--shard-mb", type=int, default=50)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--workdir", type=Path, default=None, help="scratch directory (default: a temp dir)")
+    ap.add_argument("--fetch-arg", action="append", default=[], help="extra `fetch` flag, e.g. --no-fsync")
+    ap.add_argument("--reference", default=None, help="python of a venv with PyPI shardcast 0.3.2")
+    args = ap.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="shardcast-bench-", dir=args.workdir))
+    try:
+        ckpt = root / "ckpt"
+        make_checkpoint(ckpt, args.size_mib * 1024 * 1024)
+        load = os.getloadavg()
+        print(f"# load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} cores")
+        sha = sha256_core_gbps()
+        print(f"sha256, one core: {sha:.2f} GB/s")
+        single, tree = [], []
+        for r in range(args.repeat):
+            s = one_run(ckpt, root / f"single{r}", relays=0, clients=1, shard_size=args.shard_mb * 1_000_000,
+                        fetch_args=args.fetch_arg)
+            single.append(s["seconds"])
+            t = one_run(ckpt, root / f"tree{r}", relays=args.relays, clients=args.clients,
+                        shard_size=args.shard_mb * 1_000_000, fetch_args=args.fetch_arg)
+            tree.append(t["seconds"])
+            print(f"run {r}: single {s['seconds']:.2f} s, tree {t['seconds']:.2f} s "
+                  f"({t['bytes'] / t['seconds'] / 1e9:.2f} GB/s aggregate)", flush=True)
+        ms, mt = statistics.median(single), statistics.median(tree)
+        size = args.size_mib * 1024 * 1024
+        print(f"single client from origin ({args.size_mib} MiB): {ms:.2f} s median ({size / ms / 1e9:.2f} GB/s, "
+              f"{size / ms / 1e9 / sha:.2f}x one core's sha256)")
+        print(f"origin -> {args.relays} relays -> {args.clients} clients: {mt:.2f} s median to all complete, "
+              f"aggregate {args.clients * size / mt / 1e9:.2f} GB/s")
+        print(f"tree / single: {mt / ms:.2f}x")
+        if args.reference:
+            here = Path(__file__).with_name("bench_reference.py")
+            out = subprocess.run([args.reference, str(here), "--ckpt", str(ckpt), "--clients", str(args.clients),
+                                  "--relays", str(args.relays), "--repeat", str(args.repeat)],
+                                 check=True, capture_output=True, text=True)
+            print(out.stdout, end="")
+            ref = json.loads(out.stdout.strip().splitlines()[-1])
+            for k, v in ref["median_s"].items():
+                print(f"reference shardcast 0.3.2 tree ({k}): {v:.2f} s median; ours is {v / mt:.2f}x faster")
+        load = os.getloadavg()
+        print(f"# load average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
