@@ -1,0 +1,281 @@
+"""Gas report of every external call of the protocol contracts, driven on anvil in realistic states.
+
+Usage:
+    python tools/gas_report.py            # (make gas) writes reports/gas.md and reports/gas.json
+
+Deploys with scripts/deploy.py:deploy_all (the real wiring), then drives each external function several
+times (first-time and steady-state storage), records `gasUsed` of every receipt (21k intrinsic and calldata
+included), and compares the hot calls with the targets of issue 6 and with Prime Intellect's contracts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import sys
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+log = logging.getLogger("gas_report")
+
+TARGETS = {  # call label -> max gas (issue 6)
+    "TaskLedger.submitWork": 90_000,
+    "TaskLedger.claimTask": 70_000,
+    "TaskLedger.claimRewards (1 submission)": 80_000,
+    "TaskLedger.challenge": 150_000,
+}
+PRIME = {  # Prime Intellect's contracts on anvil with their optimizer settings (issue 6)
+    "TaskLedger.submitWork": "240k–308k (submitWork)",
+    "TaskLedger.claimRewards (1 submission)": "141k (claimRewards)",
+    "TaskLedger.resolve (upheld)": "435k (invalidateWork)",
+    "NodeRegistry.register": "204k–323k (joinComputePool)",
+}
+
+
+class GasBook:
+    def __init__(self) -> None:
+        self.calls: dict[str, list[int]] = defaultdict(list)
+
+    def __call__(self, label: str, tx):
+        self.calls[label].append(int(tx.gas_used))
+        return tx
+
+    def rows(self) -> list[dict]:
+        out = []
+        for label in sorted(self.calls):
+            g = self.calls[label]
+            row = {"call": label, "n": len(g), "min": min(g), "avg": round(statistics.mean(g)), "max": max(g)}
+            if label in TARGETS:
+                row["target"] = TARGETS[label]
+                row["pass"] = row["max"] <= TARGETS[label]
+            if label in PRIME:
+                row["prime"] = PRIME[label]
+            out.append(row)
+        return out
+
+
+def drive(book: GasBook) -> None:
+    from brownie import accounts, chain, web3
+    from eth_account import Account
+    from eth_account.messages import encode_typed_data
+    from eth_utils import keccak
+
+    from scripts._deployment import TOKEN, dev_params
+    from scripts.deploy import deploy_all
+
+    admin = accounts[0]
+    d = deploy_all(admin, dev_params(), dev=True)
+    token, reg, sm, ledger = d.token, d.registry, d.stake_manager, d.ledger
+    pool = d.default_pool_id
+    W, V = 1, 2
+
+    def key_account(i: int):
+        acct = accounts.add("0x" + keccak(text=f"gas-report-{i}").hex())
+        web3.provider.make_request("anvil_setBalance", [acct.address, hex(10**21)])
+        return acct
+
+    def sign(node, owner, role, deadline):
+        typed = {
+            "types": {
+                "EIP712Domain": [
+                    {"name": "name", "type": "string"}, {"name": "version", "type": "string"},
+                    {"name": "chainId", "type": "uint256"}, {"name": "verifyingContract", "type": "address"},
+                ],
+                "Register": [
+                    {"name": "node", "type": "address"}, {"name": "owner", "type": "address"},
+                    {"name": "role", "type": "uint8"}, {"name": "deadline", "type": "uint256"},
+                    {"name": "nonce", "type": "uint256"},
+                ],
+            },
+            "primaryType": "Register",
+            "domain": {"name": "IntellectNodeRegistry", "version": "1", "chainId": web3.eth.chain_id,
+                       "verifyingContract": reg.address},
+            "message": {"node": node.address, "owner": owner.address, "role": role, "deadline": deadline,
+                        "nonce": reg.nonces(node)},
+        }
+        return Account.sign_message(encode_typed_data(full_message=typed), node.private_key).signature
+
+    def register(i, role, owner=None, stake=100 * TOKEN):
+        node = key_account(i)
+        owner = owner or node
+        deadline = chain.time() + 3600
+        book("NodeRegistry.register", reg.register(
+            node, role, "H100-80GB", 80, 8, f"http://10.0.0.{i}:8000", deadline, sign(node, owner, role, deadline),
+            {"from": owner}))
+        if stake:
+            book("IntellectToken.mint", token.mint(owner, 10 * stake, {"from": admin}))
+            book("IntellectToken.approve", token.approve(sm, 10 * stake, {"from": owner}))
+            book("StakeManager.stake", sm.stake(node, stake, {"from": owner}))
+        return node
+
+    workers = [register(i, W) for i in range(8)]
+    validators = [register(100 + i, V) for i in range(3)]
+    for v in validators:
+        book("IntellectToken.approve", token.approve(ledger, 10**24, {"from": v}))
+    # an operator that owns its nodes (owner != node)
+    operator = accounts[5]
+    owned = [register(200 + i, W, owner=operator) for i in range(2)]
+
+    book("NodeRegistry.update", reg.update(owned[0], "A100-40GB", 40, 4, "http://10.0.1.1:8000", {"from": operator}))
+    book("StakeManager.stake (top-up)", sm.stake(owned[0], 10 * TOKEN, {"from": operator}))
+
+    for step in range(4):
+        book("TaskLedger.publishCheckpoint", ledger.publishCheckpoint(
+            pool, step, f"bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbz{step:02d}", {"from": admin}))
+
+    cid = "bafkreicysg23kiwv34eg2d7qweipxwosdo2py4ldv42nbauguluen5v6am"
+    proofs = "0x" + keccak(b"toploc proofs").hex()
+    subs: dict = defaultdict(list)
+    for rnd in range(3):
+        for w in workers + owned:
+            tid = ledger.claimTask(pool, {"from": w})
+            book("TaskLedger.claimTask", tid)
+            tid = int(tid.return_value)
+            book("TaskLedger.submitWork", ledger.submitWork(tid, cid, proofs, 16, 3 - (rnd % 3), {"from": w}))
+            subs[w.address].append(tid)
+
+    # challenges: one upheld early (majority of all 3 validators), one rejected, one upheld after the period
+    bad, honest, bad2 = workers[0], workers[1], workers[2]
+    book("TaskLedger.challenge", ledger.challenge(subs[bad.address][-1], "bafkreievidence0", {"from": validators[0]}))
+    book("TaskLedger.vote", ledger.vote(subs[bad.address][-1], True, {"from": validators[1]}))
+    book("TaskLedger.resolve (upheld)", ledger.resolve(subs[bad.address][-1], {"from": accounts[9]}))
+
+    book("TaskLedger.challenge", ledger.challenge(subs[honest.address][-1], "bafkreievidence1", {"from": validators[1]}))
+    book("TaskLedger.vote", ledger.vote(subs[honest.address][-1], False, {"from": validators[0]}))
+    book("TaskLedger.vote", ledger.vote(subs[honest.address][-1], False, {"from": validators[2]}))
+    book("TaskLedger.resolve (rejected)", ledger.resolve(subs[honest.address][-1], {"from": accounts[9]}))
+
+    book("TaskLedger.challenge", ledger.challenge(subs[bad2.address][-1], "bafkreievidence2", {"from": validators[2]}))
+    chain.sleep(121)
+    book("TaskLedger.resolve (upheld)", ledger.resolve(subs[bad2.address][-1], {"from": accounts[9]}))
+
+    chain.sleep(301)
+    chain.mine()
+    # the wiped workers' other submissions go back to the pool
+    book("TaskLedger.voidSubmissions (1 submission)", ledger.voidSubmissions(subs[bad.address][:1], {"from": accounts[9]}))
+    book("TaskLedger.voidSubmissions (batch of 2)", ledger.voidSubmissions(subs[bad2.address][:2], {"from": accounts[9]}))
+
+    for w in workers[3:]:
+        book("TaskLedger.claimRewards (1 submission)", ledger.claimRewards(subs[w.address][:1], {"from": w}))
+        book("TaskLedger.claimRewards (batch of 2)", ledger.claimRewards(subs[w.address][1:], {"from": w}))
+    book("TaskLedger.claimRewards (1 submission)", ledger.claimRewards(subs[honest.address][:1], {"from": honest}))
+    ids = subs[owned[0].address] + subs[owned[1].address]
+    book("TaskLedger.claimRewards (batch of 6, 2 nodes)", ledger.claimRewards(ids, {"from": operator}))
+
+    # unbonding: one aggregated entry, withdraw costs the same after many requests
+    w = workers[4]
+    for _ in range(5):
+        book("StakeManager.requestUnstake", sm.requestUnstake(w, 5 * TOKEN, {"from": w}))
+    chain.sleep(3601)
+    book("StakeManager.withdraw", sm.withdraw(w, {"from": w}))
+    for _ in range(20):
+        sm.requestUnstake(w, TOKEN, {"from": w})
+    chain.sleep(3601)
+    book("StakeManager.withdraw (after 20 more unbonds)", sm.withdraw(w, {"from": w}))
+
+    book("NodeRegistry.exit", reg.exit(workers[7], {"from": workers[7]}))
+
+    # pools and faucet
+    params = (admin.address, cid, TOKEN, 10 * TOKEN, 50 * TOKEN, 300, 120, 600, 64, 2, 1)
+    book("TaskLedger.createPool", ledger.createPool(params, {"from": accounts[3]}))
+    book("IntellectToken.approve", token.approve(ledger, 10**24, {"from": admin}))
+    book("TaskLedger.fundPool", ledger.fundPool(pool, 1000 * TOKEN, {"from": admin}))
+    book("TaskLedger.defundPool", ledger.defundPool(pool, 10 * TOKEN, admin, {"from": admin}))
+    for i in range(3):
+        book("IntellectToken.drip", token.drip({"from": accounts[6 + i]}))
+    book("IntellectToken.transfer", token.transfer(accounts[8], TOKEN, {"from": admin}))
+
+    # permit-based staking
+    node = register(300, W, stake=0)
+    book("IntellectToken.mint", token.mint(node, 100 * TOKEN, {"from": admin}))
+    deadline = chain.time() + 3600
+    typed = {
+        "types": {
+            "EIP712Domain": [
+                {"name": "name", "type": "string"}, {"name": "version", "type": "string"},
+                {"name": "chainId", "type": "uint256"}, {"name": "verifyingContract", "type": "address"},
+            ],
+            "Permit": [
+                {"name": "owner", "type": "address"}, {"name": "spender", "type": "address"},
+                {"name": "value", "type": "uint256"}, {"name": "nonce", "type": "uint256"},
+                {"name": "deadline", "type": "uint256"},
+            ],
+        },
+        "primaryType": "Permit",
+        "domain": {"name": "Intellect", "version": "1", "chainId": web3.eth.chain_id, "verifyingContract": token.address},
+        "message": {"owner": node.address, "spender": sm.address, "value": 100 * TOKEN,
+                    "nonce": token.nonces(node), "deadline": deadline},
+    }
+    sig = Account.sign_message(encode_typed_data(full_message=typed), node.private_key)
+    book("StakeManager.stakeWithPermit", sm.stakeWithPermit(
+        node, 100 * TOKEN, deadline, sig.v, f"0x{sig.r:064x}", f"0x{sig.s:064x}", {"from": node}))
+
+    # admin
+    book("StakeManager.setMinStake", sm.setMinStake(W, 120 * TOKEN, {"from": admin}))
+    book("StakeManager.setUnbondingPeriod", sm.setUnbondingPeriod(7200, {"from": admin}))
+    book("StakeManager.setChallengerShareBps", sm.setChallengerShareBps(4000, {"from": admin}))
+    book("StakeManager.setTreasury", sm.setTreasury(accounts[9], {"from": admin}))
+    book("TaskLedger.setMinWindowLength", ledger.setMinWindowLength(120, {"from": admin}))
+
+
+def write_reports(rows: list[dict], out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "gas.json").write_text(json.dumps({"schema": "intellect.gas-report/v1", "rows": rows}, indent=1) + "\n")
+    lines = [
+        "# Gas report",
+        "",
+        "Regenerate: `make gas` (= `python tools/gas_report.py`). Gas used per transaction on anvil (Prague),",
+        "solc 0.8.37 with the optimizer at 200 runs; the 21,000 intrinsic gas and calldata are included.",
+        "StakeManager/TaskLedger calls by contracts (slash, challengeOpened, ...) are inside the TaskLedger rows.",
+        "",
+        "| call | n | min | avg | max | target | Prime Intellect |",
+        "| --- | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for r in rows:
+        target = ""
+        if "target" in r:
+            target = f"≤ {r['target']:,} {'PASS' if r['pass'] else 'FAIL'}"
+        lines.append(
+            f"| `{r['call']}` | {r['n']} | {r['min']:,} | {r['avg']:,} | {r['max']:,} | {target} | {r.get('prime', '')} |"
+        )
+    lines += [
+        "",
+        "Prime Intellect's numbers are from issue 6 (their contracts deployed and driven on anvil with their optimizer",
+        "settings): submitWork 240k–308k, claimRewards 141k, invalidateWork 435k, joinComputePool 204k–323k.",
+        "",
+    ]
+    (out_dir / "gas.md").write_text("\n".join(lines))
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    warnings.filterwarnings("ignore", category=FutureWarning)  # brownie's rpc.* deprecation noise
+    from brownie import network, project
+
+    p = project.load(str(ROOT), name="IntellectProtocol")
+    p.load_config()
+    network.connect("development")
+    try:
+        book = GasBook()
+        drive(book)
+        rows = book.rows()
+    finally:
+        network.disconnect()
+    write_reports(rows, ROOT / "reports")
+    for r in rows:
+        mark = "" if "target" not in r else (" PASS" if r["pass"] else " FAIL")
+        log.info("%-48s avg %8s max %8s%s", r["call"], f"{r['avg']:,}", f"{r['max']:,}", mark)
+    failed = [r["call"] for r in rows if r.get("pass") is False]
+    if failed:
+        log.error("over target: %s", ", ".join(failed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
