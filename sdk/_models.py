@@ -81,7 +81,7 @@ class ChallengeStatus(IntEnum):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, use_enum_values=False)
+    model_config = ConfigDict(frozen=True, use_enum_values=False, ser_json_bytes="hex", val_json_bytes="hex")
 
 
 def format_tokens(wei: int, decimals: int = 18) -> str:

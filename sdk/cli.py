@@ -1,0 +1,469 @@
+"""`intellect`: the operator CLI over the SDK.
+
+    intellect account new --keystore me.json          # password from INTELLECT_KEYSTORE_PASSWORD(_FILE)
+    intellect --keystore me.json faucet               # dev chains: tokens (and gas) for the account
+    intellect --keystore me.json node register --role worker --gpu-model H100-80GB --gpu-count 8
+    intellect --keystore me.json stake deposit 100
+    intellect --keystore me.json stake status
+
+Every option also reads an environment variable (INTELLECT_NETWORK, INTELLECT_RPC_URL,
+INTELLECT_KEYSTORE, INTELLECT_DEPLOYMENT, ...). Human output by default, `--json` for scripts.
+Errors are one line on stderr; exit codes: 2 user error, 3 network error, 4 contract revert.
+Other parts add subcommands through `PLUGINS` (lazy imports) or the `intellect.cli` entry point group.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import logging
+import sys
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from pydantic import BaseModel
+
+from ._errors import ConfigError, ContractRevert, IntellectError, IpfsError, RpcError, SchemaVersionError
+
+__all__ = ["EXIT_NETWORK", "EXIT_REVERT", "EXIT_USER", "PLUGINS", "cli", "main"]
+
+EXIT_USER = 2
+EXIT_NETWORK = 3
+EXIT_REVERT = 4
+
+# name -> "module:attribute" of a click command, imported only when that command runs
+PLUGINS: dict[str, str] = {
+    "shardcast": "intellect.sdk.shardcast.cli:shardcast",
+}
+
+_REVERT_HINTS = {
+    "IntellectTokenFaucetCooldown": "wait until the cooldown ends",
+    "IntellectTokenFaucetDisabled": "this network has no faucet; get tokens elsewhere",
+    "NodeRegistryAlreadyActive": "the node is already registered (see `intellect node show`)",
+    "NodeRegistryNotOwner": "use the owner's keystore",
+    "NodeRegistryNotActive": "register the node first (`intellect node register`)",
+    "StakeManagerNodeNotActive": "register the node first (`intellect node register`)",
+    "StakeManagerInsufficientStake": "check `intellect stake status`",
+    "StakeManagerStillUnbonding": "wait for the release time shown by `intellect stake status`",
+    "StakeManagerNothingToWithdraw": "request an unstake first (`intellect stake unstake`)",
+    "StakeManagerOpenChallenges": "wait until the open challenges are resolved",
+    "ERC20InsufficientBalance": "get tokens first (`intellect faucet` on dev networks)",
+    "TaskLedgerWindowOpen": "wait until the challenge window closes",
+}
+
+
+class _Ctx:
+    def __init__(self, **kw: Any) -> None:
+        self.opts = kw
+        self.json: bool = kw["as_json"]
+        self._protocol: Any = None
+
+    def protocol(self, *, need_account: bool = True) -> Any:
+        if self._protocol is None:
+            from ._client import Protocol
+
+            o = self.opts
+            self._protocol = Protocol.connect(
+                o["network"], rpc_url=o["rpc_url"], deployment=o["deployment"], keystore=o["keystore"],
+                password_file=o["password_file"], dev_account_index=o["dev_account"], max_fee_gwei=o["max_fee_gwei"],
+            )
+        if need_account and self._protocol.account is None:
+            raise ConfigError("this command signs a transaction: pass --keystore FILE (or --dev-account N on a "
+                              "local chain)")
+        return self._protocol
+
+
+def _out(ctx: _Ctx, data: Any, human: Callable[[], list[str]] | str) -> None:
+    if ctx.json:
+        if isinstance(data, BaseModel):
+            click.echo(data.model_dump_json())
+        elif isinstance(data, list) and all(isinstance(d, BaseModel) for d in data):
+            click.echo(json.dumps([json.loads(d.model_dump_json()) for d in data]))
+        else:
+            click.echo(json.dumps(data, default=str))
+        return
+    lines = human() if callable(human) else [human]
+    for ln in lines:
+        click.echo(ln)
+
+
+def _tok(wei: int) -> str:
+    from ._models import format_tokens
+
+    return f"{format_tokens(wei)} INTL"
+
+
+def _amount(value: str) -> int:
+    from ._models import parse_tokens
+
+    try:
+        return parse_tokens(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _when(ts: int) -> str:
+    import datetime as dt
+
+    return "-" if not ts else dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class IntellectGroup(click.Group):
+    """A group that also offers PLUGINS and `intellect.cli` entry points, imported on use."""
+
+    def _plugin_targets(self) -> dict[str, str]:
+        targets = {}
+        for name, target in PLUGINS.items():
+            if importlib.util.find_spec(target.split(":")[0].rsplit(".", 1)[0]) is not None:
+                targets[name] = target
+        try:
+            for ep in entry_points(group="intellect.cli"):
+                targets.setdefault(ep.name, ep.value)
+        except Exception:  # broken metadata must not break the CLI
+            pass
+        return targets
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self._plugin_targets()))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, name)
+        if cmd is not None:
+            return cmd
+        target = self._plugin_targets().get(name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        try:
+            return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        except (ImportError, AttributeError) as exc:
+            raise click.ClickException(f"the `{name}` command is unavailable: {exc}") from None
+
+
+@click.group(cls=IntellectGroup, context_settings={"auto_envvar_prefix": "INTELLECT", "help_option_names": ["-h", "--help"]})
+@click.option("--network", "-n", default="development", show_default=True,
+              help="development | base-sepolia | base-mainnet, or an RPC URL.")
+@click.option("--rpc-url", default=None, help="RPC URL (overrides the network's default).")
+@click.option("--deployment", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Deployment file (default: deployments/<chainId>.json).")
+@click.option("--keystore", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Encrypted keystore of the account that signs.")
+@click.option("--password-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="File holding the keystore password (else INTELLECT_KEYSTORE_PASSWORD).")
+@click.option("--dev-account", type=int, default=None, help="Use anvil's dev account N (local chains only).")
+@click.option("--max-fee-gwei", type=float, default=None, help="Cap on the fee per gas, in gwei.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+@click.option("-v", "--verbose", count=True, help="-v info logs, -vv debug.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int, **kw: Any) -> None:
+    """Operate a node of the intellect network: accounts, nodes, stake, pools, rewards."""
+    logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)],
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    ctx.obj = _Ctx(**kw)
+
+
+# -- account ------------------------------------------------------------------------------------
+@cli.group(short_help="Create or import an encrypted keystore.")
+def account() -> None:
+    """Keystores are eth-account scrypt JSON files; the password comes from INTELLECT_KEYSTORE_PASSWORD,
+    INTELLECT_KEYSTORE_PASSWORD_FILE / --password-file, or a prompt."""
+
+
+def _new_password(ctx: _Ctx) -> str:
+    from ._accounts import read_password
+
+    try:
+        return read_password(None, ctx.opts["password_file"])
+    except ConfigError:
+        if not sys.stdin.isatty():
+            raise
+        return str(click.prompt("Keystore password", hide_input=True, confirmation_prompt=True))
+
+
+@account.command("new", short_help="Create a new key in an encrypted keystore.")
+@click.pass_obj
+def account_new(ctx: _Ctx) -> None:
+    """Create a new random key, encrypted into --keystore PATH (never overwritten)."""
+    from ._accounts import create_keystore
+
+    path = ctx.opts["keystore"]
+    if path is None:
+        raise ConfigError("account new needs --keystore PATH (where to write the keystore)")
+    acct = create_keystore(path, _new_password(ctx))
+    _out(ctx, {"address": acct.address, "keystore": str(path)}, f"created {acct.address} in {path}")
+
+
+@account.command("import", short_help="Encrypt an existing private key into a keystore.")
+@click.option("--key-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="File holding the hex private key (else read from stdin).")
+@click.pass_obj
+def account_import(ctx: _Ctx, key_file: Path | None) -> None:
+    """Read a hex private key (from --key-file or stdin, never from the command line) into --keystore PATH."""
+    from ._accounts import import_keystore
+
+    path = ctx.opts["keystore"]
+    if path is None:
+        raise ConfigError("account import needs --keystore PATH (where to write the keystore)")
+    if key_file is not None:
+        key = key_file.read_text().strip()
+    elif sys.stdin.isatty():
+        key = click.prompt("Private key (hex)", hide_input=True)
+    else:
+        key = sys.stdin.readline().strip()
+    acct = import_keystore(path, key, _new_password(ctx))
+    _out(ctx, {"address": acct.address, "keystore": str(path)}, f"imported {acct.address} into {path}")
+
+
+# -- faucet -------------------------------------------------------------------------------------
+@cli.command(short_help="Dev networks: tokens (and gas on anvil) for the account.")
+@click.pass_obj
+def faucet(ctx: _Ctx) -> None:
+    """Drip the token faucet to the account. On a local anvil chain the account's ETH for gas is topped
+    up too (anvil_setBalance)."""
+    p = ctx.protocol()
+    if p.is_dev_chain and p.eth_balance() < 10**18:
+        p.w3.provider.make_request("anvil_setBalance", [p.address, hex(100 * 10**18)])
+    info = p.faucet_info()
+    if not info.enabled:
+        raise ConfigError(f"chain {p.chain_id} has no faucet: it exists only on dev and test networks")
+    amount = p.drip()
+    balance = p.balance_of()
+    _out(ctx, {"address": p.address, "dripped": amount, "balance": balance},
+         f"dripped {_tok(amount)} to {p.address}; balance {_tok(balance)}")
+
+
+# -- node ---------------------------------------------------------------------------------------
+@cli.group(short_help="Register, show or exit a node.")
+def node() -> None:
+    """Nodes of the NodeRegistry. A node key proves control by signing its registration (EIP-712)."""
+
+
+def _node_lines(n: Any) -> list[str]:
+    return [f"node       {n.address}", f"owner      {n.owner}", f"role       {n.role.name.lower()}",
+            f"status     {n.status.name.lower()}", f"hardware   {n.gpu_count} x {n.gpu_model} ({n.vram_gib} GiB)",
+            f"endpoint   {n.endpoint or '-'}", f"registered {_when(n.registered_at)}"]
+
+
+@node.command("register", short_help="Register a node owned by this account.")
+@click.option("--role", type=click.Choice(["worker", "validator", "trainer", "relay"]), required=True)
+@click.option("--gpu-model", default="cpu", show_default=True, help="Declared GPU model, e.g. H100-80GB.")
+@click.option("--vram-gib", type=click.IntRange(0, 65535), default=0, show_default=True)
+@click.option("--gpu-count", type=click.IntRange(0, 65535), default=0, show_default=True)
+@click.option("--endpoint", default="", help="URI where the node serves (relay URL, worker API).")
+@click.option("--node-keystore", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Keystore of a separate node key (default: the account itself is the node).")
+@click.pass_obj
+def node_register(ctx: _Ctx, role: str, gpu_model: str, vram_gib: int, gpu_count: int, endpoint: str,
+                  node_keystore: Path | None) -> None:
+    """Register a node (the node key signs, this account sends and owns)."""
+    from ._accounts import load_keystore
+
+    p = ctx.protocol()
+    node_acct = load_keystore(node_keystore, password_file=ctx.opts["password_file"]) if node_keystore else None
+    n = p.register_node(role, node_account=node_acct, gpu_model=gpu_model, vram_gib=vram_gib, gpu_count=gpu_count,
+                        endpoint=endpoint)
+    _out(ctx, n, lambda: ["registered", *_node_lines(n)])
+
+
+@node.command("show", short_help="Show a node (default: this account).")
+@click.argument("address", required=False)
+@click.pass_obj
+def node_show(ctx: _Ctx, address: str | None) -> None:
+    """Show a node's registry record."""
+    p = ctx.protocol(need_account=address is None)
+    n = p.node(address)
+    _out(ctx, n, lambda: _node_lines(n))
+
+
+@node.command("exit", short_help="Take a node out of the network.")
+@click.argument("address", required=False)
+@click.pass_obj
+def node_exit(ctx: _Ctx, address: str | None) -> None:
+    """Exit a node (its stake stays slashable until withdrawn after unbonding)."""
+    p = ctx.protocol()
+    rc = p.exit_node(address)
+    n = p.node(address)
+    _out(ctx, n, lambda: [f"exited {n.address} (tx {rc.tx_hash})"])
+
+
+# -- stake --------------------------------------------------------------------------------------
+@cli.group(short_help="Deposit, unstake, withdraw and inspect stake.")
+def stake() -> None:
+    """Stake per node in the StakeManager. Amounts are in INTL (e.g. 100 or 12.5; `1000wei` for wei)."""
+
+
+def _stake_lines(s: Any) -> list[str]:
+    ok = {True: "yes", False: "NO", None: "-"}[s.meets_minimum]
+    return [f"node         {s.node}", f"active       {_tok(s.active)}",
+            f"minimum      {_tok(s.min_stake) if s.min_stake is not None else '-'} (met: {ok})",
+            f"unbonding    {_tok(s.unbonding)}", f"release at   {_when(s.release_at)}",
+            f"challenges   {s.open_challenges} open"]
+
+
+_node_opt = click.option("--node", "node_addr", default=None, help="Node address (default: this account).")
+
+
+@stake.command("deposit", short_help="Add stake to a node.")
+@click.argument("amount")
+@_node_opt
+@click.option("--permit/--approve", default=False, help="Approve with an EIP-2612 permit (one transaction).")
+@click.pass_obj
+def stake_deposit(ctx: _Ctx, amount: str, node_addr: str | None, permit: bool) -> None:
+    """Stake AMOUNT INTL on a node (approving the StakeManager as needed)."""
+    wei = _amount(amount)
+    p = ctx.protocol()
+    target = node_addr or p.address
+    s = p.stake_with_permit(target, wei) if permit else p.stake(target, wei)
+    _out(ctx, s, lambda: [f"staked {_tok(wei)}", *_stake_lines(s)])
+
+
+@stake.command("unstake", short_help="Start unbonding stake.")
+@click.argument("amount")
+@_node_opt
+@click.pass_obj
+def stake_unstake(ctx: _Ctx, amount: str, node_addr: str | None) -> None:
+    """Move AMOUNT from active stake into unbonding (released after the unbonding period)."""
+    wei = _amount(amount)
+    p = ctx.protocol()
+    s = p.request_unstake(node_addr or p.address, wei)
+    _out(ctx, s, lambda: [f"unbonding {_tok(wei)} more", *_stake_lines(s)])
+
+
+@stake.command("withdraw", short_help="Withdraw released stake.")
+@_node_opt
+@click.pass_obj
+def stake_withdraw(ctx: _Ctx, node_addr: str | None) -> None:
+    """Pay the released unbonding stake to the node's owner."""
+    p = ctx.protocol()
+    amount = p.withdraw(node_addr or p.address)
+    _out(ctx, {"withdrawn": amount}, f"withdrew {_tok(amount)}")
+
+
+@stake.command("status", short_help="Show a node's stake.")
+@_node_opt
+@click.pass_obj
+def stake_status(ctx: _Ctx, node_addr: str | None) -> None:
+    """Show active, unbonding and minimum stake of a node."""
+    p = ctx.protocol(need_account=node_addr is None)
+    s = p.stake_of(node_addr)
+    _out(ctx, s, lambda: _stake_lines(s))
+
+
+# -- pool ---------------------------------------------------------------------------------------
+@cli.group(short_help="Inspect pools, checkpoints and submissions.")
+def pool() -> None:
+    """Pools of the TaskLedger (read-only)."""
+
+
+@pool.command("show", short_help="Show one pool or all pools.")
+@click.argument("pool_id", type=int, required=False)
+@click.pass_obj
+def pool_show(ctx: _Ctx, pool_id: int | None) -> None:
+    """Show a pool's parameters, budget and latest checkpoint (all pools without POOL_ID)."""
+    p = ctx.protocol(need_account=False)
+    pools = [p.pool(pool_id)] if pool_id is not None else p.pools()
+
+    def human() -> list[str]:
+        out = []
+        for pl in pools:
+            pr = pl.params
+            out += [f"pool {pl.pool_id}  owner {pl.owner}  trainer {pr.trainer}",
+                    f"  task set {pr.task_set_cid}",
+                    f"  reward {_tok(pr.reward_per_unit)}/unit  budget {_tok(pl.budget)}  reserved {_tok(pl.reserved)}",
+                    f"  window {pr.window_length}s  vote {pr.vote_period}s  lease {pr.lease_duration}s  "
+                    f"async level {pr.async_level}  quorum {pr.quorum}",
+                    f"  bond {_tok(pr.challenge_bond)}  slash {_tok(pr.slash_amount)}  "
+                    f"latest step {pl.latest_step if pl.latest_step is not None else '-'}"]
+        return out or ["no pools"]
+
+    _out(ctx, pools if pool_id is None else pools[0], human)
+
+
+@pool.command("checkpoints", short_help="List a pool's published checkpoints.")
+@click.argument("pool_id", type=int)
+@click.pass_obj
+def pool_checkpoints(ctx: _Ctx, pool_id: int) -> None:
+    """Every CheckpointPublished of POOL_ID, oldest first."""
+    p = ctx.protocol(need_account=False)
+    cps = p.checkpoints(pool_id)
+    _out(ctx, cps, lambda: [f"step {c.step:>6}  {c.manifest_cid}  block {c.block_number}" for c in cps]
+         or ["no checkpoints"])
+
+
+@pool.command("submissions", short_help="List a pool's work submissions.")
+@click.argument("pool_id", type=int)
+@click.option("--node", "node_addr", default=None, help="Only this worker node's submissions.")
+@click.pass_obj
+def pool_submissions(ctx: _Ctx, pool_id: int, node_addr: str | None) -> None:
+    """WorkSubmitted events of POOL_ID with each submission's current status."""
+    p = ctx.protocol(need_account=False)
+    subs = p.submissions(pool_id=pool_id, node=node_addr)
+
+    def human() -> list[str]:
+        return [f"#{s.submission_id:<6} {s.node}  step {s.policy_step}  units {s.work_units}  "
+                f"reward {_tok(s.reward)}  {s.status.name.lower() if s.status else '-'}  window end "
+                f"{_when(s.window_end)}  {s.rollouts_cid}" for s in subs] or ["no submissions"]
+
+    _out(ctx, subs, human)
+
+
+# -- rewards ------------------------------------------------------------------------------------
+@cli.group(short_help="Show and claim work rewards.")
+def rewards() -> None:
+    """Rewards of finalised submissions (window closed, not successfully challenged)."""
+
+
+@rewards.command("status", short_help="Claimable and pending rewards of a node.")
+@_node_opt
+@click.pass_obj
+def rewards_status(ctx: _Ctx, node_addr: str | None) -> None:
+    p = ctx.protocol(need_account=node_addr is None)
+    r = p.rewards(node_addr)
+    _out(ctx, r, lambda: [f"node       {r.node}", f"claimable  {_tok(r.claimable)} ({len(r.claimable_ids)} submissions)",
+                          f"pending    {_tok(r.pending)} ({len(r.pending_ids)} in window or challenged)",
+                          f"paid       {_tok(r.paid)}"])
+
+
+@rewards.command("claim", short_help="Claim every claimable reward of a node.")
+@_node_opt
+@click.pass_obj
+def rewards_claim(ctx: _Ctx, node_addr: str | None) -> None:
+    """Claim all finalised rewards; they are paid to the node's owner."""
+    p = ctx.protocol()
+    r = p.rewards(node_addr)
+    paid = p.claim_rewards(r.claimable_ids)
+    _out(ctx, {"paid": paid, "submissions": r.claimable_ids},
+         f"claimed {_tok(paid)} for {len(r.claimable_ids)} submissions" if paid else "nothing claimable yet")
+
+
+def _fail(code: int, msg: str) -> NoReturn:
+    click.echo(f"error: {msg}", err=True)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: maps SDK errors to one line and an exit code (2 user, 3 network, 4 revert)."""
+    try:
+        cli.main(args=argv, prog_name="intellect", standalone_mode=False)
+    except click.exceptions.Abort:
+        _fail(EXIT_USER, "aborted")
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_USER if isinstance(exc, click.UsageError) else exc.exit_code)
+    except ContractRevert as exc:
+        hint = _REVERT_HINTS.get(exc.name)
+        _fail(EXIT_REVERT, f"{exc}" + (f"; {hint}" if hint else ""))
+    except (ConfigError, SchemaVersionError, ValueError) as exc:
+        _fail(EXIT_USER, str(exc))
+    except (RpcError, IpfsError) as exc:
+        _fail(EXIT_NETWORK, str(exc))
+    except IntellectError as exc:
+        _fail(EXIT_USER, str(exc))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
