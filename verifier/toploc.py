@@ -299,6 +299,7 @@ class ReasonCode(StrEnum):
     EXP_MISMATCH = "exp_mismatch"  # too many exponent mismatches in a chunk
     MANTISSA_MEAN = "mantissa_mean"  # mean mantissa error above threshold
     MANTISSA_MEDIAN = "mantissa_median"  # median mantissa error above threshold
+    INVALID_SAMPLE = "invalid_sample"  # tokens outside the vocabulary, empty, or too long to prefill
 
 
 class Thresholds(BaseModel):
@@ -318,6 +319,16 @@ class Thresholds(BaseModel):
     """Largest mean |mantissa difference| (7-bit bf16 mantissa units) over matching exponents."""
     max_mant_err_median: float = Field(default=8.0, ge=0)
     """Largest median of the same."""
+
+    @classmethod
+    def fp32(cls) -> Thresholds:
+        """Strict profile for pools that require fp32 compute from workers and validators.
+
+        bf16 rounding of fp32 states hides kernel, batch and thread differences almost entirely,
+        so the bounds can be tight; this also catches small weight perturbations that the
+        mixed-precision default cannot tell from bf16 compute (docs/benchmarks-verifier.md).
+        """
+        return cls(max_exp_mismatches=4, max_mant_err_mean=1.5, max_mant_err_median=1.0)
 
 
 DEFAULT_THRESHOLDS = Thresholds()

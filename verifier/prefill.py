@@ -1,0 +1,144 @@
+"""Recompute the last hidden states of rollouts with ONE batched prefill, and check proofs.
+
+A validator does not generate: for each sample it feeds `prompt + completion[:-1]` through the
+named checkpoint's decoder stack once (no KV cache, no sampling, no LM head) and reads the
+final-norm output at positions `len(prompt)-1 ... len(prompt)+len(completion)-2`: row i is the
+state from which completion token i was sampled, exactly what the worker committed to.
+Samples are sorted by length and right-padded into batches bounded by `max_batch_tokens`;
+right padding leaves every real position's causal context and position id unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from intellect.verifier.toploc import (
+    DEFAULT_THRESHOLDS,
+    ReasonCode,
+    Thresholds,
+    VerificationResult,
+    verify_proofs,
+)
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PrefillError", "decoder_of", "prefill_hidden_states", "verify_samples"]
+
+Sample = tuple[Sequence[int], Sequence[int], list[bytes]]
+
+
+class PrefillError(ValueError):
+    """A sample cannot be prefilled (empty completion, token ids outside the vocabulary, too long)."""
+
+
+def decoder_of(model: PreTrainedModel) -> torch.nn.Module:
+    """The decoder stack whose output (after the final norm) is the LM head's input."""
+    base = getattr(model, getattr(model, "base_model_prefix", "model"), None)
+    if base is None or base is model:
+        raise PrefillError(f"{type(model).__name__} has no separate decoder stack")
+    return base
+
+
+def _check(model: PreTrainedModel, prompt: Sequence[int], completion: Sequence[int]) -> None:
+    vocab = model.config.vocab_size
+    if len(prompt) == 0:
+        raise PrefillError("empty prompt")
+    if len(completion) == 0:
+        raise PrefillError("empty completion")
+    bad = [t for t in (*prompt, *completion) if not 0 <= int(t) < vocab]
+    if bad:
+        raise PrefillError(f"token id {bad[0]} outside the vocabulary [0, {vocab})")
+    limit = getattr(model.config, "max_position_embeddings", None)
+    if limit is not None and len(prompt) + len(completion) - 1 > limit:
+        raise PrefillError(
+            f"sequence of {len(prompt) + len(completion) - 1} tokens exceeds the model's {limit}"
+        )
+
+
+def prefill_hidden_states(
+    model: PreTrainedModel,
+    prompt_ids: Sequence[Sequence[int]],
+    completion_ids: Sequence[Sequence[int]],
+    *,
+    max_batch_tokens: int = 16384,
+) -> list[torch.Tensor]:
+    """Last hidden states (T_i, H) for each sample, T_i = len(completion_ids[i]).
+
+    Raises PrefillError naming the first invalid sample; `verify_samples` handles them one by one.
+    """
+    import torch
+
+    if len(prompt_ids) != len(completion_ids):
+        raise PrefillError(f"{len(prompt_ids)} prompts but {len(completion_ids)} completions")
+    for i, (p, c) in enumerate(zip(prompt_ids, completion_ids, strict=True)):
+        try:
+            _check(model, p, c)
+        except PrefillError as exc:
+            raise PrefillError(f"sample {i}: {exc}") from None
+    seqs = [
+        list(map(int, p)) + list(map(int, c))[:-1] for p, c in zip(prompt_ids, completion_ids, strict=True)
+    ]
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    out: list[torch.Tensor | None] = [None] * len(seqs)
+    decoder = decoder_of(model)
+    device = next(model.parameters()).device
+    pad = 0
+    with torch.inference_mode():
+        start = 0
+        while start < len(order):
+            # grow the batch while (batch × longest) stays within the token budget
+            end = start + 1
+            while end < len(order) and (end + 1 - start) * len(seqs[order[end]]) <= max_batch_tokens:
+                end += 1
+            idx = order[start:end]
+            width = len(seqs[idx[-1]])
+            ids = torch.full((len(idx), width), pad, dtype=torch.long)  # (B, S)
+            mask = torch.zeros((len(idx), width), dtype=torch.long)  # (B, S)
+            for row, i in enumerate(idx):
+                ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
+                mask[row, : len(seqs[i])] = 1
+            hidden = decoder(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=False)
+            states = hidden.last_hidden_state  # (B, S, H), after the final norm
+            for row, i in enumerate(idx):
+                p, c = len(prompt_ids[i]), len(completion_ids[i])
+                out[i] = states[row, p - 1 : p - 1 + c].detach().to("cpu")  # (T_i, H)
+            start = end
+    return [t for t in out if t is not None]
+
+
+def verify_samples(
+    model: PreTrainedModel,
+    samples: Sequence[Sample],
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    max_batch_tokens: int = 16384,
+) -> list[VerificationResult]:
+    """Check each (prompt_ids, completion_ids, proofs) against one batched prefill.
+
+    Never raises for a bad sample: it gets ok=False with a reason, the others are still checked.
+    """
+    results: list[VerificationResult | None] = [None] * len(samples)
+    valid: list[int] = []
+    for i, sample in enumerate(samples):
+        try:
+            prompt, completion, _ = sample
+            _check(model, prompt, completion)
+            valid.append(i)
+        except (PrefillError, TypeError, ValueError) as exc:
+            results[i] = VerificationResult(ok=False, reason=ReasonCode.INVALID_SAMPLE, detail=str(exc))
+    if valid:
+        states = prefill_hidden_states(
+            model,
+            [samples[i][0] for i in valid],
+            [samples[i][1] for i in valid],
+            max_batch_tokens=max_batch_tokens,
+        )
+        for i, hidden in zip(valid, states, strict=True):
+            results[i] = verify_proofs(hidden, samples[i][2], thresholds=thresholds)
+    return [r for r in results if r is not None]
