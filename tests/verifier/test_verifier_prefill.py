@@ -1,0 +1,104 @@
+"""Batched prefill recomputation and end-to-end proof checks on real transformer models."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from intellect.verifier.capture import generate_with_states
+from intellect.verifier.prefill import PrefillError, prefill_hidden_states, verify_samples
+from intellect.verifier.toploc import ReasonCode, build_proofs
+
+
+def _prompts(n: int, vocab: int = 300) -> list[list[int]]:
+    g = torch.Generator().manual_seed(5)
+    return [
+        torch.randint(1, vocab, (int(torch.randint(3, 12, (1,), generator=g)),), generator=g).tolist()
+        for _ in range(n)
+    ]
+
+
+def test_prefill_hidden_states_batched_equals_single(tiny_llama):
+    prompts = _prompts(5)
+    comps = [list(range(10, 10 + k)) for k in (1, 7, 33, 40, 2)]
+    batched = prefill_hidden_states(tiny_llama, prompts, comps)
+    single = prefill_hidden_states(tiny_llama, prompts, comps, max_batch_tokens=1)
+    for b, s, c in zip(batched, single, comps, strict=True):
+        assert b.shape == (len(c), 128)
+        torch.testing.assert_close(b, s, atol=1e-5, rtol=1e-5)
+
+
+def test_prefill_hidden_states_match_lm_head_input(tiny_llama):
+    prompt, comp = [5, 6, 7], [8, 9, 10, 11]
+    captured = []
+    handle = tiny_llama.get_output_embeddings().register_forward_pre_hook(lambda m, a: captured.append(a[0]))
+    try:
+        with torch.inference_mode():
+            tiny_llama(input_ids=torch.tensor([prompt + comp[:-1]]))
+    finally:
+        handle.remove()
+    (states,) = prefill_hidden_states(tiny_llama, [prompt], [comp])
+    torch.testing.assert_close(states, captured[0][0, len(prompt) - 1 :], atol=1e-6, rtol=1e-6)
+
+
+def test_generate_with_states_proofs_verify(tiny_llama):
+    gens = generate_with_states(tiny_llama, _prompts(4), 40, seed=1)
+    samples = [(g.prompt_ids, g.completion_ids, build_proofs(g.hidden)) for g in gens]
+    results = verify_samples(tiny_llama, samples)
+    assert all(r.ok for r in results), [r.detail for r in results]
+    assert all(c.exp_mismatches == 0 for r in results for c in r.chunks)
+
+
+def test_verify_samples_altered_tokens_fail(tiny_llama):
+    gens = generate_with_states(tiny_llama, _prompts(3), 32, seed=2)
+    samples = []
+    for g in gens:
+        comp = list(g.completion_ids)
+        for j in range(0, 31, 4):  # ~25% of the tokens replaced
+            comp[j] = (comp[j] + 17) % 300
+        samples.append((g.prompt_ids, comp, build_proofs(g.hidden)))
+    assert not any(r.ok for r in verify_samples(tiny_llama, samples))
+
+
+def test_verify_samples_bad_sample_does_not_stop_the_others(tiny_llama):
+    (g,) = generate_with_states(tiny_llama, _prompts(1), 32, seed=3)
+    good = (g.prompt_ids, g.completion_ids, build_proofs(g.hidden))
+    samples = [
+        good,
+        (g.prompt_ids, [*g.completion_ids[:-1], 10_000], good[2]),  # token outside the vocabulary
+        (g.prompt_ids, [], []),  # empty completion
+        ([], g.completion_ids, good[2]),  # empty prompt
+        (g.prompt_ids, g.completion_ids, good[2][:0]),  # no proofs
+        (g.prompt_ids, g.completion_ids, [b"junk"]),
+        None,  # not even a tuple
+        good,
+    ]
+    r = verify_samples(tiny_llama, samples)  # type: ignore[arg-type]
+    assert len(r) == len(samples)
+    assert r[0].ok and r[-1].ok
+    assert [x.reason for x in r[1:4]] == [ReasonCode.INVALID_SAMPLE] * 3
+    assert r[4].reason is ReasonCode.WRONG_PROOF_COUNT
+    assert r[5].reason is ReasonCode.MALFORMED_PROOF
+    assert r[6].reason is ReasonCode.INVALID_SAMPLE
+
+
+def test_prefill_hidden_states_bad_input_raises(tiny_llama):
+    with pytest.raises(PrefillError, match="sample 1"):
+        prefill_hidden_states(tiny_llama, [[1], [2]], [[3], [-1]])
+    with pytest.raises(PrefillError, match="prompts"):
+        prefill_hidden_states(tiny_llama, [[1]], [[2], [3]])
+    with pytest.raises(PrefillError, match="exceeds"):
+        prefill_hidden_states(tiny_llama, [[1] * 200], [[2] * 100])
+
+
+@pytest.mark.slow
+def test_verify_samples_smollm2_honest_pass_and_attacks_fail(smollm2):
+    model, tok = smollm2
+    prompts = [tok(t).input_ids for t in ("What is 12 + 30?", "Write a haiku about rain.", "def add(a, b):")]
+    gens = generate_with_states(model, prompts, 32, seed=0)
+    honest = [(g.prompt_ids, g.completion_ids, build_proofs(g.hidden)) for g in gens]
+    assert all(r.ok for r in verify_samples(model, honest))
+    swapped = [(s[0], s[1], honest[(i + 1) % 3][2]) for i, s in enumerate(honest)]
+    assert not any(r.ok for r in verify_samples(model, swapped))
+    other_prompt = [(honest[(i + 1) % 3][0], s[1], s[2]) for i, s in enumerate(honest)]
+    assert not any(r.ok for r in verify_samples(model, other_prompt))
