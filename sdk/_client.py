@@ -271,6 +271,81 @@ class Protocol:
         if self.allowance(self.address, spender) < amount:
             self.approve(spender, amount)
 
+    def transfer_from(self, owner: str, to: str, amount: int) -> Receipt:
+        return self.transact("IntellectToken", "transferFrom", _addr(owner), _addr(to), int(amount))
+
+    def token_metadata(self) -> dict[str, Any]:
+        """name, symbol, decimals and the EIP-712 domain separator of the token."""
+        return {"name": self.call("IntellectToken", "name"), "symbol": self.call("IntellectToken", "symbol"),
+                "decimals": int(self.call("IntellectToken", "decimals")),
+                "domain_separator": "0x" + bytes(self.call("IntellectToken", "DOMAIN_SEPARATOR")).hex()}
+
+    def permit_nonce(self, owner: str | None = None) -> int:
+        return int(self.call("IntellectToken", "nonces", _addr(owner or self.address)))
+
+    def sign_permit(self, spender: str, amount: int, deadline: int) -> tuple[int, bytes, bytes]:
+        """EIP-2612 permit signature (v, r, s) by this account for `spender`."""
+        if self.account is None:
+            raise ConfigError("sign_permit needs an account")
+        token = self.contracts["IntellectToken"]
+        signed = Account.sign_typed_data(
+            self.account.key,
+            domain_data={"name": str(self.call("IntellectToken", "name")), "version": "1", "chainId": self.chain_id,
+                         "verifyingContract": token.address},
+            message_types={"Permit": [{"name": "owner", "type": "address"}, {"name": "spender", "type": "address"},
+                                      {"name": "value", "type": "uint256"}, {"name": "nonce", "type": "uint256"},
+                                      {"name": "deadline", "type": "uint256"}]},
+            message_data={"owner": self.address, "spender": _addr(spender), "value": int(amount),
+                          "nonce": self.permit_nonce(), "deadline": int(deadline)},
+        )
+        return signed.v, signed.r.to_bytes(32, "big"), signed.s.to_bytes(32, "big")
+
+    def permit(self, spender: str, amount: int, deadline: int | None = None) -> Receipt:
+        """Approve `spender` through the token's `permit` (signed here, sent by this account)."""
+        deadline = deadline or self.chain_time() + 3600
+        v, r, s_ = self.sign_permit(spender, amount, deadline)
+        return self.transact("IntellectToken", "permit", self.address, _addr(spender), int(amount), int(deadline),
+                             v, r, s_)
+
+    # -- AccessControl (token, stake manager, ledger) ----------------------------------------------
+    @staticmethod
+    def role_id(role: str) -> bytes:
+        """bytes32 of an AccessControl role name ("DEFAULT_ADMIN_ROLE" is zero)."""
+        return b"\x00" * 32 if role == "DEFAULT_ADMIN_ROLE" else bytes(Web3.keccak(text=role))
+
+    def has_role(self, contract: str, role: str, account: str) -> bool:
+        return bool(self.call(contract, "hasRole", self.role_id(role), _addr(account)))
+
+    def role_admin(self, contract: str, role: str) -> bytes:
+        return bytes(self.call(contract, "getRoleAdmin", self.role_id(role)))
+
+    def grant_role(self, contract: str, role: str, account: str) -> Receipt:
+        return self.transact(contract, "grantRole", self.role_id(role), _addr(account))
+
+    def revoke_role(self, contract: str, role: str, account: str) -> Receipt:
+        return self.transact(contract, "revokeRole", self.role_id(role), _addr(account))
+
+    def renounce_role(self, contract: str, role: str) -> Receipt:
+        return self.transact(contract, "renounceRole", self.role_id(role), self.address)
+
+    def supports_interface(self, contract: str, interface_id: bytes) -> bool:
+        return bool(self.call(contract, "supportsInterface", bytes(interface_id)))
+
+    def wiring(self) -> dict[str, str]:
+        """The addresses the contracts point at (to check a deployment file against the chain)."""
+        return {"TaskLedger.token": str(self.call("TaskLedger", "token")),
+                "TaskLedger.registry": str(self.call("TaskLedger", "registry")),
+                "TaskLedger.stakeManager": str(self.call("TaskLedger", "stakeManager")),
+                "StakeManager.stakeToken": str(self.call("StakeManager", "stakeToken")),
+                "StakeManager.registry": str(self.call("StakeManager", "registry"))}
+
+    def registry_limits(self) -> dict[str, Any]:
+        """NodeRegistry constants: string limits, the EIP-712 type hash and domain."""
+        return {"max_gpu_model_length": int(self.call("NodeRegistry", "MAX_GPU_MODEL_LENGTH")),
+                "max_endpoint_length": int(self.call("NodeRegistry", "MAX_ENDPOINT_LENGTH")),
+                "register_typehash": "0x" + bytes(self.call("NodeRegistry", "REGISTER_TYPEHASH")).hex(),
+                "eip712_domain": _plain(list(self.call("NodeRegistry", "eip712Domain")))}
+
     # -- NodeRegistry ---------------------------------------------------------------------------
     def registration_digest(self, node: str, owner: str, role: Role | str | int, deadline: int) -> bytes:
         return bytes(self.call("NodeRegistry", "registrationDigest", _addr(node), _addr(owner),
@@ -341,24 +416,9 @@ class Protocol:
 
     def stake_with_permit(self, node: str, amount: int, *, deadline: int | None = None) -> Stake:
         """Stake in one transaction, approving through an EIP-2612 permit signed here."""
-        if self.account is None:
-            raise ConfigError("stake_with_permit needs an account")
         deadline = deadline or self.chain_time() + 3600
-        token = self.contracts["IntellectToken"]
-        spender = self.contracts["StakeManager"].address
-        nonce = int(self.call("IntellectToken", "nonces", self.address))
-        name = str(self.call("IntellectToken", "name"))
-        signed = Account.sign_typed_data(
-            self.account.key,
-            domain_data={"name": name, "version": "1", "chainId": self.chain_id, "verifyingContract": token.address},
-            message_types={"Permit": [{"name": "owner", "type": "address"}, {"name": "spender", "type": "address"},
-                                      {"name": "value", "type": "uint256"}, {"name": "nonce", "type": "uint256"},
-                                      {"name": "deadline", "type": "uint256"}]},
-            message_data={"owner": self.address, "spender": spender, "value": int(amount), "nonce": nonce,
-                          "deadline": int(deadline)},
-        )
-        self.transact("StakeManager", "stakeWithPermit", _addr(node), int(amount), int(deadline), signed.v,
-                      signed.r.to_bytes(32, "big"), signed.s.to_bytes(32, "big"))
+        v, r, s_ = self.sign_permit(self.contracts["StakeManager"].address, amount, deadline)
+        self.transact("StakeManager", "stakeWithPermit", _addr(node), int(amount), int(deadline), v, r, s_)
         return self.stake_of(node)
 
     def request_unstake(self, node: str, amount: int) -> Stake:

@@ -251,3 +251,30 @@ def test_dev_account_refused_on_unknown_network() -> None:
     with pytest.raises(ConfigError, match="unknown network"):
         Protocol.connect("mainnet-of-nowhere")
     assert parse_tokens("1.5") == 1_500_000_000_000_000_000
+
+
+def test_token_roles_wiring_and_permit(net: Devnet) -> None:
+    admin = net.protocol(0)
+    meta = admin.token_metadata()
+    assert meta["decimals"] == 18 and meta["symbol"]
+    assert admin.has_role("IntellectToken", "MINTER_ROLE", admin.address)
+    assert admin.has_role("StakeManager", "SLASHER_ROLE", admin.contracts["TaskLedger"].address)
+    other = dev_account(5).address
+    admin.grant_role("IntellectToken", "MINTER_ROLE", other)
+    assert admin.has_role("IntellectToken", "MINTER_ROLE", other)
+    admin.revoke_role("IntellectToken", "MINTER_ROLE", other)
+    assert not admin.has_role("IntellectToken", "MINTER_ROLE", other)
+    assert admin.role_admin("IntellectToken", "MINTER_ROLE") == b"\x00" * 32
+    assert admin.supports_interface("TaskLedger", bytes.fromhex("7965db0b"))  # IAccessControl
+    w = admin.wiring()
+    assert w["TaskLedger.token"] == w["StakeManager.stakeToken"] == admin.contracts["IntellectToken"].address
+    assert admin.registry_limits()["max_gpu_model_length"] > 0
+
+    spender = net.protocol(5)
+    admin.permit(spender.address, 7 * TOKEN)
+    assert admin.allowance(admin.address, spender.address) == 7 * TOKEN
+    spender.transfer_from(admin.address, spender.address, 7 * TOKEN)
+    assert admin.allowance(admin.address, spender.address) == 0
+    with pytest.raises(ContractRevert) as err:
+        spender.mint(spender.address, 1)
+    assert err.value.name == "AccessControlUnauthorizedAccount"
