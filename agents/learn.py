@@ -120,7 +120,7 @@ def warm_start(
         for task in batch:
             value = int(task.answer)  # type: ignore[arg-type]
             if rng.random() >= correct:
-                off = rng.randint(1, max_offset) * rng.choice((-1, 1))
+                off = rng.randint(1, max_offset) * rng.choice((-1, 1))  # (1-correct)/(2·max_offset) each
                 value = value + off if value + off >= 0 else value + abs(off)
             p = encoded_prompts[task.id]
             c = tok(answer_text(str(value)), add_special_tokens=False)["input_ids"] + [eos]
@@ -226,15 +226,18 @@ class LearnConfig:
     optimizer_steps: int = 2
     max_grad_norm: float = 0.1
     seed: int = 0
-    train_tasks: int = 2000
-    heldout_tasks: int = 128
+    train_tasks: int = 320
+    """of the 441 problems `a + b` with a, b in 0..20; the other 121 hold the held-out set"""
+    heldout_tasks: int = 100
     eval_samples: int = 4
     eval_every: int = 10
     """evaluate the held-out set every k steps (0: only before and after)"""
     max_operand: int = 20
-    ops: tuple[str, ...] = ("+", "-")
-    warm_start_steps: int = 800
+    ops: tuple[str, ...] = ("+",)
+    warm_start_steps: int = 1200
     warm_start_correct: float = 0.2
+    warm_start_max_offset: int = 2
+    """warm-start answers are uniform over correct ± 0..2: the policy knows the window, not the value"""
     target_lengths: tuple[int, ...] = ()
     length_alpha: float = 0.0
     capture_proofs: bool = True
@@ -270,7 +273,7 @@ def _base_model(cfg: LearnConfig, train: TaskSet) -> tuple[Path, float]:
 
     t0 = time.perf_counter()
     out = warm_start(tiny_model_dir(), cfg.run_dir / "warm-start", train, steps=cfg.warm_start_steps,
-                     correct=cfg.warm_start_correct, seed=cfg.seed)
+                     correct=cfg.warm_start_correct, max_offset=cfg.warm_start_max_offset, seed=cfg.seed)
     return out, time.perf_counter() - t0
 
 

@@ -37,4 +37,4 @@ def warm_dir(tiny_dir: Path, learn_tasks, tmp_path_factory: pytest.TempPathFacto
     from intellect.agents.learn import warm_start
 
     out = tmp_path_factory.mktemp("warm") / "model"
-    return warm_start(tiny_dir, out, learn_tasks, steps=150, batch_size=32, correct=0.2, seed=0)
+    return warm_start(tiny_dir, out, learn_tasks, steps=150, batch_size=32, correct=0.2, max_offset=2, seed=0)
