@@ -8,7 +8,8 @@
 
 Every option also reads an environment variable (INTELLECT_NETWORK, INTELLECT_RPC_URL,
 INTELLECT_KEYSTORE, INTELLECT_DEPLOYMENT, ...). Human output by default, `--json` for scripts.
-Errors are one line on stderr; exit codes: 2 user error, 3 network error, 4 contract revert.
+Errors are one line on stderr; exit codes: 2 user error (bad input, config, keystore, content over
+--max-size), 3 network error (RPC, IPFS node, content that fails its hash), 4 contract revert.
 Other parts add subcommands through `PLUGINS` (lazy imports) or the `intellect.cli` entry point group.
 """
 
@@ -27,7 +28,15 @@ from typing import Any, NoReturn
 import click
 from pydantic import BaseModel
 
-from ._errors import ConfigError, ContractRevert, IntellectError, IpfsError, RpcError, SchemaVersionError
+from ._errors import (
+    ConfigError,
+    ContentTooLargeError,
+    ContractRevert,
+    IntellectError,
+    IpfsError,
+    RpcError,
+    SchemaVersionError,
+)
 
 __all__ = ["EXIT_NETWORK", "EXIT_REVERT", "EXIT_USER", "PLUGINS", "cli", "main"]
 
@@ -440,6 +449,110 @@ def rewards_claim(ctx: _Ctx, node_addr: str | None) -> None:
          f"claimed {_tok(paid)} for {len(r.claimable_ids)} submissions" if paid else "nothing claimable yet")
 
 
+# -- ipfs ---------------------------------------------------------------------------------------
+_DEFAULT_IPFS = "embedded:" + str(Path.home() / ".intellect" / "ipfs")
+_ipfs_opt = click.option("--ipfs", "ipfs_spec", default=_DEFAULT_IPFS, show_default=True, envvar="INTELLECT_IPFS",
+                         help="embedded:/path or kubo:http://host:5001.")
+_peer_opt = click.option("--peer", "peers", multiple=True, help="Gateway URL to fetch missing blocks from (repeat).")
+
+
+@cli.group(short_help="Add, fetch and serve content on IPFS (CIDs identical to Kubo's).")
+def ipfs() -> None:
+    """IPFS content as the protocol uses it: CIDv1, raw leaves, 256 KiB chunks, every block verified."""
+
+
+@ipfs.command("cid", short_help="Print the CID of a file without storing it.")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.pass_obj
+def ipfs_cid(ctx: _Ctx, path: Path) -> None:
+    """The CID `ipfs add --cid-version 1 --raw-leaves` gives PATH."""
+    from .ipfs._unixfs import CHUNK_SIZE, DagBuilder
+
+    builder = DagBuilder()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK_SIZE):
+            builder.add_chunk(chunk)
+    cid = str(builder.finish().cid)
+    _out(ctx, {"cid": cid, "size": path.stat().st_size}, cid)
+
+
+@ipfs.command("add", short_help="Add a file; prints its CID.")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_ipfs_opt
+@click.pass_obj
+def ipfs_add(ctx: _Ctx, path: Path, ipfs_spec: str) -> None:
+    """Store PATH (streamed in 256 KiB chunks) and pin it."""
+    from .ipfs import open_ipfs
+
+    cid = open_ipfs(ipfs_spec).add_file(path)
+    _out(ctx, {"cid": cid, "size": path.stat().st_size}, cid)
+
+
+@ipfs.command("get", short_help="Fetch verified content to a file.")
+@click.argument("cid")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--max-size", default="1GiB", show_default=True, help="Refuse content larger than this (bytes, KiB, "
+              "MiB, GiB).")
+@_ipfs_opt
+@_peer_opt
+@click.pass_obj
+def ipfs_get(ctx: _Ctx, cid: str, output: Path, max_size: str, ipfs_spec: str, peers: tuple[str, ...]) -> None:
+    """Fetch CID (every block hash-checked) into OUTPUT, atomically."""
+    import os
+    import tempfile
+
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    from .ipfs import open_ipfs
+
+    limit = _size(max_size)
+    store: Any = open_ipfs(ipfs_spec, peers=list(peers))
+    fd, tmp = tempfile.mkstemp(dir=output.parent if str(output.parent) else ".", prefix=".ipfs-get-")
+    n = 0
+    try:
+        with os.fdopen(fd, "wb") as fh, Progress("[progress.description]{task.description}", BarColumn(),
+                                                 DownloadColumn(), TransferSpeedColumn(), transient=True,
+                                                 disable=ctx.json or not sys.stderr.isatty(),
+                                                 console=None) as progress:
+            task = progress.add_task(cid[:16] + "...", total=None)
+            for piece in store.cat_iter(cid, max_size=limit):
+                fh.write(piece)
+                n += len(piece)
+                progress.update(task, advance=len(piece))
+        os.replace(tmp, output)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _out(ctx, {"cid": cid, "size": n, "path": str(output)}, f"{output}: {n} bytes, verified against {cid}")
+
+
+@ipfs.command("serve", short_help="Serve an embedded store over HTTP (GET /ipfs/<cid>).")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path.home() / ".intellect" / "ipfs", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8080, show_default=True)
+@_peer_opt
+@click.pass_obj
+def ipfs_serve(ctx: _Ctx, data_dir: Path, host: str, port: int, peers: tuple[str, ...]) -> None:
+    """Run the read-only gateway for the store in DATA_DIR until Ctrl-C."""
+    from .ipfs import EmbeddedIpfs, IpfsGateway
+
+    gw = IpfsGateway(EmbeddedIpfs(data_dir, peers=list(peers)), host, port).start()
+    click.echo(f"serving {data_dir} at {gw.url}/ipfs/<cid>", err=True)
+    gw.serve_forever()
+
+
+def _size(text: str) -> int:
+    units = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9, "b": 1}
+    t = text.strip().lower()
+    for suffix, mult in units.items():
+        if t.endswith(suffix) and t[: -len(suffix)].strip().isdigit():
+            return int(t[: -len(suffix)]) * mult
+    if t.isdigit():
+        return int(t)
+    raise click.BadParameter(f"not a size: {text!r} (use e.g. 1048576, 10MiB, 1GiB)")
+
+
 def _fail(code: int, msg: str) -> NoReturn:
     click.echo(f"error: {msg}", err=True)
     sys.exit(code)
@@ -457,7 +570,7 @@ def main(argv: list[str] | None = None) -> None:
     except ContractRevert as exc:
         hint = _REVERT_HINTS.get(exc.name)
         _fail(EXIT_REVERT, f"{exc}" + (f"; {hint}" if hint else ""))
-    except (ConfigError, SchemaVersionError, ValueError) as exc:
+    except (ConfigError, SchemaVersionError, ContentTooLargeError, ValueError) as exc:
         _fail(EXIT_USER, str(exc))
     except (RpcError, IpfsError) as exc:
         _fail(EXIT_NETWORK, str(exc))

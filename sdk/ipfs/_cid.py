@@ -105,9 +105,7 @@ class Cid:
                 return cls.from_bytes(raw)
             if text[0] == "z":
                 return cls.from_bytes(_b58decode(text[1:]))
-        except InvalidCidError:
-            raise
-        except (ValueError, base64.binascii.Error) as exc:
+        except (ValueError, base64.binascii.Error) as exc:  # InvalidCidError is a ValueError too
             raise InvalidCidError(f"not a CID: {text!r} ({exc})") from None
         raise InvalidCidError(
             f"not a CID this SDK reads: {text!r} (use CIDv1 base32 'b...' or CIDv0 'Qm...')"

@@ -139,3 +139,22 @@ def test_cli_help_on_every_command(path: list[str]) -> None:
 
 def test_cli_plugin_commands_listed() -> None:
     assert "shardcast" in cli.list_commands(click.Context(cli))
+
+
+def test_cli_ipfs_add_get_cid(tmp_path: Path) -> None:
+    data = bytes(range(256)) * 5000  # 1.28 MB: a 5-leaf DAG
+    f = tmp_path / "blob.bin"
+    f.write_bytes(data)
+    spec = f"embedded:{tmp_path / 'store'}"
+    code, cid, err = run(["ipfs", "add", str(f), "--ipfs", spec])
+    assert code == 0, err
+    code, cid2, _ = run(["ipfs", "cid", str(f)])
+    assert cid2 == cid and cid.startswith("bafybei")
+    out_file = tmp_path / "out.bin"
+    code, out, err = run(["ipfs", "get", cid.strip(), "-o", str(out_file), "--ipfs", spec])
+    assert code == 0, err
+    assert out_file.read_bytes() == data
+    code, _, err = run(["ipfs", "get", cid.strip(), "-o", str(out_file), "--ipfs", spec, "--max-size", "1MiB"])
+    assert code == EXIT_USER and "over the limit" in err
+    code, _, err = run(["ipfs", "get", "bafkreinotacid", "-o", str(out_file), "--ipfs", spec])
+    assert code == EXIT_USER and "not a CID" in err
