@@ -173,12 +173,22 @@ class Transactor:
         self.gas_margin = gas_margin
         self._lock = threading.Lock()
         self._next_nonce: int | None = None
+        self._fee_cache: tuple[float, dict[str, int]] | None = None
+        self.fee_cache_seconds = 2.0  # one L2 block: fees are re-read at most this often
 
     @property
     def address(self) -> str:
         return str(self.account.address)
 
     def _fees(self) -> dict[str, int]:
+        now = time.monotonic()
+        if self._fee_cache is not None and now - self._fee_cache[0] < self.fee_cache_seconds:
+            return dict(self._fee_cache[1])
+        fees = self._read_fees()
+        self._fee_cache = (now, fees)
+        return dict(fees)
+
+    def _read_fees(self) -> dict[str, int]:
         block = with_retries(lambda: self.w3.eth.get_block("latest"), self.retry, "get_block")
         base = int(block.get("baseFeePerGas", 0) or 0)
         tip = self.max_priority_fee
