@@ -32,13 +32,14 @@ import json
 import logging
 import queue
 import random
+import re
 import shutil
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -63,6 +64,13 @@ __all__ = [
 ]
 
 LOCAL_WORKER = "0x" + hashlib.sha256(b"intellect.agents.learn/local-worker").hexdigest()[:40]
+
+
+def _first_number(text: str) -> str:
+    match = re.search(r"\d+", text)
+    if match is None:
+        raise ValueError(f"no number in prompt {text!r}")
+    return match.group(0)
 
 
 def prompt_text(task: Task, target_len: int | None = None) -> str:
@@ -93,13 +101,16 @@ def warm_start(
     lr: float = 3e-3,
     correct: float = 0.25,
     max_offset: int = 5,
+    noise: Literal["offset", "copy"] = "offset",
     seed: int = 0,
 ) -> Path:
     """Supervised training on `prompt answer<eos>` where the answer is right with prob `correct`.
 
-    Wrong answers are the right one ± 1..max_offset (kept ≥ 0), so the model must still learn
-    the arithmetic to place its guesses; the result is a policy whose temperature-1 solve rate
-    is about `correct`. Saves an HF model dir to `out_dir` and returns it.
+    Wrong answers are, with `noise="offset"`, the right one ± 1..max_offset (kept ≥ 0), so the
+    model must still learn the arithmetic to place its guesses; with `noise="copy"`, the first
+    number of the question (a habit to unlearn: one behaviour shared by all problems). Either
+    way the result is a policy whose temperature-1 solve rate is about `correct`. Saves an HF
+    model dir to `out_dir` and returns it.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -120,8 +131,11 @@ def warm_start(
         for task in batch:
             value = int(task.answer)  # type: ignore[arg-type]
             if rng.random() >= correct:
-                off = rng.randint(1, max_offset) * rng.choice((-1, 1))  # (1-correct)/(2·max_offset) each
-                value = value + off if value + off >= 0 else value + abs(off)
+                if noise == "copy":  # the habit of repeating the first number of the question
+                    value = int(_first_number(task.prompt))
+                else:  # a uniform window: (1-correct)/(2·max_offset) on each of value ± 1..max_offset
+                    off = rng.randint(1, max_offset) * rng.choice((-1, 1))
+                    value = value + off if value + off >= 0 else value + abs(off)
             p = encoded_prompts[task.id]
             c = tok(answer_text(str(value)), add_special_tokens=False)["input_ids"] + [eos]
             seqs.append(p + c)
@@ -222,7 +236,7 @@ class LearnConfig:
     max_tokens: int = 8
     temperature: float = 1.0
     async_level: int = 2
-    lr: float = 3e-4
+    lr: float = 5e-4
     optimizer_steps: int = 2
     max_grad_norm: float = 0.1
     seed: int = 0
@@ -236,8 +250,9 @@ class LearnConfig:
     ops: tuple[str, ...] = ("+",)
     warm_start_steps: int = 1200
     warm_start_correct: float = 0.2
+    warm_start_noise: Literal["offset", "copy"] = "copy"
+    """wrong warm-start answers: "copy" repeats the question's first number, "offset" is ± 1..max_offset"""
     warm_start_max_offset: int = 2
-    """warm-start answers are uniform over correct ± 0..2: the policy knows the window, not the value"""
     target_lengths: tuple[int, ...] = ()
     length_alpha: float = 0.0
     capture_proofs: bool = True
@@ -273,7 +288,8 @@ def _base_model(cfg: LearnConfig, train: TaskSet) -> tuple[Path, float]:
 
     t0 = time.perf_counter()
     out = warm_start(tiny_model_dir(), cfg.run_dir / "warm-start", train, steps=cfg.warm_start_steps,
-                     correct=cfg.warm_start_correct, max_offset=cfg.warm_start_max_offset, seed=cfg.seed)
+                     correct=cfg.warm_start_correct, max_offset=cfg.warm_start_max_offset,
+                     noise=cfg.warm_start_noise, seed=cfg.seed)
     return out, time.perf_counter() - t0
 
 
