@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from intellect.verifier.toploc import (
+    CHUNK_SIZE,
     DEFAULT_THRESHOLDS,
     ReasonCode,
     Thresholds,
@@ -28,7 +29,17 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PrefillError", "decoder_of", "prefill_hidden_states", "verify_samples"]
+__all__ = [
+    "DEFAULT_MIN_TOKEN_LOGPROB",
+    "PrefillError",
+    "decoder_of",
+    "prefill_hidden_states",
+    "token_logprobs",
+    "verify_samples",
+]
+
+DEFAULT_MIN_TOKEN_LOGPROB = -30.0
+"""Sampling check floor (natural log); calibrated in docs/benchmarks-verifier.md."""
 
 Sample = tuple[Sequence[int], Sequence[int], list[bytes]]
 
@@ -112,14 +123,37 @@ def prefill_hidden_states(
     return [t for t in out if t is not None]
 
 
+def token_logprobs(
+    model: PreTrainedModel, hidden: torch.Tensor, completion_ids: Sequence[int], temperature: float = 1.0
+) -> torch.Tensor:
+    """log p(token i | states row i) under the LM head at `temperature`: (T,) float32."""
+    import torch
+
+    head = model.get_output_embeddings()
+    with torch.inference_mode():
+        logits = head(hidden.to(head.weight.device, head.weight.dtype)).float() / temperature  # (T, V)
+        ids = torch.tensor(list(completion_ids), dtype=torch.long, device=logits.device)  # (T,)
+        return torch.log_softmax(logits, dim=-1).gather(-1, ids[:, None]).squeeze(-1).cpu()
+
+
 def verify_samples(
     model: PreTrainedModel,
     samples: Sequence[Sample],
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     *,
+    min_token_logprob: float | None = DEFAULT_MIN_TOKEN_LOGPROB,
+    temperature: float = 1.0,
     max_batch_tokens: int = 16384,
 ) -> list[VerificationResult]:
     """Check each (prompt_ids, completion_ids, proofs) against one batched prefill.
+
+    Two checks per sample: the TOPLOC proofs against the recomputed states (`thresholds`), then,
+    if `min_token_logprob` is not None, the sampling check: every completion token must have
+    log-probability >= `min_token_logprob` under the LM head at the pool's `temperature`.
+    TOPLOC commits to the states that *produced* each token, so a token altered late in a chunk
+    moves only a few top-k values (and the last token none): the sampling check catches those.
+    An honest sampler at temperature t draws a token with log p < L with probability at most
+    V·e^L per token (V = vocabulary size): for L = -30 and V = 49152, < 5e-9.
 
     Never raises for a bad sample: it gets ok=False with a reason, the others are still checked.
     """
@@ -140,5 +174,18 @@ def verify_samples(
             max_batch_tokens=max_batch_tokens,
         )
         for i, hidden in zip(valid, states, strict=True):
-            results[i] = verify_proofs(hidden, samples[i][2], thresholds=thresholds)
+            res = verify_proofs(hidden, samples[i][2], thresholds=thresholds)
+            if res.ok and min_token_logprob is not None:
+                lp = token_logprobs(model, hidden, samples[i][1], temperature)  # (T,)
+                worst = int(lp.argmin())
+                if float(lp[worst]) < min_token_logprob:
+                    res = VerificationResult(
+                        ok=False,
+                        reason=ReasonCode.IMPLAUSIBLE_TOKEN,
+                        detail=f"completion token {worst} has log-probability {float(lp[worst]):.1f} "
+                        f"< {min_token_logprob} at temperature {temperature}",
+                        chunks=res.chunks,
+                        failed_chunk=worst // CHUNK_SIZE,
+                    )
+            results[i] = res
     return [r for r in results if r is not None]

@@ -299,6 +299,7 @@ class ReasonCode(StrEnum):
     EXP_MISMATCH = "exp_mismatch"  # too many exponent mismatches in a chunk
     MANTISSA_MEAN = "mantissa_mean"  # mean mantissa error above threshold
     MANTISSA_MEDIAN = "mantissa_median"  # median mantissa error above threshold
+    IMPLAUSIBLE_TOKEN = "implausible_token"  # a completion token the model would (almost) never sample
     INVALID_SAMPLE = "invalid_sample"  # tokens outside the vocabulary, empty, or too long to prefill
 
 

@@ -33,11 +33,15 @@ import torch
 
 from intellect.verifier.capture import generate_with_states
 from intellect.verifier.models import smollm2_path
-from intellect.verifier.prefill import prefill_hidden_states
+from intellect.verifier.prefill import DEFAULT_MIN_TOKEN_LOGPROB, prefill_hidden_states, token_logprobs
 from intellect.verifier.toploc import Thresholds, build_proofs, check_proofs, verify_proofs
 
 LOOSE = Thresholds(max_exp_mismatches=128, max_mant_err_mean=1e30, max_mant_err_median=1e30)
-PROFILES = {"default": Thresholds(), "fp32": Thresholds.fp32()}
+PROFILES = {
+    "default": (Thresholds(), DEFAULT_MIN_TOKEN_LOGPROB),
+    "toploc-only": (Thresholds(), None),
+    "fp32": (Thresholds.fp32(), DEFAULT_MIN_TOKEN_LOGPROB),
+}
 
 WORDS = ["apples", "books", "coins", "stamps", "marbles", "pencils", "cards", "shells"]
 TOPICS = ["the sea", "a mountain", "autumn", "a robot", "the moon", "a city at night", "coffee", "rain"]
@@ -61,23 +65,32 @@ def make_prompts(n: int) -> list[str]:
     return out
 
 
-def stats_of(hidden: list[torch.Tensor], proofs: list[list[bytes]]) -> list[dict]:
-    """Per sample: the structural verdict (None if the proofs are well-formed) and chunk stats."""
+MODEL: list = []  # the fp32 model, for the sampling check's LM head
+
+
+def stats_of(hidden: list[torch.Tensor], proofs: list[list[bytes]], claims: list[list[int]]) -> list[dict]:
+    """Per sample: structural verdict (None if well-formed), chunk stats, min token log-prob.
+
+    `hidden` are the validator's states of the claimed tokens `claims`.
+    """
     out = []
-    for h, p in zip(hidden, proofs, strict=True):
+    for h, p, c in zip(hidden, proofs, claims, strict=True):
         r = verify_proofs(h, p, thresholds=LOOSE)
         structural = r.reason.value if r.reason is not None and not r.chunks else None
         out.append(
             {
                 "structural": structural,
                 "chunks": [[c.exp_mismatches, c.mant_err_mean, c.mant_err_median] for c in r.chunks],
+                "min_logprob": float(token_logprobs(MODEL[0], h.float(), c).min()),
             }
         )
     return out
 
 
-def accepted(sample: dict, th: Thresholds) -> bool:
+def accepted(sample: dict, th: Thresholds, floor: float | None = None) -> bool:
     if sample["structural"] is not None:
+        return False
+    if floor is not None and sample["min_logprob"] < floor:
         return False
     return all(
         e <= th.max_exp_mismatches and m <= th.max_mant_err_mean and md <= th.max_mant_err_median
@@ -103,14 +116,15 @@ def summarize(name: str, samples: list[dict], honest: bool) -> dict:
         "mant_err_median": dist([c[2] for c in chunks if c[2] < big]),
         "per_sample": samples,
     }
-    for prof, th in PROFILES.items():
-        acc = sum(accepted(s, th) for s in samples)
+    row["min_logprob"] = dist([s["min_logprob"] for s in samples])
+    for prof, (th, floor) in PROFILES.items():
+        acc = sum(accepted(s, th, floor) for s in samples)
         row[f"rate_{prof}"] = (acc if honest else len(samples) - acc) / max(1, len(samples))
     label = "pass" if honest else "detect"
     rates = "  ".join(f"{prof} {label} {row[f'rate_{prof}'] * 100:5.1f}%" for prof in PROFILES)
     print(
         f"{name:<34} {rates}  exp_mism {row['exp_mismatches']}  mean {row['mant_err_mean']}  "
-        f"median {row['mant_err_median']}  (min/p50/p99/max)",
+        f"median {row['mant_err_median']}  min-logprob {row['min_logprob']}  (min/p50/p99/max)",
         flush=True,
     )
     return row
@@ -140,6 +154,7 @@ def main(n: int, new_tokens: int, gen_batch: int, out: Path) -> None:
     path = smollm2_path()
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    MODEL.append(model)
     prompts = [tok(p).input_ids for p in make_prompts(n)]
     timing: dict[str, float] = {}
 
@@ -186,10 +201,12 @@ def main(n: int, new_tokens: int, gen_batch: int, out: Path) -> None:
 
     rows = []
     # --- honest variation: proofs from another valid computation, verified on ref states
-    rows.append(summarize("honest: generation (KV, batch)", stats_of(ref_states, gen_proofs), honest=True))
+    rows.append(
+        summarize("honest: generation (KV, batch)", stats_of(ref_states, gen_proofs, comps), honest=True)
+    )
     b1 = cached(out, f"b1_{n}_{new_tokens}", lambda: prefill(model, max_batch_tokens=1))
     rows.append(
-        summarize("honest: prefill batch 1", stats_of(ref_states, [build_proofs(h) for h in b1]), True)
+        summarize("honest: prefill batch 1", stats_of(ref_states, [build_proofs(h) for h in b1], comps), True)
     )
 
     def one_thread():
@@ -200,16 +217,20 @@ def main(n: int, new_tokens: int, gen_batch: int, out: Path) -> None:
             torch.set_num_threads(2)
 
     t1 = cached(out, f"t1_{n}_{new_tokens}", one_thread)
-    rows.append(summarize("honest: 1 thread", stats_of(ref_states, [build_proofs(h) for h in t1]), True))
+    rows.append(
+        summarize("honest: 1 thread", stats_of(ref_states, [build_proofs(h) for h in t1], comps), True)
+    )
 
     def bf16():
         m = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
         return prefill(m)
 
     bf = cached(out, f"bf16_{n}_{new_tokens}", bf16)
-    rows.append(summarize("honest: bf16 compute", stats_of(ref_states, [build_proofs(h) for h in bf]), True))
+    rows.append(
+        summarize("honest: bf16 compute", stats_of(ref_states, [build_proofs(h) for h in bf], comps), True)
+    )
     # and the other way round: a bf16 validator checking fp32 generation proofs
-    rows.append(summarize("honest: bf16 validator", stats_of(bf, gen_proofs), True))
+    rows.append(summarize("honest: bf16 validator", stats_of(bf, gen_proofs, comps), True))
 
     # --- attacks: the worker's proofs come from something else; the validator prefills the claim
     def noisy():
@@ -223,7 +244,9 @@ def main(n: int, new_tokens: int, gen_batch: int, out: Path) -> None:
     rows.append(
         summarize(
             "attack: weights +1% noise",
-            stats_of(ref_states, [build_proofs(h) for h in cached(out, f"noise_{n}_{new_tokens}", noisy)]),
+            stats_of(
+                ref_states, [build_proofs(h) for h in cached(out, f"noise_{n}_{new_tokens}", noisy)], comps
+            ),
             False,
         )
     )
@@ -237,7 +260,9 @@ def main(n: int, new_tokens: int, gen_batch: int, out: Path) -> None:
     rows.append(
         summarize(
             "attack: smaller model (-6 layers)",
-            stats_of(ref_states, [build_proofs(h) for h in cached(out, f"small_{n}_{new_tokens}", smaller)]),
+            stats_of(
+                ref_states, [build_proofs(h) for h in cached(out, f"small_{n}_{new_tokens}", smaller)], comps
+            ),
             False,
         )
     )
@@ -252,7 +277,9 @@ def main(n: int, new_tokens: int, gen_batch: int, out: Path) -> None:
     rows.append(
         summarize(
             "attack: int8 quantised",
-            stats_of(ref_states, [build_proofs(h) for h in cached(out, f"int8_{n}_{new_tokens}", int8)]),
+            stats_of(
+                ref_states, [build_proofs(h) for h in cached(out, f"int8_{n}_{new_tokens}", int8)], comps
+            ),
             False,
         )
     )
@@ -274,26 +301,30 @@ def main(n: int, new_tokens: int, gen_batch: int, out: Path) -> None:
 
     alt1 = altered(None)
     st = cached(out, f"alt1_{n}_{new_tokens}", lambda: prefill(model, c_ids=alt1))
-    rows.append(summarize("attack: 1 token altered", stats_of(st, gen_proofs), False))
+    rows.append(summarize("attack: 1 token altered", stats_of(st, gen_proofs, alt1), False))
     alt5 = altered(0.05)
     st = cached(out, f"alt5_{n}_{new_tokens}", lambda: prefill(model, c_ids=alt5))
-    rows.append(summarize("attack: 5% tokens altered", stats_of(st, gen_proofs), False))
+    rows.append(summarize("attack: 5% tokens altered", stats_of(st, gen_proofs, alt5), False))
     rows.append(
         summarize(
-            "attack: proofs of other sample", stats_of(ref_states, gen_proofs[1:] + gen_proofs[:1]), False
+            "attack: proofs of other sample",
+            stats_of(ref_states, gen_proofs[1:] + gen_proofs[:1], comps),
+            False,
         )
     )
     other_prompts = prompts[1:] + prompts[:1]
     st = cached(out, f"otherprompt_{n}_{new_tokens}", lambda: prefill(model, p_ids=other_prompts))
-    rows.append(summarize("attack: other prompt's completion", stats_of(st, gen_proofs), False))
+    rows.append(summarize("attack: other prompt's completion", stats_of(st, gen_proofs, comps), False))
     rows.append(
         summarize(
             "attack: truncated proof",
-            stats_of(ref_states, [[p[0][:200], *p[1:]] for p in gen_proofs]),
+            stats_of(ref_states, [[p[0][:200], *p[1:]] for p in gen_proofs], comps),
             False,
         )
     )
-    rows.append(summarize("attack: empty proof list", stats_of(ref_states, [[] for _ in gen_proofs]), False))
+    rows.append(
+        summarize("attack: empty proof list", stats_of(ref_states, [[] for _ in gen_proofs], comps), False)
+    )
 
     # --- overheads
     tokens = n * new_tokens
@@ -319,7 +350,7 @@ def main(n: int, new_tokens: int, gen_batch: int, out: Path) -> None:
         )
     print(json.dumps(overhead, indent=1))
     result = {
-        "profiles": {k: v.model_dump() for k, v in PROFILES.items()},
+        "profiles": {k: {**th.model_dump(), "min_token_logprob": fl} for k, (th, fl) in PROFILES.items()},
         "cases": rows,
         "overhead": overhead,
         "n": n,

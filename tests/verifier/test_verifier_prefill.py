@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from intellect.verifier.capture import generate_with_states
-from intellect.verifier.prefill import PrefillError, prefill_hidden_states, verify_samples
+from intellect.verifier.prefill import PrefillError, prefill_hidden_states, token_logprobs, verify_samples
 from intellect.verifier.toploc import ReasonCode, build_proofs
 
 
@@ -102,3 +102,23 @@ def test_verify_samples_smollm2_honest_pass_and_attacks_fail(smollm2):
     assert not any(r.ok for r in verify_samples(model, swapped))
     other_prompt = [(honest[(i + 1) % 3][0], s[1], s[2]) for i, s in enumerate(honest)]
     assert not any(r.ok for r in verify_samples(model, other_prompt))
+
+
+def test_token_logprobs_match_model_logits(tiny_llama):
+    prompt, comp = [3, 4, 5], [6, 7, 8, 9]
+    (states,) = prefill_hidden_states(tiny_llama, [prompt], [comp])
+    with torch.inference_mode():
+        logits = tiny_llama(input_ids=torch.tensor([prompt + comp[:-1]])).logits[0, len(prompt) - 1 :]
+    expected = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(comp)[:, None]).squeeze(-1)
+    torch.testing.assert_close(token_logprobs(tiny_llama, states, comp), expected, atol=1e-4, rtol=1e-4)
+
+
+def test_verify_samples_sampling_check_flags_implausible_token(tiny_llama):
+    (g,) = generate_with_states(tiny_llama, _prompts(1), 32, seed=4)
+    sample = (g.prompt_ids, g.completion_ids, build_proofs(g.hidden))
+    lp = float(token_logprobs(tiny_llama, g.hidden, g.completion_ids).min())
+    (ok,) = verify_samples(tiny_llama, [sample], min_token_logprob=lp - 0.5)
+    (bad,) = verify_samples(tiny_llama, [sample], min_token_logprob=lp + 0.5)
+    (off,) = verify_samples(tiny_llama, [sample], min_token_logprob=None)
+    assert ok.ok and off.ok
+    assert not bad.ok and bad.reason is ReasonCode.IMPLAUSIBLE_TOKEN and "log-probability" in bad.detail
