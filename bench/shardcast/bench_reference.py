@@ -131,6 +131,10 @@ def one_run(src: Path, work: Path, *, middles: int, clients: int, poll: int, lim
             if p.wait(timeout=max(1.0, t0 + limit - time.monotonic())) != 0:
                 raise RuntimeError(f"reference client {i} failed: {(work / f'client{i}.log').read_text()[-2000:]}")
         return time.monotonic() - t0
+    except Exception:
+        for f in sorted(work.glob("*.log")):
+            print(f"== {f.name}\n{f.read_text(errors='replace')[-1500:]}", file=sys.stderr)
+        raise
     finally:
         for p in procs:
             if p.poll() is None:

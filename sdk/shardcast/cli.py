@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import sys
 import threading
@@ -201,7 +200,7 @@ def fetch(manifest: str, out_dir: Path, relays: tuple[str, ...], ipfs_spec: str 
 
 
 def main() -> None:
-    shardcast(auto_envvar_prefix="INTELLECT_SHARDCAST", prog_name=os.path.basename("intellect shardcast"))
+    shardcast(auto_envvar_prefix="INTELLECT_SHARDCAST", prog_name="intellect shardcast")
 
 
 if __name__ == "__main__":
