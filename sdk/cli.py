@@ -449,6 +449,44 @@ def rewards_claim(ctx: _Ctx, node_addr: str | None) -> None:
          f"claimed {_tok(paid)} for {len(r.claimable_ids)} submissions" if paid else "nothing claimable yet")
 
 
+# -- devnet -------------------------------------------------------------------------------------
+@cli.command(short_help="Run a local anvil chain with the contracts deployed (source checkout).")
+@click.option("--port", type=int, default=8545, show_default=True, help="anvil's port.")
+@click.option("--deployments", "deployments_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("deployments"), show_default=True, help="Where <chainId>.json is written.")
+@click.option("--state", "state_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Keep the chain in this file across restarts (anvil --state).")
+@click.pass_obj
+def devnet(ctx: _Ctx, port: int, deployments_dir: Path, state_file: Path | None) -> None:
+    """Start anvil on PORT, deploy with scripts/deploy.py (dev parameters: faucet, default pool 1 with
+    quorum 1 and a 300 s window) and serve until Ctrl-C. Other shells then use the default network."""
+    import signal
+    import time
+
+    from . import devnet as _devnet
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop anvil on SIGTERM too
+    anvil = _devnet.Anvil(port=port, state_file=state_file).start()
+    try:
+        dep_file = deployments_dir / "31337.json"
+        if state_file is not None and state_file.exists() and dep_file.exists():
+            from ._config import load_deployment
+
+            dep = load_deployment(path=dep_file)
+        else:
+            dep = _devnet.deploy(anvil.url, deployments_dir.resolve())
+        _out(ctx, {"rpc_url": anvil.url, "deployment": str(dep_file), "contracts": dep.contracts},
+             lambda: [f"anvil      {anvil.url} (chain {dep.chain_id})", f"deployment {dep_file}",
+                      *[f"{k:<15}{v}" for k, v in dep.contracts.items()],
+                      "dev accounts: --dev-account 0..9 (0 = deployer, admin, default pool trainer); Ctrl-C stops"])
+        while anvil.proc is not None and anvil.proc.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        anvil.stop()
+
+
 # -- ipfs ---------------------------------------------------------------------------------------
 _DEFAULT_IPFS = "embedded:" + str(Path.home() / ".intellect" / "ipfs")
 _ipfs_opt = click.option("--ipfs", "ipfs_spec", default=_DEFAULT_IPFS, show_default=True, envvar="INTELLECT_IPFS",

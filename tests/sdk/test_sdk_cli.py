@@ -151,10 +151,39 @@ def test_cli_ipfs_add_get_cid(tmp_path: Path) -> None:
     code, cid2, _ = run(["ipfs", "cid", str(f)])
     assert cid2 == cid and cid.startswith("bafybei")
     out_file = tmp_path / "out.bin"
-    code, out, err = run(["ipfs", "get", cid.strip(), "-o", str(out_file), "--ipfs", spec])
+    code, _out, err = run(["ipfs", "get", cid.strip(), "-o", str(out_file), "--ipfs", spec])
     assert code == 0, err
     assert out_file.read_bytes() == data
     code, _, err = run(["ipfs", "get", cid.strip(), "-o", str(out_file), "--ipfs", spec, "--max-size", "1MiB"])
     assert code == EXIT_USER and "over the limit" in err
     code, _, err = run(["ipfs", "get", "bafkreinotacid", "-o", str(out_file), "--ipfs", spec])
     assert code == EXIT_USER and "not a CID" in err
+
+
+def test_cli_devnet_serves_a_deployment_until_sigterm(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from intellect.sdk._procs import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "intellect.sdk.cli", "devnet", "--port", str(port),
+                             "--deployments", str(tmp_path / "deployments")], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        dep = tmp_path / "deployments" / "31337.json"
+        deadline = time.monotonic() + 120
+        while not dep.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert dep.exists(), proc.stderr.read() if proc.poll() is not None else "no deployment file"
+        code, out, err = run(["--network", f"http://127.0.0.1:{port}", "--deployment", str(dep), "--dev-account", "2",
+                              "stake", "status"])
+        assert code == 0, err
+        assert "active       0 INTL" in out
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    code, _, err = run(["--network", f"http://127.0.0.1:{port}", "--deployment", str(dep), "pool", "show"])
+    assert code == EXIT_NETWORK  # anvil went away with the command
