@@ -11,6 +11,6 @@ if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -f "$DIR/node_modules/ipfs/
 fi
 printf '\033[1;34m[bootstrap]\033[0m %s\n' "installing the js-ipfs test daemon in tools/ipfs" >&2
 cd "$DIR"
-npm install --ignore-scripts --no-audit --no-fund --loglevel=error
+npm install --prefer-offline --ignore-scripts --no-audit --no-fund --loglevel=error
 [[ -f node_modules/ipfs/src/cli.js ]] || { echo "ipfs CLI missing after npm install" >&2; exit 1; }
 echo "$want" > "$STAMP"
