@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from eth_abi import encode as abi_encode
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
@@ -207,11 +208,14 @@ class Protocol:
         start = self.deployment.block if from_block is None else from_block
         end = self.block_number() if to_block == "latest" else int(to_block)
         addresses = sorted({self.contracts[c].address for c, _ in topics.values()})
+        topic_filter: list[Any] = [["0x" + t.hex() for t in topics]]
+        if filters and len(topics) == 1:  # one event: let the node filter on its indexed arguments
+            (contract, event), = topics.values()
+            topic_filter += self._indexed_topics(contract, event, filters)
         out: list[DecodedEvent] = []
         for lo in range(start, end + 1, _LOG_CHUNK):
             hi = min(end, lo + _LOG_CHUNK - 1)
-            params = {"fromBlock": lo, "toBlock": hi, "address": addresses,
-                      "topics": [["0x" + t.hex() for t in topics]]}
+            params = {"fromBlock": lo, "toBlock": hi, "address": addresses, "topics": topic_filter}
             logs = with_retries(lambda p=params: self.w3.eth.get_logs(p), self.retry, "eth_getLogs")
             for lg in logs:
                 ev = self.decode_log(lg)
@@ -221,6 +225,20 @@ class Protocol:
                     continue
                 out.append(ev)
         out.sort(key=lambda e: e.position)
+        return out
+
+    def _indexed_topics(self, contract: str, event: str, filters: dict[str, Any]) -> list[str | None]:
+        """topic1..3 for the indexed arguments named in `filters` (None = any); trailing Nones dropped."""
+        item = next(i for i in self.abis[contract] if i.get("type") == "event" and i["name"] == event)
+        out: list[str | None] = []
+        for inp in (i for i in item["inputs"] if i.get("indexed")):
+            value = filters.get(inp["name"])
+            if value is None or not _static_type(inp["type"]):
+                out.append(None)
+            else:
+                out.append("0x" + abi_encode([inp["type"]], [_addr(value) if inp["type"] == "address" else value]).hex())
+        while out and out[-1] is None:
+            out.pop()
         return out
 
     def block_number(self) -> int:
@@ -657,6 +675,10 @@ def _abi_type(inp: dict[str, Any]) -> str:
     if t.startswith("tuple"):
         return "(" + ",".join(_abi_type(c) for c in inp.get("components", [])) + ")" + t[len("tuple"):]
     return t
+
+
+def _static_type(t: str) -> bool:
+    return t in ("address", "bool", "bytes32") or t.startswith(("uint", "int"))
 
 
 def _plain(v: Any) -> Any:

@@ -235,7 +235,8 @@ class Transactor:
                     text = str(exc).lower()
                     if "already known" in text:
                         h = signed.hash
-                    elif "nonce too low" in text or "nonce too high" in text or "invalid nonce" in text:
+                    elif any(t in text for t in ("nonce too low", "nonce too high", "invalid nonce",
+                                                 "replacement transaction underpriced")):
                         log.info("nonce %s refused (%s): resyncing", tx["nonce"], text[:80])
                         self._next_nonce = None
                         if attempt == 2:
