@@ -47,6 +47,7 @@ EXIT_REVERT = 4
 # name -> "module:attribute" of a click command, imported only when that command runs
 PLUGINS: dict[str, str] = {
     "shardcast": "intellect.sdk.shardcast.cli:shardcast",
+    "dashboard": "intellect.sdk.dashboard.cli:dashboard",
 }
 
 _REVERT_HINTS = {

@@ -1,0 +1,403 @@
+"""Builds the dashboard's Snapshot from the chain and the agents' `/status`.
+
+`ChainIndex` keeps every protocol event of one deployment, scanned incrementally (only blocks
+past the last scan are fetched; a reorg under the last scanned block makes it rescan from the
+deployment block). `collect()` joins those events with a few views (stake, task status,
+challenge state) and the agents' status documents into one `Snapshot`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from .._models import DecodedEvent, TaskStatus
+from ._models import (
+    AGENT_STATUS_SCHEMA,
+    ChallengeView,
+    CheckpointView,
+    NodeView,
+    PathEvent,
+    PoolView,
+    RewardPoint,
+    Snapshot,
+    SubmissionView,
+    Totals,
+    VoteView,
+)
+
+if TYPE_CHECKING:
+    from .._client import Protocol
+
+__all__ = ["ChainIndex", "StatusFetcher", "collect"]
+
+log = logging.getLogger(__name__)
+
+# events the dashboard reads (all from the four protocol contracts)
+EVENTS = [
+    "NodeRegistered", "NodeUpdated", "NodeExited",
+    "Staked", "StakeUpdated", "Slashed", "UnstakeRequested", "Withdrawn",
+    "PoolCreated", "CheckpointPublished", "TaskClaimed", "WorkSubmitted",
+    "ChallengeOpened", "VoteCast", "ChallengeResolved", "RewardClaimed", "SubmissionVoided", "WorkerWiped",
+]
+_FINAL = {TaskStatus.PAID, TaskStatus.UPHELD, TaskStatus.VOIDED}
+_ROLE = {0: "none", 1: "worker", 2: "validator", 3: "trainer", 4: "relay"}
+
+
+class ChainIndex:
+    """Every dashboard event of a deployment, kept up to date by `refresh()` (thread-safe)."""
+
+    def __init__(self, protocol: Protocol) -> None:
+        self.p = protocol
+        self.events: list[DecodedEvent] = []
+        self._next_block = protocol.deployment.block
+        self._last_hash: tuple[int, str] | None = None
+        self._times: dict[int, int] = {}
+        self._final_status: dict[int, TaskStatus] = {}
+        self._lock = threading.Lock()
+
+    def _hash(self, n: int) -> str:
+        return "0x" + bytes(self.p.w3.eth.get_block(n)["hash"]).hex()
+
+    def refresh(self) -> int:
+        """Fetch the events of blocks mined since the last call; returns the head scanned."""
+        with self._lock:
+            head = self.p.block_number()
+            if self._last_hash is not None:
+                n, h = self._last_hash
+                if n > head or self._hash(n) != h:
+                    log.warning("dashboard: chain reorganised under block %d; rescanning", n)
+                    self.events, self._next_block, self._final_status = [], self.p.deployment.block, {}
+            if head >= self._next_block:
+                self.events.extend(self.p.get_events(EVENTS, from_block=self._next_block, to_block=head))
+                self._next_block = head + 1
+            self._last_hash = (head, self._hash(head))
+            return head
+
+    def block_time(self, n: int) -> int:
+        t = self._times.get(n)
+        if t is None:
+            t = int(self.p.w3.eth.get_block(n)["timestamp"])
+            self._times[n] = t
+        return t
+
+    def task_status(self, submission_id: int) -> TaskStatus:
+        st = self._final_status.get(submission_id)
+        if st is not None:
+            return st
+        st = self.p.task(submission_id).status
+        if st in _FINAL:
+            self._final_status[submission_id] = st
+        return st
+
+
+class StatusFetcher:
+    """GETs `<endpoint>/status` of many agents at once; an agent that is down is reported, not fatal."""
+
+    def __init__(self, timeout: float = 1.5, max_workers: int = 8) -> None:
+        self.timeout = timeout
+        self.max_workers = max_workers
+
+    def fetch_one(self, endpoint: str) -> tuple[dict[str, Any] | None, str | None]:
+        if not endpoint.startswith(("http://", "https://")):
+            return None, f"endpoint {endpoint!r} is not an http(s) URL" if endpoint else "no endpoint registered"
+        url = endpoint.rstrip("/") + "/status"
+        try:
+            with urllib.request.urlopen(url, timeout=self.timeout) as resp:
+                raw = resp.read(4 * 1024 * 1024)
+            doc = json.loads(raw)
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            reason = getattr(exc, "reason", exc)
+            return None, f"{url} unreachable: {reason}"
+        except json.JSONDecodeError as exc:
+            return None, f"{url} did not return JSON: {exc}"
+        if not isinstance(doc, dict):
+            return None, f"{url} returned a {type(doc).__name__}, not a status object"
+        schema = doc.get("schema")
+        if schema is not None and schema != AGENT_STATUS_SCHEMA:
+            return None, f"{url} has status schema {schema!r}; this dashboard reads {AGENT_STATUS_SCHEMA}"
+        return doc, None
+
+    def fetch(self, endpoints: list[str]) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
+        unique = sorted(set(endpoints))
+        if not unique:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(self.max_workers, len(unique))) as ex:
+            return dict(zip(unique, ex.map(self.fetch_one, unique), strict=True))
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _trainer_steps(status: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
+    """Per-step records from a trainer's status: `steps: [{step, mean_reward, rollouts_used, ...}]`."""
+    out: dict[int, dict[str, Any]] = {}
+    if not status:
+        return out
+    steps = status.get("steps")
+    if steps is None and isinstance(status.get("trainer"), dict):
+        steps = status["trainer"].get("steps")
+    if isinstance(steps, dict):
+        steps = [{"step": k, **v} for k, v in steps.items() if isinstance(v, dict)]
+    for item in steps or []:
+        if isinstance(item, dict) and "step" in item:
+            try:
+                out[int(item["step"])] = item
+            except (TypeError, ValueError):
+                continue
+    return out
+
+
+def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None) -> Snapshot:
+    """One Snapshot of the deployment at the current head."""
+    errors: list[str] = []
+    head = index.refresh()
+    now = index.block_time(head)
+    evs = list(index.events)
+    by = defaultdict(list)
+    for e in evs:
+        by[e.event].append(e)
+
+    # -- pools ----------------------------------------------------------------------------------
+    pools: list[PoolView] = []
+    for e in by["PoolCreated"]:
+        pid = int(e.args["poolId"])
+        try:
+            pool = p.pool(pid)
+        except Exception as exc:
+            errors.append(f"pool {pid}: {exc}")
+            continue
+        pr = pool.params
+        pools.append(PoolView(pool_id=pid, owner=pool.owner, trainer=pr.trainer, task_set_cid=pr.task_set_cid,
+                              reward_per_unit=pr.reward_per_unit, challenge_bond=pr.challenge_bond,
+                              slash_amount=pr.slash_amount, window_length=pr.window_length,
+                              vote_period=pr.vote_period, async_level=pr.async_level, quorum=pr.quorum,
+                              budget=pool.budget, reserved=pool.reserved, latest_step=pool.latest_step))
+    trainers = {pv.trainer.lower(): pv.pool_id for pv in pools}
+
+    # -- nodes ----------------------------------------------------------------------------------
+    node_addrs: list[str] = []
+    for e in by["NodeRegistered"]:
+        if e.args["node"] not in node_addrs:
+            node_addrs.append(e.args["node"])
+    deposited: dict[str, int] = defaultdict(int)
+    for e in by["Staked"]:
+        deposited[e.args["node"].lower()] += int(e.args["amount"])
+    nodes: dict[str, NodeView] = {}
+    for a in node_addrs:
+        n = p.node(a)
+        st = p.stake_of(a)
+        nodes[a.lower()] = NodeView(
+            address=n.address, owner=n.owner, role=n.role.name.lower(), status=n.status.name.lower(),
+            gpu_model=n.gpu_model, vram_gib=n.vram_gib, gpu_count=n.gpu_count, endpoint=n.endpoint,
+            registered_at=n.registered_at, stake_active=st.active, stake_unbonding=st.unbonding,
+            stake_deposited=deposited[a.lower()], open_challenges=st.open_challenges)
+
+    paths: dict[str, list[PathEvent]] = defaultdict(list)
+
+    def add(node: str, e: DecodedEvent, kind: str, detail: str = "", sid: int | None = None,
+            outcome: str = "") -> None:
+        paths[node.lower()].append(PathEvent(kind=kind, time=index.block_time(e.block_number), block=e.block_number,
+                                             tx=e.tx_hash, submission_id=sid, detail=detail, outcome=outcome))
+
+    for e in by["NodeRegistered"]:
+        a = e.args
+        add(a["node"], e, "registered", f"{_ROLE.get(int(a['role']), a['role'])} · {a['gpuCount']} x "
+            f"{a['gpuModel']} ({a['vramGiB']} GiB) · {a['endpoint'] or 'no endpoint'}")
+    for e in by["Staked"]:
+        add(e.args["node"], e, "staked", f"{e.args['amount']} wei from {e.args['from']}")
+    for e in by["UnstakeRequested"]:
+        add(e.args["node"], e, "unstake", f"{e.args['amount']} wei, release at {e.args['releaseAt']}")
+    for e in by["Withdrawn"]:
+        add(e.args["node"], e, "withdrawn", f"{e.args['amount']} wei to {e.args['to']}")
+    for e in by["NodeExited"]:
+        add(e.args["node"], e, "exited")
+    for e in by["TaskClaimed"]:
+        a = e.args
+        add(a["node"], e, "task", f"task {a['taskId']} of pool {a['poolId']}, seed 0x{str(a['seed'])[:16]}…",
+            sid=int(a["taskId"]))
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    trainer_status: dict[str, Any] | None = None
+    checkpoints = [CheckpointView(pool_id=int(e.args["poolId"]), step=int(e.args["step"]),
+                                  manifest_cid=e.args["manifestCid"], block=e.block_number,
+                                  time=index.block_time(e.block_number), tx=e.tx_hash)
+                   for e in by["CheckpointPublished"]]
+    for e in by["CheckpointPublished"]:
+        pid = int(e.args["poolId"])
+        for tr, tpid in trainers.items():
+            if tpid == pid and tr in nodes:
+                add(tr, e, "checkpoint", f"step {e.args['step']} · manifest {e.args['manifestCid']}")
+
+    # -- challenges -----------------------------------------------------------------------------
+    votes: dict[int, list[VoteView]] = defaultdict(list)
+    for e in by["VoteCast"]:
+        cid = int(e.args["challengeId"])
+        votes[cid].append(VoteView(validator=e.args["validator"], uphold=bool(e.args["uphold"]), block=e.block_number,
+                                   time=index.block_time(e.block_number)))
+    slashed_by_challenge: dict[int, int] = {}
+    for e in by["ChallengeResolved"]:
+        slashed_by_challenge[int(e.args["challengeId"])] = int(e.args["slashed"])
+    challenges: list[ChallengeView] = []
+    challenged_node: dict[int, str] = {}
+    for e in by["ChallengeOpened"]:
+        a = e.args
+        cid = int(a["challengeId"])
+        info = p.challenge_info(cid)
+        challenged_node[cid] = a["node"]
+        challenges.append(ChallengeView(
+            challenge_id=cid, node=a["node"], challenger=a["challenger"], evidence_cid=a["evidenceCid"],
+            vote_end=info.vote_end, seconds_left=max(0, info.vote_end - now), votes_for=info.votes_for,
+            votes_against=info.votes_against, status=info.status.name.lower(), votes=votes[cid],
+            slashed=slashed_by_challenge.get(cid, 0)))
+        add(a["node"], e, "challenged", f"submission {cid} challenged by {a['challenger']} · evidence "
+            f"{a['evidenceCid']}", sid=cid)
+        add(a["challenger"], e, "challenged", f"opened a challenge of submission {cid} ({a['node']})", sid=cid)
+        if a["challenger"].lower() in nodes:
+            nodes[a["challenger"].lower()].challenges_opened += 1
+        if a["node"].lower() in nodes:
+            nodes[a["node"].lower()].challenged += 1
+    for e in by["VoteCast"]:
+        a = e.args
+        cid = int(a["challengeId"])
+        way = "uphold" if a["uphold"] else "reject"
+        add(a["validator"], e, "vote", f"voted {way} on challenge {cid}", sid=cid)
+        if cid in challenged_node:
+            add(challenged_node[cid], e, "vote", f"{a['validator']} voted {way}", sid=cid)
+        if a["validator"].lower() in nodes:
+            nodes[a["validator"].lower()].votes_cast += 1
+    for e in by["ChallengeResolved"]:
+        a = e.args
+        cid = int(a["challengeId"])
+        outcome = "upheld" if a["upheld"] else "rejected"
+        target = challenged_node.get(cid)
+        if target is not None:
+            add(target, e, "verdict", f"challenge {cid} {outcome} ({a['votesFor']} for, {a['votesAgainst']} against)",
+                sid=cid, outcome=outcome)
+            if a["upheld"] and target.lower() in nodes:
+                nodes[target.lower()].upheld += 1
+    for e in by["Slashed"]:
+        a = e.args
+        add(a["node"], e, "slash", f"{a['amount']} wei slashed; challenger {a['challenger']} got "
+            f"{a['challengerReward']} wei")
+        if a["node"].lower() in nodes:
+            nodes[a["node"].lower()].slashed += int(a["amount"])
+    for e in by["WorkerWiped"]:
+        add(e.args["node"], e, "wiped", f"unfinalised rewards wiped (epoch {e.args['newEpoch']})")
+
+    # -- submissions and rewards ----------------------------------------------------------------
+    claimed: dict[int, int] = {}
+    for e in by["RewardClaimed"]:
+        a = e.args
+        claimed[int(a["submissionId"])] = int(a["amount"])
+        add(a["node"], e, "reward", f"{a['amount']} wei for submission {a['submissionId']} to {a['owner']}",
+            sid=int(a["submissionId"]))
+        if a["node"].lower() in nodes:
+            nodes[a["node"].lower()].rewards_claimed += int(a["amount"])
+    submissions: list[SubmissionView] = []
+    for e in by["WorkSubmitted"]:
+        a = e.args
+        sid = int(a["submissionId"])
+        status = index.task_status(sid)
+        window_end = int(a["windowEnd"])
+        closed = now >= window_end
+        if status == TaskStatus.PAID:
+            verdict = "paid"
+        elif status == TaskStatus.UPHELD:
+            verdict = "slashed"
+        elif status == TaskStatus.VOIDED:
+            verdict = "voided"
+        elif status == TaskStatus.CHALLENGED:
+            verdict = "challenged"
+        elif not closed:
+            verdict = "in window"
+        else:
+            verdict = "accepted" if p.claimable(sid) > 0 else "wiped"
+        ph = a["proofsHash"]
+        submissions.append(SubmissionView(
+            submission_id=sid, pool_id=int(a["poolId"]), node=a["node"], rollouts_cid=a["rolloutsCid"],
+            proofs_hash=ph if str(ph).startswith("0x") else "0x" + str(ph), work_units=int(a["workUnits"]),
+            policy_step=int(a["policyStep"]), reward=int(a["reward"]), window_end=window_end,
+            seconds_left=max(0, window_end - now), status=status.name.lower(), verdict=verdict,
+            block=e.block_number, time=index.block_time(e.block_number)))
+        add(a["node"], e, "proof", f"submission {sid}: {a['workUnits']} units at policy step {a['policyStep']} · "
+            f"rollouts {a['rolloutsCid']} · proofs 0x{str(ph).removeprefix('0x')[:16]}…", sid=sid)
+        nv = nodes.get(a["node"].lower())
+        if nv is not None:
+            nv.submissions += 1
+            if verdict in ("accepted", "paid"):
+                nv.accepted += 1
+            elif verdict == "in window":
+                nv.pending += 1
+            if verdict == "accepted":
+                nv.rewards_claimable += p.claimable(sid)
+        if closed and status in (TaskStatus.SUBMITTED, TaskStatus.PAID):
+            # the window closing is not an event: place it at the window end on the path
+            paths[a["node"].lower()].append(PathEvent(
+                kind="verdict", time=window_end, block=e.block_number, submission_id=sid, outcome="accepted",
+                detail=f"submission {sid}: window closed unchallenged" if sid not in slashed_by_challenge
+                else f"submission {sid}: challenge rejected, work stands"))
+
+    # -- agents' /status ------------------------------------------------------------------------
+    if fetcher is not None:
+        results = fetcher.fetch([n.endpoint for n in nodes.values() if n.endpoint])
+        for nv in nodes.values():
+            if not nv.endpoint:
+                nv.agent_error = "no endpoint registered"
+                continue
+            doc, err = results.get(nv.endpoint, (None, "not fetched"))
+            nv.agent_url = nv.endpoint.rstrip("/") + "/status"
+            nv.agent_status, nv.agent_error = doc, err
+            if doc is not None and nv.address.lower() in trainers:
+                trainer_status = doc
+            if doc is not None and trainer_status is None and (doc.get("role") == "trainer"):
+                trainer_status = doc
+
+    # -- per step: checkpoint rows and the reward curve -----------------------------------------
+    steps = _trainer_steps(trainer_status)
+    per_step_subs: dict[int, list[SubmissionView]] = defaultdict(list)
+    for s in submissions:
+        per_step_subs[s.policy_step].append(s)
+    for c in checkpoints:
+        c.submissions = len(per_step_subs.get(c.step, []))
+        rec = steps.get(c.step)
+        if rec:
+            used = rec.get("rollouts_used", rec.get("rollouts"))
+            c.rollouts_used = int(used) if isinstance(used, int | float) else None
+            c.mean_reward = _num(rec.get("mean_reward"))
+    all_steps = sorted(set(steps) | {c.step for c in checkpoints} | set(per_step_subs))
+    curve = []
+    for st in all_steps:
+        rec = steps.get(st, {})
+        used = rec.get("rollouts_used", rec.get("rollouts"))
+        curve.append(RewardPoint(step=st, mean_reward=_num(rec.get("mean_reward")),
+                                 rollouts=int(used) if isinstance(used, int | float) else None,
+                                 submissions=len(per_step_subs.get(st, [])),
+                                 tokens=sum(s.reward for s in per_step_subs.get(st, []))))
+
+    node_list = list(nodes.values())
+    for k in paths:
+        paths[k].sort(key=lambda pe: (pe.time, pe.block))
+    totals = Totals(
+        nodes=len(node_list), submissions=len(submissions),
+        accepted=sum(1 for s in submissions if s.verdict in ("accepted", "paid")),
+        pending_windows=sum(1 for s in submissions if s.verdict == "in window"),
+        challenges=len(challenges), open_challenges=sum(1 for c in challenges if c.status == "open"),
+        upheld=sum(1 for c in challenges if c.status == "upheld"),
+        slashed=sum(n.slashed for n in node_list), rewards_claimed=sum(claimed.values()),
+        checkpoints=len(checkpoints),
+        agents_up=sum(1 for n in node_list if n.agent_status is not None),
+        agents_down=sum(1 for n in node_list if n.endpoint and n.agent_status is None and fetcher is not None))
+    return Snapshot(
+        chain_id=p.chain_id, rpc_url=p.rpc_url, block=head, chain_time=now, generated_at=time.time(),
+        contracts={name: c.address for name, c in p.contracts.items()}, pools=pools, nodes=node_list,
+        checkpoints=checkpoints, submissions=submissions, challenges=challenges, reward_curve=curve, totals=totals,
+        paths={nodes[k].address if k in nodes else k: v for k, v in paths.items()}, errors=errors)
