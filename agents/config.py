@@ -29,6 +29,7 @@ __all__ = [
     "RelaySettings",
     "Role",
     "ServerSettings",
+    "TaskSettings",
     "TrainerSettings",
     "ValidatorSettings",
     "WorkerSettings",
@@ -92,6 +93,21 @@ class ServerSettings(_Section):
     """URL other nodes use to reach this agent (registered on-chain); defaults to http://host:port."""
 
 
+class TaskSettings(_Section):
+    """What the pool's problems are and how long answers may be (must agree across the pool)."""
+
+    source: str = "pool"
+    """`pool` (the pool's task-set CID, fetched from IPFS), `synthetic:N:SEED` (built locally), or a file path."""
+    length_alpha: float = Field(0.0, ge=0.0)
+    """Length-penalty coefficient (reward = task reward − α·|target − actual|)."""
+    budgets: dict[str, list[int]] = Field(
+        default_factory=lambda: {"cpu": [64, 128], "gpu-small": [256, 512], "gpu-large": [1024, 2048]}
+    )
+    """Thinking budgets (target lengths, tokens) per hardware class: slow nodes get short tasks."""
+    temperature: float = Field(1.0, gt=0)
+    """Sampling temperature of the pool (the validator's sampling check uses it)."""
+
+
 class WorkerSettings(_Section):
     engine: Literal["transformers", "vllm"] = "transformers"
     gpu_model: str = "cpu"
@@ -110,6 +126,9 @@ class WorkerSettings(_Section):
     """Stop after this many submissions (None: run until stopped)."""
     adversary: str | None = None
     """Test-only misbehaviour (see `intellect.agents.adversary`); None for an honest worker."""
+    claim_rewards: bool = True
+    """Claim finalised rewards (windows closed unchallenged) while running."""
+    poll_interval: float = Field(1.0, gt=0)
 
 
 class ValidatorSettings(_Section):
@@ -119,6 +138,10 @@ class ValidatorSettings(_Section):
     trainer_url: str | None = None
     """Where to post attestations; discovered from the registry (the pool trainer's endpoint) if unset."""
     adversary: str | None = None
+    fetch_attempts: int = Field(3, ge=1)
+    """Tries (with backoff) to fetch a rollout file before rejecting it as unavailable."""
+    cached_checkpoints: int = Field(2, ge=1)
+    poll_interval: float = Field(1.0, gt=0)
 
 
 class TrainerSettings(_Section):
@@ -132,6 +155,8 @@ class TrainerSettings(_Section):
     optimizer_steps: int = Field(1, ge=1)
     shard_size: int = Field(50 * 1024 * 1024, gt=0)
     keep_checkpoints: int = Field(4, ge=1)
+    seed: int = 0
+    poll_interval: float = Field(1.0, gt=0)
 
 
 class RelaySettings(_Section):
@@ -154,6 +179,7 @@ class AgentConfig(_Section):
     validator: ValidatorSettings = Field(default_factory=ValidatorSettings)
     trainer: TrainerSettings = Field(default_factory=TrainerSettings)
     relay: RelaySettings = Field(default_factory=RelaySettings)
+    tasks: TaskSettings = Field(default_factory=TaskSettings)
 
     @model_validator(mode="after")
     def _check(self) -> AgentConfig:

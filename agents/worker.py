@@ -1,0 +1,439 @@
+"""The worker agent: claim → learn the checkpoint → generate with TOPLOC proofs → IPFS → submitWork.
+
+Loop (one task at a time; a background thread pulls newer checkpoints meanwhile):
+
+    1. claimTask(pool) → task id + chain-drawn seed (TaskClaimed event)
+    2. newest local checkpoint with step ≥ latest − async_level (fetched through Shardcast by
+       the follower thread while the previous task generated: overlap)
+    3. problems and target lengths = sample_problems(task set, seed, n, budgets of this node's
+       declared hardware class)
+    4. group_size completions per problem with TOPLOC proofs; rewards; group advantages
+    5. rollout file (Parquet) → IPFS → record the planned submission → submitWork → mark sent
+
+Crash safety: the planned submission (CID, proofs hash, units, step) is durable before the
+transaction; a restart checks the chain (task status) before anything is sent again, finishes
+claims whose lease is alive (their seeds are in TaskClaimed events) and never submits twice.
+
+Subclass hooks (`intellect.agents.adversary` uses them): `engine_checkpoint`, `generate_rollouts`,
+`submission_for`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from intellect.agents._runtime import Agent, AgentError, load_task_set, thinking_budgets
+
+__all__ = ["PlannedSubmission", "Worker", "score_group"]
+
+log = logging.getLogger(__name__)
+
+
+def score_group(task: Any, texts: list[str], lengths: list[int], target_len: int | None,
+                alpha: float) -> list[tuple[float, float, float, float]]:
+    """(task_reward, length_penalty, total, advantage) for each completion of one problem's group.
+
+    The same function runs in the worker (to write the file) and the validator (to check it).
+    """
+    import torch
+
+    from intellect.agents.grpo import group_advantages
+    from intellect.verifier.rewards import reward, task_reward
+
+    scored: list[tuple[float, float]] = []
+    for text, n in zip(texts, lengths, strict=True):
+        if target_len is None:
+            scored.append((float(task_reward(task, text)), 0.0))
+        else:
+            rb = reward(task, text, target_len, n, alpha)
+            scored.append((rb.task_reward, rb.length_penalty))
+    totals = torch.tensor([[tr - lp for tr, lp in scored]], dtype=torch.float64)  # (1, n)
+    adv = group_advantages(totals)[0].tolist()
+    return [(tr, lp, tr - lp, float(a)) for (tr, lp), a in zip(scored, adv, strict=True)]
+
+
+@dataclass
+class PlannedSubmission:
+    task_id: int
+    rollouts_cid: str
+    proofs_hash: str
+    work_units: int
+    policy_step: int
+    path: str
+
+
+class CheckpointFollower:
+    """Background thread: fetch every newly published checkpoint of the pool (Shardcast, verified)."""
+
+    def __init__(self, worker: Worker, keep: int = 3) -> None:
+        self.w = worker
+        self.keep = keep
+        self.root = worker.data_dir / "checkpoints"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.latest_onchain: int | None = None
+        self.fetching: int | None = None
+        self.error: str | None = None
+        self.changed = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="checkpoint-follower", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def local_steps(self) -> list[int]:
+        return sorted(int(p.name.split("-")[1]) for p in self.root.glob("step-*") if (p / "config.json").is_file())
+
+    def path(self, step: int) -> Path:
+        return self.root / f"step-{step}"
+
+    def sources(self) -> list[str]:
+        w = self.w
+        assert w.directory is not None
+        out = []
+        trainer = w.pool.params.trainer
+        sc = w.directory.service(trainer, "shardcast")
+        if sc:
+            out.append(sc)
+        out += w.directory.services("shardcast", roles=("relay",))
+        return out
+
+    def fetch(self, step: int) -> Path:
+        from intellect.sdk.shardcast import Client
+
+        w = self.w
+        cid = w.protocol.checkpoint(w.pool_id, step).manifest_cid
+        w.refresh_ipfs_peers(extra=[w.directory.service(w.pool.params.trainer, "ipfs")])  # type: ignore[union-attr]
+        out = self.path(step)
+        if out.exists():
+            return out
+        t0 = time.perf_counter()
+        Client(relays=self.sources(), ipfs=w.ipfs, fsync=False).fetch(cid, out)
+        w.count("checkpoints_fetched")
+        log.info("fetched checkpoint step %d (%s) in %.2fs", step, cid, time.perf_counter() - t0)
+        w.manifest_cids[step] = cid
+        return out
+
+    def _run(self) -> None:
+        while not self.w.stop_event.is_set():
+            try:
+                latest = self.w.protocol.latest_step(self.w.pool_id)
+                self.latest_onchain = latest
+                if latest is not None and latest not in self.local_steps():
+                    self.fetching = latest
+                    self.fetch(latest)
+                    self.fetching = None
+                    self._prune()
+                self.error = None
+                with self.changed:
+                    self.changed.notify_all()
+            except Exception as exc:  # keep following; the main loop reports a stale policy
+                self.error = f"{type(exc).__name__}: {exc}"
+                self.fetching = None
+                log.warning("checkpoint follower: %s", self.error)
+            self.w.wait(self.w.cfg.worker.poll_interval)
+
+    def _prune(self) -> None:
+        steps = self.local_steps()
+        in_use = self.w.engine_step
+        for s in steps[: -self.keep]:
+            if s != in_use:
+                shutil.rmtree(self.path(s), ignore_errors=True)
+
+
+class Worker(Agent):
+    role = "worker"
+    node_role = "worker"
+
+    def __init__(self, cfg: Any) -> None:
+        super().__init__(cfg)
+        self.engine: Any = None
+        self.engine_step: int | None = None
+        self.manifest_cids: dict[int, str] = {}
+        self.rollouts_dir = self.data_dir / "rollouts"
+        self.rollouts_dir.mkdir(parents=True, exist_ok=True)
+        self.rewards_claimed = int(self.state.get("rewards_claimed", 0))
+        self.last_reward_check = 0.0
+        for name in ("tasks_claimed", "submissions", "stale_regenerated", "resumed", "checkpoints_fetched",
+                     "tokens_generated"):
+            self.counters[name] = int(self.state.get(f"counter:{name}", 0))
+        self.metrics.declare("submissions_total", "counter", "work submitted on-chain")
+        self.metrics.declare("tokens_generated_total", "counter", "completion tokens generated")
+        self.metrics.declare("policy_step", "gauge", "checkpoint step the engine holds")
+        self.metrics.declare("rewards_claimed_tokens", "gauge", "rewards claimed (tokens)")
+
+    # -- set-up --------------------------------------------------------------------------------
+    def start(self) -> None:
+        super().start()
+        w = self.cfg.worker
+        self.ensure_node(gpu_model=w.gpu_model, vram_gib=w.vram_gib, gpu_count=w.gpu_count,
+                         stake_amount=w.stake_amount, auto_stake=w.auto_stake)
+        self.budgets = thinking_budgets(self.cfg.tasks, w.gpu_model, w.vram_gib, w.gpu_count)
+        self.refresh_ipfs_peers()
+        self.task_set = load_task_set(self.cfg.tasks, self.pool.params.task_set_cid, self.ipfs)
+        self.engine = self.make_engine()
+        self.follower = CheckpointFollower(self)
+        self.follower.start()
+        log.info("worker ready: budgets %s, %d tasks in the set", self.budgets, len(self.task_set))
+
+    def make_engine(self) -> Any:
+        if self.cfg.worker.engine == "vllm":
+            from intellect.agents.engines import VllmEngine
+
+            return VllmEngine()
+        from intellect.agents.engines import TransformersEngine
+
+        return TransformersEngine(device="cpu")
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def engine_checkpoint(self, step: int, path: Path) -> Path:
+        """The directory the engine loads for policy `step` (hook: the honest worker loads `path`)."""
+        return path
+
+    def current_policy(self, timeout: float = 600.0) -> int:
+        """Load the newest local checkpoint that the chain still accepts; wait for one if needed."""
+        async_level = self.pool.params.async_level
+        deadline = time.monotonic() + timeout
+        while not self.stop_event.is_set():
+            latest = self.protocol.latest_step(self.pool_id)
+            local = self.follower.local_steps()
+            usable = [s for s in local if latest is not None and latest - async_level <= s <= latest]
+            if usable:
+                step = max(usable)
+                if step != self.engine_step:
+                    self.doing = f"loading checkpoint step {step}"
+                    self.engine.load(self.engine_checkpoint(step, self.follower.path(step)))
+                    self.engine_step = step
+                    self.metrics.set("policy_step", step)
+                return step
+            if time.monotonic() > deadline:
+                raise AgentError(f"no usable checkpoint after {timeout:.0f}s (latest on-chain {latest}, local {local})")
+            self.doing = "waiting for a checkpoint" if latest is None else f"fetching checkpoint step {latest}"
+            with self.follower.changed:
+                self.follower.changed.wait(0.5)
+        raise InterruptedError("stopping")
+
+    def manifest_cid(self, step: int) -> str:
+        if step not in self.manifest_cids:
+            self.manifest_cids[step] = self.protocol.checkpoint(self.pool_id, step).manifest_cid
+        return self.manifest_cids[step]
+
+    # -- generation ----------------------------------------------------------------------------
+    def generate_rollouts(self, task_id: int, seed: bytes, step: int) -> Any:
+        """The rollout file for a claim (hook for adversaries)."""
+        from intellect.agents.engines import SamplingParams
+        from intellect.agents.learn import prompt_text
+        from intellect.agents.rollouts import RolloutFile, RolloutMeta, RolloutRow
+        from intellect.verifier.tasks import sample_problems
+
+        w = self.cfg.worker
+        alpha = self.cfg.tasks.length_alpha
+        assignments = sample_problems(self.task_set, seed, w.problems_per_task, self.budgets)
+        base_seed = int.from_bytes(seed[:8], "big") % (2**62)
+        rows: list[RolloutRow] = []
+        for k, a in enumerate(assignments):
+            task = self.task_set[a.task_id]
+            params = SamplingParams(max_tokens=a.target_len, temperature=self.cfg.tasks.temperature,
+                                    seed=base_seed + k, capture_proofs=True)
+            gens = self.engine.generate([prompt_text(task, a.target_len)] * w.group_size, params)
+            scored = score_group(task, [g.text for g in gens], [len(g.completion_ids) for g in gens],
+                                 a.target_len, alpha)
+            for g, (tr, lp, total, adv) in zip(gens, scored, strict=True):
+                rows.append(RolloutRow(
+                    problem_id=task.id, prompt_ids=g.prompt_ids, completion_ids=g.completion_ids, reward=total,
+                    task_reward=tr, length_penalty=lp, target_length=a.target_len, advantage=adv,
+                    policy_step=step, proofs=g.proofs, worker=self.protocol.address,
+                ))
+        meta = RolloutMeta(task_id=str(task_id), seed=seed.hex(), model=self.manifest_cid(step),
+                           worker=self.protocol.address, policy_step=step, group_size=w.group_size,
+                           length_alpha=alpha)
+        return RolloutFile(meta, rows, name=f"task-{task_id}")
+
+    def submission_for(self, task_id: int, rf: Any) -> PlannedSubmission:
+        """Write the file, add it to IPFS, compute what goes on-chain (hook for adversaries)."""
+        from intellect.verifier.toploc import proofs_hash
+
+        path = rf.write(self.rollouts_dir / f"task-{task_id}.parquet")
+        cid = self.ipfs.add_file(path)
+        ph = proofs_hash([p for row in rf.rows for p in row.proofs])
+        units = sum(len(r.completion_ids) for r in rf.rows)
+        return PlannedSubmission(task_id, cid, "0x" + ph.hex(), units, rf.meta.policy_step, str(path))
+
+    # -- one task ------------------------------------------------------------------------------
+    def work_on(self, task_id: int, seed: bytes) -> str:
+        """Generate and submit one claimed task; returns its final local status."""
+        from intellect.sdk import ContractRevert, TaskStatus
+
+        while not self.stop_event.is_set():
+            rec = self.state.record("submission", task_id)
+            if rec is not None and rec["status"] in ("sent", "expired"):
+                return rec["status"]
+            step = self.current_policy()
+            plan: PlannedSubmission | None = None
+            if rec is not None and rec["status"] == "planned" and Path(rec["data"]["path"]).is_file():
+                d = rec["data"]
+                latest = self.protocol.latest_step(self.pool_id) or 0
+                if d["policy_step"] >= latest - self.pool.params.async_level:
+                    plan = PlannedSubmission(task_id, d["rollouts_cid"], d["proofs_hash"], d["work_units"],
+                                             d["policy_step"], d["path"])
+            if plan is None:
+                self.doing = f"generating task {task_id} with step {step}"
+                t0 = time.perf_counter()
+                rf = self.generate_rollouts(task_id, seed, step)
+                plan = self.submission_for(task_id, rf)
+                self.count("tokens_generated", plan.work_units)
+                self.metrics.inc("tokens_generated_total", plan.work_units)
+                log.info("task %d: %d rows, %d tokens in %.2fs, cid %s", task_id, len(rf.rows), plan.work_units,
+                         time.perf_counter() - t0, plan.rollouts_cid)
+                self.state.put("submission", task_id, "planned", {
+                    "rollouts_cid": plan.rollouts_cid, "proofs_hash": plan.proofs_hash,
+                    "work_units": plan.work_units, "policy_step": plan.policy_step, "path": plan.path,
+                    "seed": seed.hex(),
+                })
+            # the chain decides whether it was already submitted (a crash after sending)
+            t = self.protocol.task(task_id)
+            if t.status != TaskStatus.CLAIMED:
+                return self._settled(task_id, t)
+            self.doing = f"submitting task {task_id}"
+            try:
+                sub = self.protocol.submit_work(task_id, plan.rollouts_cid, bytes.fromhex(plan.proofs_hash[2:]),
+                                                plan.work_units, plan.policy_step)
+            except ContractRevert as exc:
+                if exc.name == "TaskLedgerStalePolicyStep":
+                    log.warning("task %d: policy step %d went stale; regenerating", task_id, plan.policy_step)
+                    self.state.put("submission", task_id, "stale")
+                    self.count("stale_regenerated")
+                    continue
+                if exc.name in ("TaskLedgerInvalidStatus", "TaskLedgerLeaseExpired"):
+                    return self._settled(task_id, self.protocol.task(task_id))
+                raise
+            self.state.put("submission", task_id, "sent", {"window_end": sub.window_end, "reward": sub.reward,
+                                                           "tx": sub.tx_hash})
+            self.count("submissions")
+            self.metrics.inc("submissions_total")
+            log.info("task %d submitted: %d units, step %d, reward %g", task_id, plan.work_units, plan.policy_step,
+                     sub.reward / 1e18)
+            return "sent"
+        return "interrupted"
+
+    def _settled(self, task_id: int, t: Any) -> str:
+        from intellect.sdk import TaskStatus
+
+        if t.status == TaskStatus.CLAIMED:  # lease expired before we could submit
+            self.state.put("submission", task_id, "expired")
+            return "expired"
+        if t.status >= TaskStatus.SUBMITTED:
+            log.info("task %d is already %s on-chain: not submitting again", task_id, t.status.name.lower())
+            self.state.put("submission", task_id, "sent", {"found_on_chain": True})
+            return "sent"
+        self.state.put("submission", task_id, "expired")
+        return "expired"
+
+    # -- recovery ------------------------------------------------------------------------------
+    def unfinished_claims(self) -> list[tuple[int, bytes]]:
+        """Claims of this node with a live lease and no sent submission (seeds from TaskClaimed)."""
+        from intellect.sdk import TaskStatus
+
+        now = self.protocol.chain_time()
+        out = []
+        for e in self.protocol.get_events(["TaskClaimed"], filters={"node": self.protocol.address,
+                                                                   "poolId": self.pool_id}):
+            tid = int(e.args["taskId"])
+            rec = self.state.record("submission", tid)
+            if rec is not None and rec["status"] in ("sent", "expired"):
+                continue
+            t = self.protocol.task(tid)
+            if t.status != TaskStatus.CLAIMED:
+                if rec is not None:
+                    self._settled(tid, t)
+                continue
+            if t.lease_expiry <= now + 5:
+                self.state.put("submission", tid, "expired")
+                continue
+            seed = e.args["seed"]
+            out.append((tid, bytes.fromhex(seed) if isinstance(seed, str) else bytes(seed)))
+        return out
+
+    # -- rewards -------------------------------------------------------------------------------
+    def maybe_claim_rewards(self, force: bool = False) -> None:
+        if not self.cfg.worker.claim_rewards or (not force and time.monotonic() - self.last_reward_check < 3.0):
+            return
+        self.last_reward_check = time.monotonic()
+        r = self.protocol.rewards()
+        if r.claimable_ids:
+            paid = self.protocol.claim_rewards(r.claimable_ids)
+            self.rewards_claimed += paid
+            self.state.set("rewards_claimed", self.rewards_claimed)
+            for sid in r.claimable_ids:
+                self.state.put("submission", sid, "sent", {"paid": True})
+            log.info("claimed %g tokens for %d submissions", paid / 1e18, len(r.claimable_ids))
+        self.metrics.set("rewards_claimed_tokens", self.rewards_claimed / 1e18)
+
+    # -- the loop ------------------------------------------------------------------------------
+    def done(self) -> bool:
+        limit = self.cfg.worker.max_tasks
+        return limit is not None and self.state.count("submission", "sent") >= limit
+
+    def loop(self) -> None:
+        from intellect.sdk import ContractRevert
+
+        for tid, seed in self.unfinished_claims():
+            log.info("resuming claimed task %d after a restart", tid)
+            self.count("resumed")
+            self.work_on(tid, seed)
+        backoff = self.cfg.worker.poll_interval
+        while not self.stop_event.is_set():
+            try:
+                self.maybe_claim_rewards()
+                if self.done():
+                    self.doing = "done: claiming rewards"
+                    self.wait(self.cfg.worker.poll_interval)
+                    continue
+                self.current_policy()
+                self.doing = "claiming a task"
+                claim = self.protocol.claim_task(self.pool_id)
+                self.count("tasks_claimed")
+                self.state.put("claim", claim.task_id, "claimed", {"seed": claim.seed.hex(),
+                                                                   "lease_expiry": claim.lease_expiry})
+                self.work_on(claim.task_id, claim.seed)
+                backoff = self.cfg.worker.poll_interval
+            except InterruptedError:
+                break
+            except ContractRevert as exc:
+                self.metrics.inc("errors_total", kind=exc.name)
+                self.doing = f"waiting: {exc.name}"
+                log.warning("chain refused: %s; retrying in %.0fs", exc, backoff)
+                self.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+            except AgentError:
+                raise
+            except Exception as exc:  # keep the worker alive: log, back off, retry
+                self.metrics.inc("errors_total", kind=type(exc).__name__)
+                log.exception("worker step failed; retrying in %.0fs", backoff)
+                self.doing = f"error: {type(exc).__name__}: {exc}"
+                self.wait(backoff + random.random())
+                backoff = min(backoff * 2, 30.0)
+
+    def status(self) -> dict[str, Any]:
+        doc = super().status()
+        subs = self.state.records("submission")
+        doc.update({
+            "policy_step": self.engine_step,
+            "latest_onchain_step": getattr(getattr(self, "follower", None), "latest_onchain", None),
+            "local_checkpoints": self.follower.local_steps() if hasattr(self, "follower") else [],
+            "budgets": getattr(self, "budgets", None),
+            "adversary": self.cfg.worker.adversary,
+            "submissions": [{"task_id": int(r["id"]), "status": r["status"],
+                             "rollouts_cid": r["data"].get("rollouts_cid"),
+                             "policy_step": r["data"].get("policy_step"),
+                             "work_units": r["data"].get("work_units")} for r in subs],
+            "submitted": sum(1 for r in subs if r["status"] == "sent"),
+            "rewards_claimed": self.rewards_claimed,
+            "done": self.done(),
+        })
+        return doc

@@ -1,0 +1,163 @@
+"""Fixtures for the role agents: a devnet (anvil + real deployment) and a swarm of agent processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+AGENT = [sys.executable, "-m", "intellect.agents.cli"]
+
+# the pool's rules, shared by every agent of a test swarm (tiny: seconds per task on CPU)
+POOL_RULES: dict[str, Any] = {
+    "tasks": {"source": "synthetic:64:0", "budgets": {"cpu": [6, 8], "gpu-small": [10, 12], "gpu-large": [12, 16]}},
+    "worker": {"problems_per_task": 2, "group_size": 4, "poll_interval": 0.5},
+    "validator": {"poll_interval": 0.5, "concurrency": 2},
+    "trainer": {"batch_groups": 2, "max_steps": 3, "poll_interval": 0.5, "learning_rate": 1e-3},
+}
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+class AgentProc:
+    def __init__(self, name: str, cfg_path: Path, log_path: Path, env: dict[str, str]) -> None:
+        self.name = name
+        self.cfg_path = cfg_path
+        self.log_path = log_path
+        self.env = env
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> AgentProc:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
+        log.write(f"\n==== start {self.starts} ====\n".encode())
+        log.flush()
+        self.proc = subprocess.Popen([*AGENT, "--config", str(self.cfg_path)], stdout=log, stderr=subprocess.STDOUT,
+                                     env=self.env)
+        self.starts += 1
+        return self
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(yaml.safe_load(self.cfg_path.read_text())["data_dir"])
+
+    def url(self) -> str | None:
+        p = self.data_dir / "url"
+        return p.read_text().strip() if p.is_file() else None
+
+    def status(self) -> dict[str, Any] | None:
+        url = self.url()
+        if not url:
+            return None
+        try:
+            with urllib.request.urlopen(url + "/status", timeout=5) as resp:
+                return json.loads(resp.read())
+        except OSError:
+            return None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill9(self) -> None:
+        if self.alive():
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        return self.proc.returncode
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.is_file() else ""
+
+
+class Swarm:
+    """Agent processes against one devnet; each writes its URL to `<data_dir>/url`."""
+
+    def __init__(self, devnet: Any, root: Path) -> None:
+        self.devnet = devnet
+        self.root = root
+        self.agents: dict[str, AgentProc] = {}
+        self.env = dict(os.environ)
+        self.env["PYTHONUNBUFFERED"] = "1"
+        self.env["OMP_NUM_THREADS"] = "1"
+
+    def add(self, name: str, role: str, dev_account: int, extra: dict[str, Any] | None = None) -> AgentProc:
+        cfg = _merge(POOL_RULES, {
+            "role": role, "data_dir": str(self.root / name), "log_level": "INFO",
+            "chain": {"rpc_url": self.devnet.url, "deployment_file": str(self.devnet.deployment_file),
+                      "dev_account": dev_account},
+        })
+        cfg = _merge(cfg, extra or {})
+        path = self.root / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        agent = AgentProc(name, path, self.root / f"{name}.log", self.env)
+        self.agents[name] = agent
+        return agent
+
+    def wait(self, pred: Any, timeout: float, what: str, interval: float = 1.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            dead = [a.name for a in self.agents.values() if a.proc is not None and not a.alive()
+                    and a.proc.returncode not in (0, -9)]
+            if dead:
+                raise AssertionError(f"agent(s) {dead} died while waiting for {what}:\n{self.tails()}")
+            try:
+                if pred():
+                    return
+            except (KeyError, TypeError):
+                pass
+            time.sleep(interval)
+        raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}:\n{self.tails()}")
+
+    def tails(self, n: int = 25) -> str:
+        return "\n".join(f"--- {a.name} ---\n" + "\n".join(a.log_text().splitlines()[-n:])
+                         for a in self.agents.values())
+
+    def stop(self) -> None:
+        for a in self.agents.values():
+            a.stop()
+
+
+@pytest.fixture
+def devnet(tmp_path):
+    from intellect.sdk import devnet as dn
+
+    net = dn.start(tmp_path / "deployments")
+    try:
+        yield net
+    finally:
+        net.stop()
+
+
+@pytest.fixture
+def swarm(devnet, tmp_path):
+    s = Swarm(devnet, tmp_path / "swarm")
+    s.root.mkdir()
+    try:
+        yield s
+    finally:
+        s.stop()
