@@ -211,14 +211,16 @@ class Client:
         workers: int = 4,
         wait: float = 10.0,
         stall_timeout: float = 120.0,
-        verify_total: bool = True,
+        verify_total: bool = False,
         fsync: bool = True,
         use_relay_hints: bool = True,
         on_progress: Callable[[int, int], None] | None = None,
     ) -> None:
         """relays: base URLs (origin URLs work too). workers: parallel shard downloads.
         wait: how long a relay may hold a request for a shard still on its way to it.
-        verify_total: also check the whole-stream sha256 (an extra local hash pass, pipelined).
+        verify_total: also recompute the whole-stream sha256 from the written files (a second
+            sha256 pass over every byte, pipelined). Off by default: every byte is already checked
+            once against its shard's sha256, and the shard digests against the manifest's root.
         fsync: make the files durable before the atomic rename.
         on_progress: called with (verified bytes, total bytes)."""
         self.relays = [r.rstrip("/") for r in relays]

@@ -163,8 +163,9 @@ def _manifest_arg(spec: str, relays: list[str], client: Client) -> Manifest | st
 @click.option("--ipfs", "ipfs_spec", default=None, help="IPFS to read a manifest CID from (open_ipfs spec).")
 @click.option("--workers", default=4, show_default=True, help="Parallel shard downloads.")
 @click.option("--overwrite", is_flag=True, help="Replace OUT_DIR if it exists.")
-@click.option("--verify-total/--no-verify-total", default=True, show_default=True,
-              help="Also check the whole-stream sha256 (every shard is always checked).")
+@click.option("--verify-total/--no-verify-total", default=False, show_default=True,
+              help="Also re-hash the written files against the whole-stream sha256 (a second pass; every "
+                   "shard is always checked, and with them the manifest's root).")
 @click.option("--fsync/--no-fsync", default=True, show_default=True, help="fsync files before the rename.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a tty).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")

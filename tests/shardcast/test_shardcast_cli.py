@@ -55,3 +55,13 @@ def test_publish_missing_checkpoint_is_usage_error(tmp_path: Path) -> None:
     res = CliRunner().invoke(shardcast, ["publish", str(tmp_path / "nope"), "--step", "1", "--model-name", "x",
                                          "--data-dir", str(tmp_path / "o"), "--no-serve"])
     assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_import_shardcast_pulls_no_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, intellect.sdk.shardcast, intellect.sdk.shardcast.cli; "
+            "bad = [m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)

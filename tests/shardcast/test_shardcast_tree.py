@@ -176,3 +176,20 @@ def test_fetch_all_sources_down_fails_clearly(tmp_path: Path, origin: Origin, ra
     with pytest.raises(FetchError, match=r"no shard completed|no source had it|failed attempts"):
         Client([origin.url], stall_timeout=2, use_relay_hints=False).fetch(m, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_fetch_verify_total_catches_wrong_whole_hash(tmp_path: Path, origin: Origin,
+                                                     random_checkpoint: Path) -> None:
+    import shutil
+
+    m, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
+    # Right without verify_total's second pass:
+    Client([origin.url], verify_total=True).fetch(m, tmp_path / "ok")
+    assert_same_tree(random_checkpoint, tmp_path / "ok")
+    # A manifest whose shards are right but whose whole-stream sha256 lies (served as its own version).
+    forged = m.model_copy(update={"total_sha256": "ab" * 32})
+    shutil.copytree(origin.data_dir / "versions" / m.id / "shards", origin.data_dir / "versions" / forged.id / "shards")
+    origin.store.add_version(forged, present={s.index for s in forged.shards})
+    with pytest.raises(FetchError, match="whole-checkpoint sha256"):
+        Client([origin.url], verify_total=True).fetch(forged, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
