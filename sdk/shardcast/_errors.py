@@ -1,6 +1,7 @@
-"""Shardcast's exception tree.
+"""Shardcast's exception tree (part of the SDK's, under `IntellectError`).
 
-    ShardcastError
+    IntellectError
+    └── ShardcastError
     ├── ManifestError                 a manifest that cannot be accepted
     │   ├── UnknownSchemaVersionError   schema string this reader does not know
     │   ├── InconsistentManifestError   sizes/offsets/indices that do not add up
@@ -13,8 +14,10 @@
 
 from __future__ import annotations
 
+from .._errors import IntellectError, SchemaVersionError
 
-class ShardcastError(Exception):
+
+class ShardcastError(IntellectError):
     """Base class of every error raised by `intellect.sdk.shardcast`."""
 
 
@@ -22,13 +25,11 @@ class ManifestError(ShardcastError):
     """A manifest was refused; the message says which field and why."""
 
 
-class UnknownSchemaVersionError(ManifestError):
+class UnknownSchemaVersionError(ManifestError, SchemaVersionError):
     """The manifest (or wire document) declares a schema this code does not read."""
 
-    def __init__(self, found: object, expected: str) -> None:
-        super().__init__(f"unknown shardcast schema {found!r}: this reader understands only {expected!r}")
-        self.found = found
-        self.expected = expected
+    def __init__(self, found: object, expected: str, what: str = "shardcast document") -> None:
+        SchemaVersionError.__init__(self, what, found, expected)
 
 
 class InconsistentManifestError(ManifestError):

@@ -180,7 +180,7 @@ class Manifest(BaseModel):
         if not isinstance(raw, dict):
             raise ManifestError("manifest must be a JSON object")
         if raw.get("schema") != MANIFEST_SCHEMA:
-            raise UnknownSchemaVersionError(raw.get("schema"), MANIFEST_SCHEMA)
+            raise UnknownSchemaVersionError(raw.get("schema"), MANIFEST_SCHEMA, "shardcast manifest")
         try:
             return cls.model_validate(raw)
         except ValidationError as e:

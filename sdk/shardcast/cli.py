@@ -21,6 +21,7 @@ from typing import Any
 
 import click
 
+from .._errors import IntellectError
 from ._client import Client
 from ._download import http_get
 from ._errors import ManifestError, ShardcastError
@@ -186,7 +187,7 @@ def fetch(manifest: str, out_dir: Path, relays: tuple[str, ...], ipfs_spec: str 
             result = client.fetch_detailed(m, out_dir, overwrite=overwrite)
     except ManifestError as e:
         raise click.ClickException(f"manifest refused: {e}") from e
-    except ShardcastError as e:
+    except IntellectError as e:  # shardcast errors, and IPFS errors when resolving a CID
         raise click.ClickException(str(e)) from e
     summary = {"path": str(result.path), "manifest_id": result.manifest.id, "step": result.manifest.step,
                "downloaded_shards": result.downloaded_shards, "resumed_shards": result.resumed_shards,
