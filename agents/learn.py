@@ -63,6 +63,7 @@ __all__ = [
     "warm_start",
 ]
 
+RUN_MARKER = ".intellect-learn-run"
 LOCAL_WORKER = "0x" + hashlib.sha256(b"intellect.agents.learn/local-worker").hexdigest()[:40]
 
 
@@ -102,6 +103,8 @@ def warm_start(
     correct: float = 0.25,
     max_offset: int = 5,
     noise: Literal["offset", "copy"] = "offset",
+    knowledge: Sequence[tuple[str, str]] = (),
+    knowledge_fraction: float = 0.5,
     seed: int = 0,
 ) -> Path:
     """Supervised training on `prompt answer<eos>` where the answer is right with prob `correct`.
@@ -109,8 +112,11 @@ def warm_start(
     Wrong answers are, with `noise="offset"`, the right one ± 1..max_offset (kept ≥ 0), so the
     model must still learn the arithmetic to place its guesses; with `noise="copy"`, the first
     number of the question (a habit to unlearn: one behaviour shared by all problems). Either
-    way the result is a policy whose temperature-1 solve rate is about `correct`. Saves an HF
-    model dir to `out_dir` and returns it.
+    way the result is a policy whose temperature-1 solve rate is about `correct`.
+
+    `knowledge`: clean (prompt, answer) pairs in another format (e.g. `"3 + 4 ="`, `"7"`), mixed
+    in at `knowledge_fraction` of the examples: what the model "knows" from pretraining, which
+    the question format does not yet use reliably. Saves an HF model dir to `out_dir`.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -129,6 +135,13 @@ def warm_start(
         batch = [rng.choice(pool) for _ in range(batch_size)]
         seqs, masks = [], []
         for task in batch:
+            if knowledge and rng.random() < knowledge_fraction:
+                k_prompt, k_answer = rng.choice(knowledge)
+                p = tok(k_prompt, add_special_tokens=False)["input_ids"]
+                c = tok(answer_text(k_answer), add_special_tokens=False)["input_ids"] + [eos]
+                seqs.append(p + c)
+                masks.append([0] * len(p) + [1] * len(c))
+                continue
             value = int(task.answer)  # type: ignore[arg-type]
             if rng.random() >= correct:
                 if noise == "copy":  # the habit of repeating the first number of the question
@@ -231,8 +244,8 @@ class LearnConfig:
     model_dir: Path | None = None
     """an HF causal LM dir to start from (default: the tiny model, warm-started)"""
     steps: int = 60
-    prompts_per_step: int = 16
-    group_size: int = 8
+    prompts_per_step: int = 8
+    group_size: int = 16
     max_tokens: int = 8
     temperature: float = 1.0
     async_level: int = 2
@@ -253,6 +266,8 @@ class LearnConfig:
     warm_start_noise: Literal["offset", "copy"] = "copy"
     """wrong warm-start answers: "copy" repeats the question's first number, "offset" is ± 1..max_offset"""
     warm_start_max_offset: int = 2
+    warm_start_knowledge: bool = True
+    """mix clean equations `a op b = c` over all operands into the warm start (see module doc)"""
     target_lengths: tuple[int, ...] = ()
     length_alpha: float = 0.0
     capture_proofs: bool = True
@@ -281,6 +296,14 @@ class LearnResult:
     step_stats: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _equations(cfg: LearnConfig) -> list[tuple[str, str]]:
+    """The operation table in equation format: `a op b =` → value, for all operands in range."""
+    fns = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+    return [(f"{a} {op} {b} =", str(fns[op](a, b)))
+            for op in cfg.ops for a in range(cfg.max_operand + 1) for b in range(cfg.max_operand + 1)
+            if op != "-" or a >= b]
+
+
 def _base_model(cfg: LearnConfig, train: TaskSet) -> tuple[Path, float]:
     if cfg.model_dir is not None:
         return Path(cfg.model_dir), 0.0
@@ -289,7 +312,8 @@ def _base_model(cfg: LearnConfig, train: TaskSet) -> tuple[Path, float]:
     t0 = time.perf_counter()
     out = warm_start(tiny_model_dir(), cfg.run_dir / "warm-start", train, steps=cfg.warm_start_steps,
                      correct=cfg.warm_start_correct, max_offset=cfg.warm_start_max_offset,
-                     noise=cfg.warm_start_noise, seed=cfg.seed)
+                     noise=cfg.warm_start_noise, knowledge=_equations(cfg) if cfg.warm_start_knowledge else (),
+                     seed=cfg.seed)
     return out, time.perf_counter() - t0
 
 
@@ -297,9 +321,12 @@ def run_async_loop(cfg: LearnConfig) -> LearnResult:
     """Warm start (if no model given), then `cfg.steps` asynchronous GRPO steps."""
     torch.set_num_threads(cfg.threads_per_side)
     t_start = time.perf_counter()
-    if cfg.run_dir.exists():
+    if cfg.run_dir.exists() and any(cfg.run_dir.iterdir()):
+        if not (cfg.run_dir / RUN_MARKER).is_file():
+            raise FileExistsError(f"{cfg.run_dir} exists and is not a learning run directory; refusing to wipe it")
         shutil.rmtree(cfg.run_dir)
-    cfg.run_dir.mkdir(parents=True)
+    cfg.run_dir.mkdir(parents=True, exist_ok=True)
+    (cfg.run_dir / RUN_MARKER).write_text("intellect.agents.learn run directory (wiped by the next run)\n")
     train = synthetic_task_set(cfg.train_tasks, seed=cfg.seed, max_operand=cfg.max_operand, ops=cfg.ops,
                                name="train")
     heldout = synthetic_task_set(cfg.heldout_tasks, seed=cfg.seed + 1, max_operand=cfg.max_operand, ops=cfg.ops,
