@@ -29,6 +29,26 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def _proof_overhead(model_dir: Path) -> dict[str, float]:
+    """Generation tokens/s of the same 128 prompts with and without TOPLOC capture (same run)."""
+    from intellect.agents.engines import SamplingParams, TransformersEngine
+    from intellect.agents.learn import prompt_text
+    from intellect.agents.tasks import synthetic_task_set
+
+    engine = TransformersEngine(model_dir)
+    prompts = [prompt_text(t) for t in synthetic_task_set(8, seed=11, max_operand=20, ops=("+",))] * 16
+    rates = {}
+    for capture in (False, True, False, True):
+        params = SamplingParams(max_tokens=8, temperature=1.0, seed=0, capture_proofs=capture)
+        t0 = time.perf_counter()
+        gens = engine.generate(prompts, params)
+        rates[capture] = sum(len(g.completion_ids) for g in gens) / (time.perf_counter() - t0)
+    click.echo(f"generation {rates[False]:.0f} tok/s without proofs, {rates[True]:.0f} with "
+               f"(x{rates[True] / rates[False]:.2f})")
+    return {"gen_tok_s_no_proofs": rates[False], "gen_tok_s_proofs": rates[True],
+            "ratio": rates[True] / rates[False], "load": float(os.getloadavg()[0])}
+
+
 @click.command()
 @click.option("--out", type=click.Path(path_type=Path), default=Path("runs/bench-grpo"), show_default=True,
               help="output directory")
@@ -37,11 +57,16 @@ def _load() -> str:
 @click.option("--skip-learn", is_flag=True, help="only the throughput part")
 @click.option("--throughput", is_flag=True, help="also measure idle fraction with async level 0 vs 2")
 @click.option("--tp-steps", type=int, default=20, show_default=True, help="steps of each throughput run")
-def main(out: Path, steps: int, lr: float, skip_learn: bool, throughput: bool, tp_steps: int) -> None:
+@click.option("--model-dir", type=click.Path(path_type=Path, exists=True), default=None,
+              help="with --skip-learn: a warm-started model dir to measure throughput on")
+@click.option("--proofs/--no-proofs", default=False, show_default=True,
+              help="capture TOPLOC proofs in the loop's rollouts (the overhead is measured apart)")
+def main(out: Path, steps: int, lr: float, skip_learn: bool, throughput: bool, tp_steps: int,
+         model_dir: Path | None, proofs: bool) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, object] = {"load_before": _load()}
-    base = LearnConfig(run_dir=out / "learn", steps=steps, lr=lr)
+    base = LearnConfig(run_dir=out / "learn", steps=steps, lr=lr, capture_proofs=proofs)
     if not skip_learn:
         t0 = time.perf_counter()
         result = run_async_loop(base)
@@ -56,8 +81,6 @@ def main(out: Path, steps: int, lr: float, skip_learn: bool, throughput: bool, t
                    f"(x{result.heldout_after / max(result.heldout_before, 1e-9):.2f}) in "
                    f"{report['learn']['wall_s']:.0f}s; curve {png}")  # type: ignore[index]
         model_dir = base.run_dir / "warm-start"
-    else:
-        model_dir = None
     if throughput:
         runs = {}
         for level in (0, 2):
@@ -78,6 +101,8 @@ def main(out: Path, steps: int, lr: float, skip_learn: bool, throughput: bool, t
             click.echo(f"async_level={level}: trainer idle {r.idle_fraction:.1%}, gen {r.gen_tokens_per_s:.0f} tok/s, "
                        f"train {r.train_tokens_per_s:.0f} tok/s")
         report["throughput"] = runs
+        if model_dir is not None:
+            report["proof_overhead"] = _proof_overhead(model_dir)
         ratio = runs[2]["idle_fraction"] / max(runs[0]["idle_fraction"], 1e-9)
         speed = runs[0]["loop_s"] / max(runs[2]["loop_s"], 1e-9)
         report["idle_ratio_async2_vs_async0"] = ratio
