@@ -140,8 +140,10 @@ class Validator(Agent):
                 return  # another pool's submission
             old = self.state.record("challenge", cid)
             if old is None or old["status"] == "opening":
+                mine = a["challenger"].lower() == self.protocol.address.lower()
                 self.state.put("challenge", cid, "open", {"challenger": a["challenger"], "vote_end": int(a["voteEnd"]),
-                                                          "evidence_cid": a["evidenceCid"], "node": a["node"]})
+                                                          "evidence_cid": a["evidenceCid"], "node": a["node"],
+                                                          "mine": mine})
         elif e.event == "ChallengeResolved":
             cid = int(a["challengeId"])
             if self.state.record("challenge", cid) is not None:
@@ -359,14 +361,10 @@ class Validator(Agent):
     def _challenge_locked(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
         from intellect.sdk import ContractRevert, TaskStatus
 
-        ev = Evidence(submission_id=sid, rollouts_cid=sub["rollouts_cid"], node=sub["node"],
-                      reason=verdict.reason or "rejected", detail=verdict.detail[:2000], stats=verdict.stats,
-                      validator=self.protocol.address, checked_at=time.time())
-        cid = self.ipfs.add(ev.model_dump_json(by_alias=True).encode())
-        self.state.put("challenge", sid, "opening", {"evidence_cid": cid, "reason": verdict.reason})
         t = self.protocol.task(sid)
-        if t.status == TaskStatus.CHALLENGED:
-            return  # someone else challenged first: we vote (main loop)
+        if t.status == TaskStatus.CHALLENGED:  # already challenged (by us before a crash, or by another validator)
+            self._track_challenge(sid, sub["node"])
+            return
         if t.status != TaskStatus.SUBMITTED:
             self.state.put("challenge", sid, "moot", {"task_status": t.status.name.lower()})
             return
@@ -374,16 +372,31 @@ class Validator(Agent):
             self.state.put("challenge", sid, "too_late")
             log.error("submission %d: window closed before the challenge", sid)
             return
+        rec = self.state.record("challenge", sid)
+        cid = (rec or {}).get("data", {}).get("evidence_cid")
+        if not cid:
+            ev = Evidence(submission_id=sid, rollouts_cid=sub["rollouts_cid"], node=sub["node"],
+                          reason=verdict.reason or "rejected", detail=verdict.detail[:2000], stats=verdict.stats,
+                          validator=self.protocol.address, checked_at=time.time())
+            cid = self.ipfs.add(ev.model_dump_json(by_alias=True).encode())
+        self.state.put("challenge", sid, "opening", {"evidence_cid": cid, "reason": verdict.reason})
         try:
-            ch = self.protocol.challenge(sid, cid)
+            self.protocol.challenge(sid, cid)
         except ContractRevert as exc:
             if exc.name == "TaskLedgerAlreadyChallenged":
+                self._track_challenge(sid, sub["node"])
                 return
             raise
-        self.state.put("challenge", sid, "open", {"challenger": self.protocol.address, "vote_end": ch.vote_end,
-                                                  "evidence_cid": cid, "node": sub["node"], "mine": True})
+        self._track_challenge(sid, sub["node"])
         self.count("challenged")
         log.warning("challenged submission %d of %s: %s (evidence %s)", sid, sub["node"], verdict.reason, cid)
+
+    def _track_challenge(self, sid: int, node: str) -> None:
+        info = self.protocol.challenge_info(sid)
+        mine = info.challenger.lower() == self.protocol.address.lower()
+        status = info.status.name.lower()
+        self.state.put("challenge", sid, status, {"challenger": info.challenger, "vote_end": info.vote_end,
+                                                  "node": node, "mine": mine})
 
     def _post_attestations(self) -> None:
         pending = self.state.records("attestation", "signed")
@@ -430,7 +443,11 @@ class Validator(Agent):
                         log.warning("vote on %d refused: %s", cid, exc)
                 self.state.put("challenge", cid, "open", {"voted": True})
             now = now or self.protocol.chain_time()
-            if now > d["vote_end"]:
+            info = self.protocol.challenge_info(cid)
+            validators = self.protocol.active_count("validator")
+            decided = ((2 * info.votes_for > validators and info.votes_for + info.votes_against >= self.pool.params.quorum)
+                       or 2 * info.votes_against > validators)  # the contract allows resolving early then
+            if now > d["vote_end"] or decided:
                 try:
                     with self._tx_lock:
                         upheld = self.protocol.resolve(cid)
@@ -474,7 +491,8 @@ class Validator(Agent):
                 # a rejected verdict whose challenge transaction did not go through (crash, revert)
                 for r in self.state.records("challenge", "opening"):
                     sub = self.state.record("submission", r["id"])
-                    if sub is not None and sub["status"] == "rejected":
+                    if (sub is not None and sub["status"] == "rejected" and int(r["id"]) not in self._inflight
+                            and time.time() - r["updated_at"] > 10):
                         self._challenge(int(r["id"]), sub["data"], Verdict.model_validate(sub["data"]["verdict"]))
                 if time.monotonic() - last_peers > 10:
                     self.refresh_ipfs_peers()

@@ -64,7 +64,7 @@ class AgentProc:
         if not url:
             return None
         try:
-            with urllib.request.urlopen(url + "/status", timeout=5) as resp:
+            with urllib.request.urlopen(url + "/status", timeout=20) as resp:
                 return json.loads(resp.read())
         except OSError:
             return None

@@ -1,0 +1,207 @@
+"""Pure parts of the role agents: budgets by hardware class, quorum/staleness selection, the
+validator's early rejection reasons, the worker's crash-recovery decisions, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from intellect.agents._runtime import hardware_class, thinking_budgets
+from intellect.agents.config import TaskSettings, load_config
+from intellect.agents.trainer import ready_submissions
+
+WORKER = "0x" + "ab" * 20
+OTHER = "0x" + "cd" * 20
+
+
+@pytest.mark.parametrize(("gpu", "vram", "count", "cls"), [
+    ("cpu", 0, 0, "cpu"), ("RTX 4090", 24, 1, "gpu-small"), ("H100", 80, 8, "gpu-large"), ("A100", 40, 1, "gpu-large"),
+    ("H100", 80, 0, "cpu"), ("none", 0, 2, "cpu"),
+])
+def test_hardware_class_by_declared_gpu(gpu, vram, count, cls):
+    assert hardware_class(gpu, vram, count) == cls
+
+
+def test_thinking_budgets_slow_nodes_get_short_tasks():
+    s = TaskSettings()
+    cpu = thinking_budgets(s, "cpu", 0, 0)
+    small = thinking_budgets(s, "RTX 4090", 24, 1)
+    large = thinking_budgets(s, "H100", 80, 8)
+    assert max(cpu) < min(small) and max(small) < min(large)
+
+
+def test_thinking_budgets_falls_back_to_cpu_entry():
+    s = TaskSettings(budgets={"cpu": [4]})
+    assert thinking_budgets(s, "H100", 80, 1) == [4]
+
+
+def _subs(**steps):
+    return {int(k[1:]): {"policy_step": v, "status": "pending"} for k, v in steps.items()}
+
+
+def test_ready_submissions_requires_quorum_of_distinct_validators():
+    subs = _subs(s1=0, s2=0, s3=0)
+    att = {1: {"0xa", "0xb"}, 2: {"0xa"}, 3: set()}
+    ready, stale = ready_submissions(att, subs, quorum=2, train_step=0, async_level=2)
+    assert ready == [1] and stale == []
+    ready, _ = ready_submissions(att, subs, quorum=1, train_step=0, async_level=2)
+    assert ready == [1, 2]
+
+
+def test_ready_submissions_separates_stale_and_skips_consumed():
+    subs = _subs(s1=0, s2=1, s3=3)
+    subs[3]["status"] = "consumed"
+    att = {1: {"0xa"}, 2: {"0xa"}, 3: {"0xa"}}
+    ready, stale = ready_submissions(att, subs, quorum=1, train_step=3, async_level=2)
+    assert ready == [2] and stale == [1]
+
+
+# -- validator: early checks (before any chain access) ------------------------------------------
+
+
+def _rollout_file(worker=WORKER, units_tokens=(5, 6), step=1, task_id="7"):
+    from intellect.agents.rollouts import RolloutFile, RolloutMeta, RolloutRow
+
+    rows = [RolloutRow(problem_id="p", prompt_ids=[1, 2], completion_ids=list(range(n)), reward=0.0,
+                       task_reward=0.0, length_penalty=0.0, advantage=0.0, policy_step=step, worker=worker)
+            for n in units_tokens]
+    meta = RolloutMeta(task_id=task_id, seed="ab" * 32, model="bafy", worker=worker, policy_step=step,
+                       group_size=len(rows))
+    return RolloutFile(meta, rows)
+
+
+@pytest.fixture
+def validator(tmp_path):
+    from intellect.agents.validator import Validator
+
+    cfg = load_config(None, env={}, overrides={"role": "validator", "data_dir": str(tmp_path / "v")})
+    v = Validator(cfg)
+    yield v
+    v.state.close()
+
+
+def _check(validator, data: bytes, **sub):
+    from intellect.verifier.toploc import proofs_hash
+
+    base = {"node": WORKER, "rollouts_cid": "bafk", "proofs_hash": "0x" + proofs_hash([]).hex(), "work_units": 11,
+            "policy_step": 1}
+    base.update(sub)
+    validator.fetch_rollouts = lambda sid, s: data  # the file as fetched from IPFS
+    return validator.verify_submission(7, base)
+
+
+@pytest.mark.parametrize(("data", "sub", "reason"), [
+    (b"not parquet", {}, "bad_file"),
+    (None, {"node": OTHER}, "wrong_worker"),
+    (None, {"policy_step": 2}, "wrong_policy_step"),
+    (None, {"proofs_hash": "0x" + "00" * 32}, "proofs_hash_mismatch"),
+    (None, {"work_units": 12}, "work_units_mismatch"),
+])
+def test_verify_submission_rejects_with_reason(validator, data, sub, reason):
+    data = _rollout_file().to_bytes() if data is None else data
+    verdict = _check(validator, data, **sub)
+    assert not verdict.accepted
+    assert verdict.reason == reason, verdict.detail
+
+
+def test_verify_submission_rejects_other_task(validator):
+    verdict = _check(validator, _rollout_file(task_id="8").to_bytes())
+    assert verdict.reason == "wrong_task"
+
+
+# -- worker: crash-recovery decisions ------------------------------------------------------------
+
+
+@pytest.fixture
+def worker(tmp_path):
+    from intellect.agents.worker import Worker
+
+    cfg = load_config(None, env={}, overrides={"role": "worker", "data_dir": str(tmp_path / "w")})
+    w = Worker(cfg)
+    yield w
+    w.state.close()
+
+
+@pytest.mark.parametrize(("status", "local"), [
+    ("SUBMITTED", "sent"), ("CHALLENGED", "sent"), ("PAID", "sent"), ("CLAIMED", "expired"), ("NONE", "expired"),
+])
+def test_worker_settled_never_resubmits(worker, status, local):
+    from intellect.sdk import TaskStatus
+
+    worker.state.put("submission", 5, "planned", {"rollouts_cid": "bafk"})
+    assert worker._settled(5, SimpleNamespace(status=TaskStatus[status])) == local
+    rec = worker.state.record("submission", 5)
+    assert rec["status"] == local and rec["data"]["rollouts_cid"] == "bafk"
+
+
+def test_worker_done_counts_sent_submissions(tmp_path):
+    from intellect.agents.worker import Worker
+
+    cfg = load_config(None, env={}, overrides={"role": "worker", "data_dir": str(tmp_path / "w"),
+                                               "worker.max_tasks": "2"})
+    w = Worker(cfg)
+    w.state.put("submission", 1, "sent")
+    w.state.put("submission", 2, "planned")
+    assert not w.done()
+    w.state.put("submission", 2, "sent")
+    assert w.done()
+    w.state.close()
+
+
+def test_adversary_class_unknown_name_is_clear():
+    from intellect.agents.adversary import WrongModelWorker, adversary_class
+
+    assert adversary_class("wrong_model") is WrongModelWorker
+    with pytest.raises(ValueError, match=r"unknown worker\.adversary 'nope'"):
+        adversary_class("nope")
+
+
+# -- the CLI -------------------------------------------------------------------------------------
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "intellect.agents.cli", *args], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_cli_help_lists_every_field():
+    from intellect.agents.cli import config_fields
+
+    out = _cli("--help").stdout
+    for key, _, _ in config_fields():
+        assert key in out
+    assert "worker.gpu_model" in out and "tasks.budgets" in out
+
+
+def test_cli_print_config_applies_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("role: worker\nworker:\n  group_size: 8\n")
+    proc = _cli("--config", str(path), "--set", "worker.group_size=6", "--set", "chain.dev_account=2",
+                "--print-config")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["worker"]["group_size"] == 6 and doc["chain"]["dev_account"] == 2
+
+
+def test_cli_bad_config_exits_2_naming_field(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("role: worker\nworker:\n  group_size: lots\n")
+    proc = _cli("--config", str(path))
+    assert proc.returncode == 2
+    assert "worker.group_size" in proc.stderr
+
+
+def test_cli_refuses_to_start_without_stake_when_auto_stake_off(devnet, tmp_path):
+    cfg = tmp_path / "w.yaml"
+    cfg.write_text(
+        f"role: worker\ndata_dir: {tmp_path / 'w'}\nchain:\n  rpc_url: {devnet.url}\n"
+        f"  deployment_file: {devnet.deployment_file}\n  dev_account: 6\n"
+        "worker:\n  auto_stake: false\ntasks:\n  source: synthetic:8:0\n"
+    )
+    proc = _cli("--config", str(cfg))
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "not registered as worker" in proc.stderr and "auto_stake" in proc.stderr
