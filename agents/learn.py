@@ -126,7 +126,11 @@ def warm_start(
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
+    sched: torch.optim.lr_scheduler.LRScheduler
+    if steps >= 20:  # one cycle: warm-up over 10%, then cosine annealing
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
+    else:  # OneCycleLR divides by zero on very short schedules
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _i: 1.0)
     pool = [t for t in tasks if t.answer is not None]
     encoded_prompts = {t.id: tok(prompt_text(t), add_special_tokens=False)["input_ids"] for t in pool}
     eos = tok.eos_token_id
