@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -69,16 +70,17 @@ CLIENT = textwrap.dedent("""
     from shardcast.utils import logger
     logger.setLevel(logging.WARNING)
     servers, out = sys.argv[1].split(","), sys.argv[2]
-    while True:  # its constructor probes data1.bin and raises when a busy server drops the connection
+    # Its constructor raises when a busy server drops the data1.bin probe, and its server
+    # sampling raises once every server's success rate hits 0: restart it, as a supervisor would.
+    while True:
         try:
             c = ClientNode(servers, out)
+            while not ("v1" in c.list_available_versions() and c.download_version("v1", out + "/model.bin")):
+                time.sleep(1)
             break
-        except Exception:
+        except Exception as e:
+            print("client restart after:", repr(e), flush=True)
             time.sleep(1)
-    while True:
-        if "v1" in c.list_available_versions() and c.download_version("v1", out + "/model.bin"):
-            break
-        time.sleep(1)
 """)
 
 
@@ -99,7 +101,13 @@ def wait_http(url: str, timeout: float = 60) -> None:
     raise TimeoutError(url)
 
 
-def one_run(src: Path, work: Path, *, middles: int, clients: int, poll: int, limit: float) -> float:
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def one_run(src: Path, work: Path, *, middles: int, clients: int, poll: int, limit: float) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of middles + clients incl. their wget children)."""
     work.mkdir(parents=True)
     procs: list[subprocess.Popen[bytes]] = []
     py = sys.executable
@@ -126,11 +134,16 @@ def one_run(src: Path, work: Path, *, middles: int, clients: int, poll: int, lim
         while not (work / "published").exists():
             time.sleep(0.01)
         t0 = time.monotonic()
+        cpu0 = children_cpu()
         cps = [spawn(CLIENT, ",".join(m_urls), str(work / f"client{i}"), name=f"client{i}") for i in range(clients)]
         for i, p in enumerate(cps):
             if p.wait(timeout=max(1.0, t0 + limit - time.monotonic())) != 0:
                 raise RuntimeError(f"reference client {i} failed: {(work / f'client{i}.log').read_text()[-2000:]}")
-        return time.monotonic() - t0
+        wall = time.monotonic() - t0
+        for p in procs[1 : 1 + middles]:
+            p.kill()
+            p.wait()
+        return wall, children_cpu() - cpu0
     except Exception:
         for f in sorted(work.glob("*.log")):
             print(f"== {f.name}\n{f.read_text(errors='replace')[-1500:]}", file=sys.stderr)
@@ -161,16 +174,19 @@ def main() -> None:
                 with open(p, "rb") as f:
                     shutil.copyfileobj(f, out, 16 << 20)
         runs: dict[str, list[float]] = {}
+        cpus: dict[str, list[float]] = {}
         for poll in polls:
             for r in range(args.repeat):
                 try:
-                    s = one_run(src, root / f"p{poll}-{r}", middles=args.relays, clients=args.clients, poll=poll,
-                                limit=args.limit)
+                    s, c = one_run(src, root / f"p{poll}-{r}", middles=args.relays, clients=args.clients,
+                                   poll=poll, limit=args.limit)
                 except subprocess.TimeoutExpired:
-                    s = float("inf")  # did not finish within --limit
+                    s, c = float("inf"), float("nan")  # did not finish within --limit
                 runs.setdefault(f"poll{poll}", []).append(s)
-                print(f"reference run poll={poll}s #{r}: {s:.2f} s", flush=True)
-        print(json.dumps({"median_s": {k: statistics.median(v) for k, v in runs.items()}, "runs": runs,
+                cpus.setdefault(f"poll{poll}", []).append(c)
+                print(f"reference run poll={poll}s #{r}: {s:.2f} s, {c:.1f} CPU s", flush=True)
+        print(json.dumps({"median_s": {k: statistics.median(v) for k, v in runs.items()},
+                          "median_cpu_s": {k: statistics.median(v) for k, v in cpus.items()}, "runs": runs,
                           "load": os.getloadavg()}))
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -21,6 +21,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -87,7 +88,14 @@ class Run:
                 p.kill()
 
 
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: int, fetch_args: list[str]) -> dict:
+    """Wall time from "origin serves" to "all clients done", and the CPU seconds (user+sys) that
+    the relays and clients used (the origin's sharding is excluded: it happened before)."""
     work.mkdir(parents=True)
     run = Run(work)
     try:
@@ -97,6 +105,7 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
                            "--url-file", str(work / "origin.url"), name="origin")
         o_url = wait_file(work / "origin.url", origin, timeout=300)
         t0 = time.monotonic()  # the origin now serves the version
+        cpu0 = children_cpu()
         if relays == 0:
             sources = [o_url]
         else:
@@ -112,8 +121,12 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
                 raise RuntimeError(f"client {i} failed: {(work / f'client{i}.log').read_text()[-2000:]}")
             ends.append(time.monotonic())
         total = max(ends) - t0
+        for p in run.procs[1:]:  # relays: stop them so that their CPU time is counted
+            p.terminate()
+            p.wait(timeout=30)
+        cpu = children_cpu() - cpu0
         size = json.loads(mf.read_text())["total_size"]
-        return {"seconds": total, "bytes": size * clients}
+        return {"seconds": total, "bytes": size * clients, "cpu": cpu}
     finally:
         run.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -139,16 +152,18 @@ def main() -> None:
         print(f"# load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} cores")
         sha = sha256_core_gbps()
         print(f"sha256, one core: {sha:.2f} GB/s")
-        single, tree = [], []
+        single, tree, cpu_single, cpu_tree = [], [], [], []
         for r in range(args.repeat):
             s = one_run(ckpt, root / f"single{r}", relays=0, clients=1, shard_size=args.shard_mb * 1_000_000,
                         fetch_args=args.fetch_arg)
             single.append(s["seconds"])
+            cpu_single.append(s["cpu"])
             t = one_run(ckpt, root / f"tree{r}", relays=args.relays, clients=args.clients,
                         shard_size=args.shard_mb * 1_000_000, fetch_args=args.fetch_arg)
             tree.append(t["seconds"])
-            print(f"run {r}: single {s['seconds']:.2f} s, tree {t['seconds']:.2f} s "
-                  f"({t['bytes'] / t['seconds'] / 1e9:.2f} GB/s aggregate)", flush=True)
+            cpu_tree.append(t["cpu"])
+            print(f"run {r}: single {s['seconds']:.2f} s ({s['cpu']:.1f} CPU s), tree {t['seconds']:.2f} s "
+                  f"({t['cpu']:.1f} CPU s, {t['bytes'] / t['seconds'] / 1e9:.2f} GB/s aggregate)", flush=True)
         ms, mt = statistics.median(single), statistics.median(tree)
         size = args.size_mib * 1024 * 1024
         print(f"single client from origin ({args.size_mib} MiB): {ms:.2f} s median ({size / ms / 1e9:.2f} GB/s, "
@@ -156,15 +171,23 @@ def main() -> None:
         print(f"origin -> {args.relays} relays -> {args.clients} clients: {mt:.2f} s median to all complete, "
               f"aggregate {args.clients * size / mt / 1e9:.2f} GB/s")
         print(f"tree / single: {mt / ms:.2f}x")
+        ct = statistics.median(cpu_tree)
+        print(f"CPU used by relays + clients in the tree: {ct:.1f} s = {ct / (args.clients * size / 2**30):.2f} CPU s "
+              f"per GiB delivered; floor on {os.cpu_count()} idle cores: {ct / (os.cpu_count() or 1):.1f} s")
         if args.reference:
             here = Path(__file__).with_name("bench_reference.py")
             out = subprocess.run([args.reference, str(here), "--ckpt", str(ckpt), "--clients", str(args.clients),
                                   "--relays", str(args.relays), "--repeat", str(args.repeat)],
-                                 check=True, capture_output=True, text=True)
+                                 capture_output=True, text=True)
             print(out.stdout, end="")
+            if out.returncode != 0:
+                print(out.stderr[-5000:], file=sys.stderr)
+                raise SystemExit(f"reference benchmark failed ({out.returncode})")
             ref = json.loads(out.stdout.strip().splitlines()[-1])
             for k, v in ref["median_s"].items():
-                print(f"reference shardcast 0.3.2 tree ({k}): {v:.2f} s median; ours is {v / mt:.2f}x faster")
+                c = ref["median_cpu_s"][k]
+                print(f"reference shardcast 0.3.2 tree ({k}): {v:.2f} s median, {c:.1f} CPU s; "
+                      f"ours is {v / mt:.2f}x faster end to end, uses {c / ct:.2f}x less CPU")
         load = os.getloadavg()
         print(f"# load average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     finally:

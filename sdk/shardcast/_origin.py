@@ -135,6 +135,8 @@ class Origin:
         self.shard_size = shard_size
         self.relay_hints = list(relay_hints)
         self.store = ShardStore(self.data_dir, keep=keep)
+        for leftover in self.data_dir.glob("staging-*"):  # a publish interrupted by a crash
+            shutil.rmtree(leftover, ignore_errors=True)
         self.server = ShardServer(self.store, host=host, port=port, role="origin", max_rate=max_rate)
 
     @property
