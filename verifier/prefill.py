@@ -20,7 +20,7 @@ from intellect.verifier.toploc import (
     ReasonCode,
     Thresholds,
     VerificationResult,
-    verify_proofs,
+    verify_proofs_many,
 )
 
 if TYPE_CHECKING:
@@ -173,8 +173,8 @@ def verify_samples(
             [samples[i][1] for i in valid],
             max_batch_tokens=max_batch_tokens,
         )
-        for i, hidden in zip(valid, states, strict=True):
-            res = verify_proofs(hidden, samples[i][2], thresholds=thresholds)
+        checked = verify_proofs_many(states, [samples[i][2] for i in valid], thresholds=thresholds)
+        for i, hidden, res in zip(valid, states, checked, strict=True):
             if res.ok and min_token_logprob is not None:
                 lp = token_logprobs(model, hidden, samples[i][1], temperature)  # (T,)
                 worst = int(lp.argmin())

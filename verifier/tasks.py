@@ -130,7 +130,7 @@ class TaskSet:
             raise TaskSetError(f"task set {name!r} is empty")
         try:
             header = json.loads(lines[0])
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # bad JSON, an int over 4300 digits, deep nesting
             raise TaskSetError(f"task set {name!r}: header line is not JSON: {exc}") from None
         if not isinstance(header, dict) or "schema" not in header:
             raise TaskSetError(f"task set {name!r}: first line must be a header with a 'schema' field")
@@ -158,7 +158,10 @@ class TaskSet:
                 table = pq.read_table(path)
             except Exception as exc:  # pyarrow raises several types for a corrupt file
                 raise TaskSetError(f"task set {path}: not a readable Parquet file: {exc}") from None
-            meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+            try:
+                meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+            except UnicodeDecodeError as exc:
+                raise TaskSetError(f"task set {path}: Parquet metadata is not UTF-8: {exc}") from None
             if meta.get("schema") != TASKSET_SCHEMA:
                 raise TaskSetError(
                     f"task set {path}: unknown schema {meta.get('schema')!r} (this reader knows {TASKSET_SCHEMA})"

@@ -21,8 +21,10 @@ Inference" (2025); https://github.com/PrimeIntellect-ai/toploc.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+from collections.abc import Iterator
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -53,7 +55,9 @@ __all__ = [
     "ToplocError",
     "VerificationResult",
     "build_proofs",
+    "build_proofs_many",
     "check_proofs",
+    "check_proofs_many",
     "decode_proof",
     "encode_proof",
     "evaluate_proof",
@@ -62,6 +66,7 @@ __all__ = [
     "n_chunks",
     "proofs_hash",
     "verify_proofs",
+    "verify_proofs_many",
 ]
 
 
@@ -162,12 +167,31 @@ def interpolate(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def evaluate_proof(coeffs: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Horner evaluation over GF(65497): coeffs (C, n) ascending, x (C, m) -> (C, m)."""
+    """Evaluate polynomials over GF(65497): coeffs (C, n) ascending, x (C, m) -> (C, m).
+
+    Baby-step giant-step instead of Horner, to need ~2·sqrt(n) vector ops rather than n:
+    P(x) = sum_a x^(s·a) · sum_b c[s·a + b] · x^b with s = ceil(sqrt(n)). Every partial sum of
+    s products of values < p stays below 2**53, so the inner sums run as a float64 matmul.
+    """
     coeffs = np.asarray(coeffs, dtype=np.int64)
     x = np.asarray(x, dtype=np.int64) % PRIME
-    acc = np.repeat(coeffs[:, -1:], x.shape[1], axis=1)  # (C, m)
-    for j in range(coeffs.shape[1] - 2, -1, -1):
-        acc = (acc * x + coeffs[:, j : j + 1]) % PRIME
+    c, n = coeffs.shape
+    s = max(1, int(np.ceil(np.sqrt(n))))
+    g = -(-n // s)  # giant steps
+    padded = np.zeros((c, g * s), dtype=np.int64)
+    padded[:, :n] = coeffs
+    blocks = padded.reshape(c, g, s)  # (C, G, S)
+    baby = np.empty((*x.shape, s), dtype=np.int64)  # (C, m, S): x^b
+    baby[..., 0] = 1
+    for b in range(1, s):
+        baby[..., b] = baby[..., b - 1] * x % PRIME
+    # exact in float64: each sum is < s · 2**32 < 2**53; BLAS matmul instead of an int loop
+    inner = np.matmul(baby.astype(np.float64), blocks.transpose(0, 2, 1).astype(np.float64))  # (C, m, G)
+    inner = inner.astype(np.int64) % PRIME
+    giant_step = baby[..., s - 1] * x % PRIME  # (C, m): x^s
+    acc = inner[..., g - 1]
+    for a in range(g - 2, -1, -1):  # Horner over the giant steps
+        acc = (acc * giant_step + inner[..., a]) % PRIME
     return acc
 
 
@@ -229,34 +253,88 @@ def _as_bf16_2d(hidden: torch.Tensor) -> torch.Tensor:
         raise ToplocError(f"hidden states must be (T, H), got shape {tuple(hidden.shape)}")
     if not hidden.is_floating_point():
         raise ToplocError(f"hidden states must be floating point, got {hidden.dtype}")
-    return hidden.detach().to("cpu", torch.bfloat16).contiguous()
+    with _torch_threads(1):
+        return hidden.detach().to("cpu", torch.bfloat16).contiguous()
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    """Run torch ops on `n` intra-op threads, then restore the caller's setting.
+
+    The tensors here are small (32·H values per chunk): on a loaded machine an OpenMP team
+    spends far more time waiting than working (measured 30x slower with 2 threads than with 1),
+    so proofs are built and checked single-threaded.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    if before == n:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _bits(hidden_bf16: torch.Tensor) -> np.ndarray:
+    """bf16 bit patterns as uint16 (T, H) (no copy)."""
+    import torch
+
+    return hidden_bf16.view(torch.int16).numpy().view(np.uint16)
+
+
+def _all_finite(bits: np.ndarray) -> bool:
+    return not bool(np.any((bits & BF16_EXP_MASK) == BF16_EXP_MASK))  # exponent all ones: inf/NaN
 
 
 def _chunk_topk(hidden_bf16: torch.Tensor, chunk_size: int, topk: int) -> tuple[np.ndarray, np.ndarray]:
     """Top-k (by |value|) flat indices and bf16 bit patterns of each chunk.
 
-    Returns idx (C, k) int64 and bits (C, k) int64. The last chunk may hold fewer rows; it is
-    handled separately as the reference does (each chunk is flattened on its own).
+    Returns idx (C, k) int64 and bits (C, k) int64. The selection is the reference's own call,
+    `chunk.abs().topk(k)` on bf16, so equal magnitudes straddling the cut (frequent: bf16 has 128
+    mantissa steps per binade) are broken exactly as in the reference; the test vectors include
+    such chunks. The last chunk may hold fewer rows; each chunk is flattened on its own.
     """
     import torch
 
     t, h = hidden_bf16.shape
+    flat = hidden_bf16.reshape(-1)  # (T·H,)
     full = t // chunk_size
-    idx_parts: list[torch.Tensor] = []
-    val_parts: list[torch.Tensor] = []
-    if full:
-        flat = hidden_bf16[: full * chunk_size].reshape(full, chunk_size * h)  # (C, 32·H)
-        idx = flat.abs().topk(topk, dim=1).indices  # (C, k)
-        idx_parts.append(idx)
-        val_parts.append(torch.gather(flat, 1, idx))
-    if t % chunk_size:
-        flat = hidden_bf16[full * chunk_size :].reshape(1, -1)  # (1, r·H)
-        idx = flat.abs().topk(topk, dim=1).indices
-        idx_parts.append(idx)
-        val_parts.append(torch.gather(flat, 1, idx))
-    idx = torch.cat(idx_parts).numpy().astype(np.int64)
-    bits = torch.cat(val_parts).view(torch.int16).numpy().astype(np.int64) & 0xFFFF
-    return idx, bits
+    parts: list[torch.Tensor] = []
+    with _torch_threads(1):
+        if full:
+            parts.append(
+                flat[: full * chunk_size * h].view(full, chunk_size * h).abs().topk(topk, dim=1).indices
+            )
+        if t % chunk_size:
+            parts.append(flat[full * chunk_size * h :].view(1, -1).abs().topk(topk, dim=1).indices)
+    idx = torch.cat(parts).numpy().astype(np.int64)  # (C, k) within-chunk flat indices
+    offsets = (np.arange(idx.shape[0], dtype=np.int64) * chunk_size * h)[:, None]  # (C, 1)
+    vals = _bits(hidden_bf16).reshape(-1)[idx + offsets].astype(np.int64)  # (C, k)
+    return idx, vals
+
+
+def _build_inputs(hidden: torch.Tensor, chunk_size: int, topk: int) -> tuple[np.ndarray, np.ndarray]:
+    if chunk_size < 1 or topk < 1:
+        raise ToplocError(f"chunk_size and topk must be positive, got {chunk_size}, {topk}")
+    hb = _as_bf16_2d(hidden)  # (T, H)
+    t, h = hb.shape
+    if t == 0:
+        raise ToplocError("no hidden states: a proof needs at least one decoded token")
+    last_rows = t - (n_chunks(t, chunk_size) - 1) * chunk_size
+    if last_rows * h < topk:
+        raise ToplocError(f"a chunk of {last_rows} rows × {h} values has fewer than top-{topk} values")
+    if not _all_finite(_bits(hb)):
+        raise ToplocError("hidden states contain NaN or inf")
+    return _chunk_topk(hb, chunk_size, topk)  # (C, k), (C, k)
+
+
+def _polys(idx: np.ndarray, bits: np.ndarray) -> list[bytes]:
+    moduli = find_injective_modulus(idx)  # (C,)
+    coeffs = interpolate(idx % moduli[:, None], bits)  # (C, k)
+    return [encode_proof(int(m), c) for m, c in zip(moduli, coeffs, strict=True)]
 
 
 def build_proofs(hidden: torch.Tensor, chunk_size: int = CHUNK_SIZE, topk: int = TOPK) -> list[bytes]:
@@ -267,23 +345,22 @@ def build_proofs(hidden: torch.Tensor, chunk_size: int = CHUNK_SIZE, topk: int =
     Returns ceil(T / chunk_size) proofs of 2 + 2·topk bytes each.
     Raises ToplocError if T == 0, a chunk holds fewer than `topk` values, or values are not finite.
     """
-    if chunk_size < 1 or topk < 1:
-        raise ToplocError(f"chunk_size and topk must be positive, got {chunk_size}, {topk}")
-    hb = _as_bf16_2d(hidden)  # (T, H)
-    t, h = hb.shape
-    if t == 0:
-        raise ToplocError("no hidden states: a proof needs at least one decoded token")
-    last_rows = t - (n_chunks(t, chunk_size) - 1) * chunk_size
-    if last_rows * h < topk:
-        raise ToplocError(f"a chunk of {last_rows} rows × {h} values has fewer than top-{topk} values")
-    import torch
+    return _polys(*_build_inputs(hidden, chunk_size, topk))
 
-    if not bool(torch.isfinite(hb).all()):
-        raise ToplocError("hidden states contain NaN or inf")
-    idx, bits = _chunk_topk(hb, chunk_size, topk)  # (C, k), (C, k)
-    moduli = find_injective_modulus(idx)  # (C,)
-    coeffs = interpolate(idx % moduli[:, None], bits)  # (C, k)
-    return [encode_proof(int(m), c) for m, c in zip(moduli, coeffs, strict=True)]
+
+def build_proofs_many(
+    hiddens: list[torch.Tensor], chunk_size: int = CHUNK_SIZE, topk: int = TOPK
+) -> list[list[bytes]]:
+    """`build_proofs` for many samples, interpolating all their chunks as one batch."""
+    parts = [_build_inputs(h, chunk_size, topk) for h in hiddens]
+    if not parts:
+        return []
+    flat = _polys(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    out, pos = [], 0
+    for idx, _ in parts:
+        out.append(flat[pos : pos + len(idx)])
+        pos += len(idx)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,10 +438,10 @@ def _fp_parts(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (bits & BF16_EXP_MASK) >> 7, bits & BF16_MANT_MASK
 
 
-def check_proofs(
-    hidden: torch.Tensor, proofs: list[bytes], chunk_size: int = CHUNK_SIZE, topk: int = TOPK
-) -> list[ChunkStats]:
-    """Statistics of each chunk (no thresholds). Raises ToplocError/ProofFormatError on bad input."""
+def _prepare(
+    hidden: torch.Tensor, proofs: list[bytes], chunk_size: int, topk: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Validate one sample; return its chunks' (top-k idx, bits, moduli, coeffs)."""
     hb = _as_bf16_2d(hidden)
     t, h = hb.shape
     if t == 0:
@@ -375,74 +452,101 @@ def check_proofs(
     last_rows = t - (len(proofs) - 1) * chunk_size
     if last_rows * h < topk:
         raise ToplocError(f"a chunk of {last_rows} rows × {h} values has fewer than top-{topk} values")
-    import torch
-
-    if not bool(torch.isfinite(hb).all()):
+    if not _all_finite(_bits(hb)):
         raise ToplocError("hidden states contain NaN or inf")
     idx, bits = _chunk_topk(hb, chunk_size, topk)  # (C, k)
     moduli = np.array([m for m, _ in decoded], dtype=np.int64)  # (C,)
     coeffs = np.stack([c for _, c in decoded])  # (C, k)
+    return idx, bits, moduli, coeffs
+
+
+def _chunk_stats(
+    idx: np.ndarray, bits: np.ndarray, moduli: np.ndarray, coeffs: np.ndarray
+) -> list[ChunkStats]:
+    """The three statistics of every chunk, vectorised over chunks: (C, k) inputs."""
     claimed = evaluate_proof(coeffs, idx % moduli[:, None])  # (C, k) claimed bf16 bits
     exp_c, mant_c = _fp_parts(claimed)
     exp_r, mant_r = _fp_parts(bits)
     match = exp_c == exp_r  # (C, k)
-    err = np.abs(mant_c - mant_r)  # (C, k)
-    stats = []
-    for c in range(len(proofs)):
-        e = np.sort(err[c][match[c]])
-        if e.size:
-            mean, median = float(e.mean()), float(e[e.size // 2])  # upper median, as the reference C++
-        else:
-            mean = median = float(2**64)
-        stats.append(
-            ChunkStats(exp_mismatches=int((~match[c]).sum()), mant_err_mean=mean, mant_err_median=median)
+    n_match = match.sum(axis=1)  # (C,)
+    err = np.where(match, np.abs(mant_c - mant_r), np.iinfo(np.int64).max)  # (C, k), mismatches last
+    err_sorted = np.sort(err, axis=1)
+    sums = np.where(match, err, 0).sum(axis=1)
+    # upper median of the matching values, as the reference's C++ (`errs[size / 2]`)
+    med = err_sorted[np.arange(len(idx)), np.minimum(n_match // 2, idx.shape[1] - 1)]
+    big = float(2**64)
+    return [
+        ChunkStats.model_construct(
+            exp_mismatches=int(idx.shape[1] - n_match[c]),
+            mant_err_mean=float(sums[c] / n_match[c]) if n_match[c] else big,
+            mant_err_median=float(med[c]) if n_match[c] else big,
         )
-    return stats
+        for c in range(len(idx))
+    ]
 
 
-def verify_proofs(
-    hidden: torch.Tensor,
-    proofs: list[bytes],
-    *,
-    thresholds: Thresholds = DEFAULT_THRESHOLDS,
-    chunk_size: int = CHUNK_SIZE,
-    topk: int = TOPK,
-) -> VerificationResult:
-    """Check a sample's proofs against recomputed hidden states (T, H).
+def check_proofs(
+    hidden: torch.Tensor, proofs: list[bytes], chunk_size: int = CHUNK_SIZE, topk: int = TOPK
+) -> list[ChunkStats]:
+    """Statistics of each chunk (no thresholds). Raises ToplocError/ProofFormatError on bad input."""
+    return _chunk_stats(*_prepare(hidden, proofs, chunk_size, topk))
 
-    Never raises on bad proofs or activations: returns ok=False with a ReasonCode.
-    """
-    try:
-        if not isinstance(proofs, list | tuple):
-            raise ProofFormatError(f"proofs must be a list of bytes, got {type(proofs).__name__}")
-        for i, p in enumerate(proofs):
-            try:
-                decode_proof(p, topk)
-            except ProofFormatError as exc:
-                return VerificationResult(
-                    ok=False, reason=ReasonCode.MALFORMED_PROOF, detail=f"proof {i}: {exc}", failed_chunk=i
-                )
+
+def check_proofs_many(
+    hiddens: list[torch.Tensor], proofs: list[list[bytes]], chunk_size: int = CHUNK_SIZE, topk: int = TOPK
+) -> list[list[ChunkStats] | ToplocError]:
+    """`check_proofs` for many samples in one vectorised pass; a bad sample yields its error."""
+    prepared: list[tuple[np.ndarray, ...] | ToplocError] = []
+    for h, p in zip(hiddens, proofs, strict=True):
         try:
-            hb = _as_bf16_2d(hidden)
+            prepared.append(_prepare(h, p, chunk_size, topk))
         except ToplocError as exc:
-            return VerificationResult(ok=False, reason=ReasonCode.BAD_ACTIVATIONS, detail=str(exc))
-        expected = n_chunks(hb.shape[0], chunk_size)
-        if hb.shape[0] == 0 or len(proofs) != expected:
+            prepared.append(exc)
+    good = [x for x in prepared if not isinstance(x, ToplocError)]
+    stats = _chunk_stats(*(np.concatenate(parts) for parts in zip(*good, strict=True))) if good else []
+    out: list[list[ChunkStats] | ToplocError] = []
+    pos = 0
+    for x in prepared:
+        if isinstance(x, ToplocError):
+            out.append(x)
+        else:
+            out.append(stats[pos : pos + len(x[0])])
+            pos += len(x[0])
+    return out
+
+
+def _precheck(
+    hidden: torch.Tensor, proofs: list[bytes], chunk_size: int, topk: int
+) -> VerificationResult | None:
+    """Structural checks (proof bytes, shapes, count); a failing VerificationResult or None."""
+    if not isinstance(proofs, list | tuple):
+        return VerificationResult(
+            ok=False,
+            reason=ReasonCode.MALFORMED_PROOF,
+            detail=f"proofs must be a list of bytes, got {type(proofs).__name__}",
+        )
+    for i, p in enumerate(proofs):
+        try:
+            decode_proof(p, topk)
+        except ProofFormatError as exc:
             return VerificationResult(
-                ok=False,
-                reason=ReasonCode.WRONG_PROOF_COUNT,
-                detail=f"{len(proofs)} proofs for {hb.shape[0]} tokens, expected {expected}",
+                ok=False, reason=ReasonCode.MALFORMED_PROOF, detail=f"proof {i}: {exc}", failed_chunk=i
             )
-        stats = check_proofs(hb, list(proofs), chunk_size, topk)
-    except ProofFormatError as exc:
-        return VerificationResult(ok=False, reason=ReasonCode.MALFORMED_PROOF, detail=str(exc))
+    try:
+        hb = _as_bf16_2d(hidden)
     except ToplocError as exc:
         return VerificationResult(ok=False, reason=ReasonCode.BAD_ACTIVATIONS, detail=str(exc))
-    except Exception as exc:  # never let one bad sample take the validator down
-        logger.exception("unexpected error while verifying proofs")
+    expected = n_chunks(hb.shape[0], chunk_size)
+    if hb.shape[0] == 0 or len(proofs) != expected:
         return VerificationResult(
-            ok=False, reason=ReasonCode.BAD_ACTIVATIONS, detail=f"{type(exc).__name__}: {exc}"
+            ok=False,
+            reason=ReasonCode.WRONG_PROOF_COUNT,
+            detail=f"{len(proofs)} proofs for {hb.shape[0]} tokens, expected {expected}",
         )
+    return None
+
+
+def _judge(stats: list[ChunkStats], thresholds: Thresholds) -> VerificationResult:
     for i, s in enumerate(stats):
         reason = None
         if s.exp_mismatches > thresholds.max_exp_mismatches:
@@ -461,3 +565,59 @@ def verify_proofs(
                 failed_chunk=i,
             )
     return VerificationResult(ok=True, chunks=stats)
+
+
+def _error_result(exc: Exception) -> VerificationResult:
+    if isinstance(exc, ProofFormatError):
+        return VerificationResult(ok=False, reason=ReasonCode.MALFORMED_PROOF, detail=str(exc))
+    if isinstance(exc, ToplocError):
+        return VerificationResult(ok=False, reason=ReasonCode.BAD_ACTIVATIONS, detail=str(exc))
+    logger.error("unexpected error while verifying proofs: %s: %s", type(exc).__name__, exc)
+    return VerificationResult(
+        ok=False, reason=ReasonCode.BAD_ACTIVATIONS, detail=f"{type(exc).__name__}: {exc}"
+    )
+
+
+def verify_proofs(
+    hidden: torch.Tensor,
+    proofs: list[bytes],
+    *,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    chunk_size: int = CHUNK_SIZE,
+    topk: int = TOPK,
+) -> VerificationResult:
+    """Check a sample's proofs against recomputed hidden states (T, H).
+
+    Never raises on bad proofs or activations: returns ok=False with a ReasonCode.
+    """
+    return verify_proofs_many([hidden], [proofs], thresholds=thresholds, chunk_size=chunk_size, topk=topk)[0]
+
+
+def verify_proofs_many(
+    hiddens: list[torch.Tensor],
+    proofs: list[list[bytes]],
+    *,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    chunk_size: int = CHUNK_SIZE,
+    topk: int = TOPK,
+) -> list[VerificationResult]:
+    """`verify_proofs` for many samples; the polynomial checks of all chunks run as one batch."""
+    results: list[VerificationResult | None] = []
+    todo: list[int] = []
+    for i, (h, p) in enumerate(zip(hiddens, proofs, strict=True)):
+        try:
+            pre = _precheck(h, p, chunk_size, topk)
+        except Exception as exc:  # never let one bad sample take the validator down
+            pre = _error_result(exc)
+        results.append(pre)
+        if pre is None:
+            todo.append(i)
+    try:
+        checked = check_proofs_many(
+            [hiddens[i] for i in todo], [list(proofs[i]) for i in todo], chunk_size, topk
+        )
+    except Exception as exc:  # pragma: no cover - _prepare already turns bad input into errors
+        checked = [exc] * len(todo)
+    for i, c in zip(todo, checked, strict=True):
+        results[i] = _error_result(c) if isinstance(c, Exception) else _judge(c, thresholds)
+    return [r for r in results if r is not None]
