@@ -39,6 +39,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.live import Live
+from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 __all__ = [
@@ -95,7 +96,7 @@ class DemoOptions(BaseModel):
     settle_timeout: float = Field(300.0, gt=0)
     """Seconds to wait, after the target step, for the workers' last tasks and the validators' verdicts."""
     keep_dashboard: bool = False
-    """Keep the dashboard (and the chain) up after the final table until Ctrl-C."""
+    """Keep the dashboard, the chain and the (idle) agents up after the final table until Ctrl-C."""
     tasks_per_worker: int | None = Field(None, ge=1)
     """Tasks each worker does before it idles (serving its rollouts until the end); default 3·steps + 3.
     Workers must stay up until validators have fetched their rollouts: a rollout file nobody can
@@ -427,7 +428,9 @@ def _progress_table(snap: Any, specs: list[NodeSpec], accounts: dict[str, str], 
     latest = max((c.step for c in snap.checkpoints), default=None)
     t = snap.totals
     head = Table.grid(padding=(0, 2))
-    head.add_row(f"[b]steps[/b] {latest if latest is not None else '-'} / {target}",
+    done = max(latest or 0, 0)
+    head.add_row(ProgressBar(total=target, completed=min(done, target), width=24),
+                 f"[b]steps[/b] {latest if latest is not None else '-'} / {target}",
                  f"[b]rollouts/s[/b] {rollouts / max(elapsed, 1e-9):.2f}",
                  f"[b]tokens/s[/b] {tokens / max(elapsed, 1e-9):.1f}",
                  f"[b]submissions[/b] {t.submissions}", f"[b]pending windows[/b] {t.pending_windows}",
@@ -591,8 +594,7 @@ def run_demo(opts: DemoOptions, console: Console | None = None) -> DemoSummary:
         for n in notes:
             console.print(f"[dim]note: {n}[/dim]")
         if opts.keep_dashboard:
-            sup.stop([s.name for s in specs])
-            console.print(f"dashboard stays up at {server.url} (the chain too); Ctrl-C to stop")
+            console.print(f"dashboard stays up at {server.url} (the chain and the agents too); Ctrl-C to stop")
             with contextlib.suppress(KeyboardInterrupt):
                 while True:
                     time.sleep(3600)
@@ -695,7 +697,8 @@ def _claim_honest(net: Any, reader: Any, specs: list[NodeSpec], accounts: dict[s
               help="Where configs, logs, chain state and the report go (default runs/<id>).")
 @click.option("--timeout", type=click.FloatRange(10, 24 * 3600), default=900, show_default=True,
               help="Seconds to reach --steps before reporting what happened so far.")
-@click.option("--keep-dashboard", is_flag=True, help="Keep the dashboard and chain up after the final table.")
+@click.option("--keep-dashboard", is_flag=True,
+              help="Keep the dashboard, chain and idle agents up after the final table (until Ctrl-C).")
 @click.option("--no-live", is_flag=True, help="Plain log lines instead of the live progress display.")
 @click.option("-v", "--verbose", is_flag=True, help="Log to the terminal too.")
 def main(steps: int, workers: int, cheaters: int, validators: int, model: str, port: int, run_dir: Path | None,

@@ -18,7 +18,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from .._models import DecodedEvent, TaskStatus
+from .._models import DecodedEvent, TaskStatus, format_tokens
 from ._models import (
     AGENT_STATUS_SCHEMA,
     ChallengeView,
@@ -133,6 +133,10 @@ class StatusFetcher:
             return dict(zip(unique, ex.map(self.fetch_one, unique), strict=True))
 
 
+def _tok(wei: Any) -> str:
+    return f"{format_tokens(int(wei))} INTL"
+
+
 def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
@@ -213,11 +217,11 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
         add(a["node"], e, "registered", f"{_ROLE.get(int(a['role']), a['role'])} · {a['gpuCount']} x "
             f"{a['gpuModel']} ({a['vramGiB']} GiB) · {a['endpoint'] or 'no endpoint'}")
     for e in by["Staked"]:
-        add(e.args["node"], e, "staked", f"{e.args['amount']} wei from {e.args['from']}")
+        add(e.args["node"], e, "staked", f"{_tok(e.args['amount'])} from {e.args['from']}")
     for e in by["UnstakeRequested"]:
-        add(e.args["node"], e, "unstake", f"{e.args['amount']} wei, release at {e.args['releaseAt']}")
+        add(e.args["node"], e, "unstake", f"{_tok(e.args['amount'])}, release at {e.args['releaseAt']}")
     for e in by["Withdrawn"]:
-        add(e.args["node"], e, "withdrawn", f"{e.args['amount']} wei to {e.args['to']}")
+        add(e.args["node"], e, "withdrawn", f"{_tok(e.args['amount'])} to {e.args['to']}")
     for e in by["NodeExited"]:
         add(e.args["node"], e, "exited")
     for e in by["TaskClaimed"]:
@@ -286,8 +290,8 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
                 nodes[target.lower()].upheld += 1
     for e in by["Slashed"]:
         a = e.args
-        add(a["node"], e, "slash", f"{a['amount']} wei slashed; challenger {a['challenger']} got "
-            f"{a['challengerReward']} wei")
+        add(a["node"], e, "slash", f"{_tok(a['amount'])} slashed; challenger {a['challenger']} got "
+            f"{_tok(a['challengerReward'])}")
         if a["node"].lower() in nodes:
             nodes[a["node"].lower()].slashed += int(a["amount"])
     for e in by["WorkerWiped"]:
@@ -298,7 +302,7 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
     for e in by["RewardClaimed"]:
         a = e.args
         claimed[int(a["submissionId"])] = int(a["amount"])
-        add(a["node"], e, "reward", f"{a['amount']} wei for submission {a['submissionId']} to {a['owner']}",
+        add(a["node"], e, "reward", f"{_tok(a['amount'])} for submission {a['submissionId']} to {a['owner']}",
             sid=int(a["submissionId"]))
         if a["node"].lower() in nodes:
             nodes[a["node"].lower()].rewards_claimed += int(a["amount"])
