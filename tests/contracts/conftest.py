@@ -23,6 +23,31 @@ if str(ROOT) not in sys.path:
 from scripts._deployment import TOKEN, dev_params  # noqa: E402
 from scripts.deploy import Deployed, deploy_all  # noqa: E402
 
+
+def _use_private_anvil_port() -> None:
+    """brownie's development network always launches anvil on 8545, and attaches to whatever already listens
+    there: two test sessions on one machine would share (and kill) one chain. Before brownie connects
+    (pytest_collection_finish), point it at a free port (or $INTELLECT_ANVIL_PORT)."""
+    import os
+    import socket
+
+    from brownie import network
+    from brownie._config import CONFIG
+
+    if network.is_connected() or "development" not in CONFIG.networks:
+        return
+    port = os.environ.get("INTELLECT_ANVIL_PORT")
+    if not port:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = str(sock.getsockname()[1])
+    dev = CONFIG.networks["development"]
+    dev["host"] = "http://127.0.0.1"
+    dev.setdefault("cmd_settings", {})["port"] = int(port)
+
+
+_use_private_anvil_port()
+
 WORKER, VALIDATOR, TRAINER, RELAY = 1, 2, 3, 4
 # TaskStatus / ChallengeStatus enums
 T_NONE, T_CLAIMED, T_SUBMITTED, T_CHALLENGED, T_UPHELD, T_PAID, T_VOIDED = range(7)
@@ -32,6 +57,27 @@ MIN_STAKE = 100 * TOKEN
 ROLLOUTS_CID = "bafkreicysg23kiwv34eg2d7qweipxwosdo2py4ldv42nbauguluen5v6am"
 MANIFEST_CID = "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"
 PROOFS_HASH = "0x" + keccak(b"proofs").hex()
+
+
+def _load_brownie_stateful() -> Any:
+    """brownie.test.stateful from its Python source. The mypyc-compiled module shipped in eth-brownie 1.22.2
+    rejects every state machine (its @final _BrownieStateMachine.__init__ type-checks `self` against the
+    exact class, but state_machine() always passes a generated subclass); the source is the same code."""
+    import importlib.util
+
+    import brownie.test
+
+    path = Path(brownie.test.__file__).with_name("stateful.py")
+    spec = importlib.util.spec_from_file_location("_intellect_brownie_stateful", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def brownie_state_machine(rules: type, *args: Any, settings: dict | None = None) -> None:
+    """brownie.test.state_machine (run from source, see _load_brownie_stateful)."""
+    _load_brownie_stateful().state_machine(rules, *args, settings=settings)
 
 
 def _fmt(value: Any) -> str:
