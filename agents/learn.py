@@ -16,13 +16,21 @@ Batch b may be generated once checkpoint step ≥ b − async_level exists, so t
 always gets rollouts of policy ≥ t − async_level; with async_level 0 the two sides alternate,
 with 2 inference runs up to two steps ahead and its time hides behind training.
 
-The model: a tiny Llama (hidden 128, 2 layers, tokenizer trained locally) that is first
-*warm-started* by supervised training on the task format with noisy answers (right with
-probability `warm_start_correct`, else off by 1–5). RL needs a policy that sometimes succeeds:
-a randomly initialised model never does, so every group would have zero advantage. The noisy
-warm start gives a policy that knows the format and solves ~20–30% of problems when sampling
-at temperature 1; GRPO must then move probability mass onto the right answers, which is the
-part we want to measure. Held-out problems are disjoint from training problems.
+The model: a tiny Llama (hidden 128, 2 layers, tokenizer trained locally), first *warm-started*
+by supervised training on two formats:
+- "knowledge": clean equations `a + b =` → ` c` over the whole operand range (what pretraining
+  would give a model), half of the examples;
+- "questions": `What is a + b?` → ` c` on the *training* problems only, but right only 20% of
+  the time; otherwise the answer copies the question's first number (a habit to unlearn).
+RL needs a policy that sometimes succeeds (a random model never does: all groups would have zero
+advantage). This one solves ~10-20% of held-out questions at temperature 1 and knows the
+arithmetic in the other format; GRPO, rewarded by the verifier on training questions only, has to
+make the question format use it — a behaviour shared by all problems, so the gain shows on
+held-out questions the model never saw in question format (in the warm start or in RL). Why not
+plain noisy answers (± 1..2 around the right one, `noise="offset"`): tried, the held-out reward
+crept from 0.20 to 0.25 in 60 steps — sharpening a per-problem window transfers poorly at this
+size. Why not SmolLM2-135M: one GRPO step of 16 × 128 tokens costs ~15 s on 2 idle cores, so 15
+minutes would give ~50 steps at best on a machine shared by five.
 """
 
 from __future__ import annotations
