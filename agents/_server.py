@@ -152,6 +152,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, handler(query, body))
         except HttpError as exc:
             self._json(exc.status, {"error": exc.message})
+        except ConnectionError:  # the client went away (timed out): nothing to answer
+            log.debug("client of %s %s disconnected", method, parts.path)
         except Exception as exc:  # a bug in a handler must not kill the server thread
             log.exception("route %s %s failed", method, parts.path)
             self._json(500, {"error": f"{type(exc).__name__}: {exc}"})
