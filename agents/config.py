@@ -206,7 +206,7 @@ def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
 def _scalar(text: str) -> Any:
     try:
         return yaml.safe_load(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return text
 
 
@@ -228,7 +228,9 @@ def load_config(
             raise ConfigError(f"config file {path} does not exist")
         try:
             loaded = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config file {path} is not UTF-8 text: {exc}") from None
+        except (yaml.YAMLError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
         if loaded is None:
             loaded = {}

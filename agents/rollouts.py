@@ -217,7 +217,10 @@ class RolloutFile:
 
     @classmethod
     def from_table(cls, table: pa.Table, name: str = "rollouts") -> RolloutFile:
-        raw = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+        try:
+            raw = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+        except UnicodeDecodeError as exc:
+            raise RolloutFileError(f"rollout file {name}: metadata is not UTF-8: {exc}") from None
         schema = raw.get("schema")
         if schema != ROLLOUTS_SCHEMA:
             raise RolloutFileError(

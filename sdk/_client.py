@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from eth_abi import encode as abi_encode
+from eth_abi.exceptions import DecodingError
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
 from web3.contract import Contract
-from web3.exceptions import ContractLogicError
+from web3.exceptions import ContractLogicError, Web3Exception
 
 from ._accounts import dev_account, load_keystore
 from ._config import (
@@ -34,7 +35,7 @@ from ._config import (
     load_deployment,
     resolve_network,
 )
-from ._errors import ConfigError, ContractRevert
+from ._errors import ConfigError, ContractRevert, RpcError
 from ._models import (
     Challenge,
     ChallengeStatus,
@@ -186,7 +187,12 @@ class Protocol:
         key = self._topics.get(bytes(lg["topics"][0]))
         if key is None or key[0] != name:
             return None
-        ev = self.contracts[name].events[key[1]]().process_log(lg)
+        try:
+            ev = self.contracts[name].events[key[1]]().process_log(lg)
+        except (Web3Exception, DecodingError, ValueError, TypeError) as exc:
+            # only a broken or lying RPC node returns a log of ours that does not match our ABI
+            raise RpcError(f"RPC returned an undecodable {name}.{key[1]} log (block {lg.get('blockNumber')}, "
+                           f"index {lg.get('logIndex')}): {type(exc).__name__}: {exc}") from None
         return DecodedEvent(contract=name, event=key[1], args=_plain(dict(ev["args"])),
                             block_number=int(lg["blockNumber"]), block_hash="0x" + bytes(lg["blockHash"]).hex(),
                             log_index=int(lg["logIndex"]), tx_hash="0x" + bytes(lg["transactionHash"]).hex())

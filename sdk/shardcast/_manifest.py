@@ -171,8 +171,8 @@ class Manifest(BaseModel):
             raise ManifestError(f"manifest is {len(data)} bytes, larger than the {MAX_MANIFEST_BYTES} limit")
         try:
             raw = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ManifestError(f"manifest is not valid JSON: {e}") from e
+        except (ValueError, RecursionError) as e:  # bad UTF-8/JSON, an int over 4300 digits, deep nesting
+            raise ManifestError(f"manifest is not valid JSON: {e}") from None
         return cls.from_obj(raw)
 
     @classmethod

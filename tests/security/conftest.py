@@ -225,8 +225,11 @@ def hooked(module_isolation) -> Net:
 
 
 @pytest.fixture(autouse=True)
-def isolation(fn_isolation) -> None:
-    pass
+def isolation(request) -> None:
+    """brownie's per-test chain snapshot, for the contract attack tests only (the fuzz and swarm tests do not
+    touch brownie's chain, and hypothesis refuses function-scoped fixtures around @given)."""
+    if "brownie" in request.keywords or request.node.path.name == "test_security_contracts.py":
+        request.getfixturevalue("fn_isolation")
 
 
 @pytest.fixture
