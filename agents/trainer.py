@@ -299,10 +299,19 @@ class Trainer(Agent):
     def train_once(self) -> bool:
         """Train and publish one step if a batch is ready; True if it did."""
         from intellect.agents.grpo_trainer import Sample
+        from intellect.sdk import TaskStatus
 
         plan = self.state.get("plan")
         if plan is not None and plan["step"] != self.gt.step + 1:
             plan = None
+        if plan is not None and "stats" not in plan:  # a plan from before a restart: re-check on-chain
+            for sid in plan["submissions"]:
+                t = self.protocol.task(sid)
+                if t.status != TaskStatus.SUBMITTED:
+                    self.state.put("submission", sid, "excluded", {"chain_status": t.status.name.lower()})
+                    plan = None
+            if plan is None:
+                self.state.set("plan", None)
         if plan is None:
             chosen = self._choose_batch()
             if chosen is None:
