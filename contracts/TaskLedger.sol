@@ -360,9 +360,9 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     function claimRewards(uint256[] calldata submissionIds) external nonReentrant returns (uint256 total) {
         uint256 n = submissionIds.length;
         if (n == 0) revert TaskLedgerEmptyBatch();
-        address payee;
-        address lastNode;
-        address owner;
+        address payee = address(0); // set from the first submission's owner
+        address lastNode = address(0); // cache key for `owner` (one registry read per node, not per id)
+        address owner = address(0);
         for (uint256 i; i < n; ++i) {
             uint256 id = submissionIds[i];
             Task memory t = _tasks[id];
