@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import assert_same_tree
+from shardcast_helpers import assert_same_tree
 
 from intellect.sdk.shardcast import Manifest, Origin
 from intellect.sdk.shardcast.cli import shardcast

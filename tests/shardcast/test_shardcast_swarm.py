@@ -18,7 +18,7 @@ import json
 import signal
 from pathlib import Path
 
-from conftest import Procs, assert_same_tree, wait_for
+from shardcast_helpers import Procs, assert_same_tree, wait_for
 
 from intellect.sdk.shardcast import Manifest
 
