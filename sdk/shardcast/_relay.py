@@ -184,6 +184,7 @@ class Relay:
         t = threading.Thread(target=self._sync, args=(manifest,), name=f"shardcast-sync-{manifest.id[:8]}",
                              daemon=True)
         t.start()
+        self._threads = [x for x in self._threads if x.is_alive()]
         self._threads.append(t)
 
     def _sync(self, manifest: Manifest) -> None:

@@ -193,3 +193,21 @@ def test_fetch_verify_total_catches_wrong_whole_hash(tmp_path: Path, origin: Ori
     with pytest.raises(FetchError, match="whole-checkpoint sha256"):
         Client([origin.url], verify_total=True).fetch(forged, tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
+
+
+def test_relay_restart_serves_verified_shards_from_disk(tmp_path: Path, origin: Origin,
+                                                         random_checkpoint: Path) -> None:
+    r = _relay(tmp_path, "r", [origin.url])
+    m, _ = origin.publish(random_checkpoint, step=5, model_name="tiny")
+    wait_for(lambda: _complete(r, m.id), what="relay complete")
+    r.stop()
+    origin.stop()  # the upstream is gone: the restarted relay must serve from its own disk
+    (tmp_path / "r" / "versions" / m.id / "shards" / "0.part").write_bytes(b"half a shard")
+    r2 = _relay(tmp_path, "r", ["http://127.0.0.1:9"])
+    try:
+        assert _complete(r2, m.id)
+        assert not (tmp_path / "r" / "versions" / m.id / "shards" / "0.part").exists()
+        Client([r2.url], use_relay_hints=False).fetch(m, tmp_path / "out")
+        assert_same_tree(random_checkpoint, tmp_path / "out")
+    finally:
+        r2.stop()
