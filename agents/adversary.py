@@ -59,6 +59,9 @@ def adversary_class(name: str | None) -> type[Worker]:
     """The worker class for `worker.adversary` (the honest `Worker` for None)."""
     if name is None:
         return Worker
+    from intellect.agents import adversary_matrix  # the security suite's cheater matrix (issue 5)
+
+    adversary_matrix.register(ADVERSARIES)
     try:
         return ADVERSARIES[name]
     except KeyError:

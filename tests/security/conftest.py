@@ -236,3 +236,45 @@ def isolation(request) -> None:
 def net(deployed) -> Net:
     d = deployed
     return Net(d.token, d.registry, d.stake_manager, d.ledger, d.default_pool_id)
+
+
+# ------------------------------------------------------------------------------------- agent swarms (roles)
+
+
+def _roles_helpers() -> Any:
+    """tests/roles/conftest.py (Swarm, AgentProc, POOL_RULES) loaded under its own module name."""
+    import importlib.util
+
+    name = "_intellect_roles_swarm_helpers"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "roles" / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def big_devnet(tmp_path):
+    """anvil with 24 funded dev accounts (a swarm of many cheaters) and the real dev deployment."""
+    from intellect.sdk import devnet as dn
+
+    anvil = dn.Anvil(extra_args=["--accounts", "24"]).start()
+    try:
+        dep = dn.deploy(anvil.url, tmp_path / "deployments")
+        net = dn.Devnet(anvil, dep, tmp_path / "deployments", False)
+        yield net
+    finally:
+        anvil.stop()
+
+
+@pytest.fixture
+def sec_swarm(big_devnet, tmp_path):
+    s = _roles_helpers().Swarm(big_devnet, tmp_path / "swarm")
+    s.root.mkdir()
+    try:
+        yield s
+    finally:
+        s.stop()

@@ -1,0 +1,134 @@
+"""Cheater matrix (issue 5): worker variants (intellect.agents.adversary / adversary_matrix) run as separate
+`intellect-agent` processes against an honest validator and trainer on a local pool (anvil + the real
+deployment + embedded IPFS + the tiny model). Every cheating submission must end challenged, upheld and
+slashed, for the reason its variant predicts, and the trainer must never train on it; `stale_step` must be
+refused on-chain. The books must balance afterwards (every token accounted for).
+
+Default run: a representative subset in one pool run. `-m slow`: the whole matrix, in two pool runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from intellect.agents.adversary_matrix import EXPECTED_REASONS
+from intellect.sdk import ChallengeStatus
+
+STAKE = 100 * 10**18  # worker.stake_amount (default 100 tokens)
+FAST = ["inflated_units", "garbage_file", "chosen_problems"]
+MATRIX_A = ["wrong_model", "quantised", "altered_completions", "inflated_rewards", "inflated_units", "replay"]
+MATRIX_B = ["own_old_work", "chosen_problems", "stale_step", "copied_proofs", "garbage_file", "unresolvable_cid"]
+
+
+def assert_books_balance(p: Any) -> dict[str, int]:
+    """Every token is somewhere: the balances of every address that ever held tokens sum to the supply; the
+    stake manager holds exactly the total stake; the ledger holds every pool's budget + reserve + open bonds."""
+    holders: set[str] = set()
+    for ev in p.get_events(["Transfer"], from_block=p.deployment.block):
+        holders.update({ev.args["from"], ev.args["to"]})
+    holders.discard("0x0000000000000000000000000000000000000000")
+    balances = {h: p.balance_of(h) for h in holders}
+    supply = p.total_supply()
+    assert sum(balances.values()) == supply, f"balances {sum(balances.values())} != supply {supply}"
+    sm = p.contracts["StakeManager"].address
+    assert balances.get(sm, 0) == p.total_staked()
+    escrow = sum(pool.budget + pool.reserved for pool in p.pools())
+    opened = {int(e.args["challengeId"]) for e in p.get_events(["ChallengeOpened"], from_block=p.deployment.block)}
+    closed = {int(e.args["challengeId"]) for e in p.get_events(["ChallengeResolved"], from_block=p.deployment.block)}
+    bonds = {pool.pool_id: pool.params.challenge_bond for pool in p.pools()}
+    open_bonds = sum(bonds[p.task(i).pool_id] for i in opened - closed)
+    ledger = p.contracts["TaskLedger"].address
+    assert balances.get(ledger, 0) == escrow + open_bonds, (balances.get(ledger, 0), escrow, open_bonds)
+    treasury = p.treasury()
+    return {"supply": supply, "staked": p.total_staked(), "escrow": escrow, "treasury": balances.get(treasury, 0)}
+
+
+def run_matrix(swarm: Any, devnet: Any, variants: list[str]) -> dict[str, Any]:
+    p = devnet.protocol(0)
+    pool_id = p.deployment.default_pool_id
+    params = p.pool(pool_id).params
+    trainer = swarm.add("trainer", "trainer", 0, {"trainer": {"max_steps": 2}}).start()
+    swarm.add("relay", "relay", 5).start()
+    validator = swarm.add("validator", "validator", 4).start()
+    honest = swarm.add("honest", "worker", 1, {"worker": {"max_tasks": 2}}).start()
+    accounts = [a for a in range(2, 24) if a not in (4, 5)]
+    cheats = {v: swarm.add(v, "worker", accounts[i], {"worker": {"max_tasks": 1, "adversary": v}}).start()
+              for i, v in enumerate(variants)}
+
+    # 1. every cheater acted (submitted, or was refused on-chain)
+    def acted(v: str) -> bool:
+        st = cheats[v].status()
+        subs = st["submissions"]
+        if v == "stale_step":
+            return any(s["status"] == "refused" for s in subs)
+        need = 2 if v == "own_old_work" else 1
+        return sum(1 for s in subs if s["status"] == "sent") >= need
+
+    swarm.wait(lambda: all(acted(v) for v in variants), 600, f"cheaters {variants} to act", 2)
+    nodes = {v: cheats[v].status()["node"] for v in variants}
+    cheat_ids: dict[str, set[int]] = {}
+    for v in variants:
+        sent = sorted(s["task_id"] for s in cheats[v].status()["submissions"] if s["status"] == "sent")
+        cheat_ids[v] = set(sent[1:] if v == "own_old_work" else sent)  # its first submission is honest work
+
+    # 2. stale_step: refused on-chain, nothing of it on the ledger
+    if "stale_step" in variants:
+        assert not cheat_ids["stale_step"]
+        assert not p.submissions(node=nodes["stale_step"])
+        refused = {s["status"] for s in cheats["stale_step"].status()["submissions"]}
+        assert refused == {"refused"}
+
+    # 3. every cheating submission rejected for the expected reason and challenged
+    all_ids = set().union(*cheat_ids.values())
+    swarm.wait(lambda: {c["challenge_id"] for c in validator.status()["challenges"]} >= all_ids, 600,
+               "challenges of every cheating submission", 2)
+    verdicts = {v["submission_id"]: v for v in validator.status()["verdicts"]}
+    reasons: dict[str, list[str]] = {}
+    for v, ids in cheat_ids.items():
+        reasons[v] = [verdicts[i]["reason"] for i in sorted(ids)]
+        for r in reasons[v]:
+            assert any(r.startswith(e) for e in EXPECTED_REASONS[v]), f"{v} rejected for {r!r}, expected " \
+                                                                       f"{EXPECTED_REASONS[v]}"
+
+    # 4. vote period over (a sole validator on a quorum-1 pool may resolve at once): upheld, slashed
+    devnet.increase_time(params.vote_period + 5)
+    swarm.wait(lambda: all(p.challenge_info(i).status == ChallengeStatus.UPHELD for i in all_ids), 300,
+               "challenges upheld", 2)
+    for v, ids in cheat_ids.items():
+        if not ids:
+            continue
+        slashes = p.get_events(["Slashed"], filters={"node": nodes[v]})
+        assert slashes, f"no Slashed event for {v}"
+        slashed = sum(int(e.args["amount"]) for e in slashes)
+        assert slashed > 0
+        assert p.active_stake(nodes[v]) == STAKE - slashed, f"{v}: stake {p.active_stake(nodes[v])}, slashed {slashed}"
+
+    # 5. the trainer never trained on cheating work (honest work keeps flowing)
+    swarm.wait(lambda: trainer.status()["policy_step"] >= 1, 600, "a training step on honest work", 2)
+    consumed = set(trainer.status()["consumed"])
+    assert consumed, "the trainer consumed nothing"
+    assert not consumed & all_ids, f"trained on cheating submissions {consumed & all_ids}"
+    subs = {s["submission_id"]: s for s in trainer.status()["submissions"]}
+    cheat_nodes = {n.lower() for v, n in nodes.items() if v != "own_old_work"}
+    assert not {sid for sid in consumed if subs[sid]["node"].lower() in cheat_nodes}
+    assert honest.status()["submitted"] >= 1
+
+    books = assert_books_balance(p)
+    codes = {name: a.stop() for name, a in swarm.agents.items()}
+    assert codes == dict.fromkeys(swarm.agents, 0), codes
+    return {"reasons": reasons, "books": books, "cheat_ids": cheat_ids}
+
+
+@pytest.mark.timeout(1200)
+def test_cheater_matrix_fast_subset_slashed_and_never_trained(sec_swarm, big_devnet):
+    out = run_matrix(sec_swarm, big_devnet, FAST)
+    print("cheater reasons:", out["reasons"], "books:", out["books"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("variants", [MATRIX_A, MATRIX_B], ids=["matrix-a", "matrix-b"])
+def test_cheater_matrix_full_slashed_and_never_trained(sec_swarm, big_devnet, variants):
+    out = run_matrix(sec_swarm, big_devnet, variants)
+    print("cheater reasons:", out["reasons"], "books:", out["books"])
