@@ -515,3 +515,61 @@ def test_register_with_replayed_signature_refused(net):
     with reverts("NodeRegistryInvalidSignature"):  # same signature again: its nonce is spent
         net.registry.register(node, WORKER, "H100", 80, 8, "http://x", deadline, sig, {"from": owner})
     assert TOKEN
+
+
+# ------------------------------------------------------------------------------------- dishonest validators
+
+
+def _quorum_pool(net, quorum: int) -> int:
+    admin = accounts[0]
+    p = dict(net.ledger.pool(net.pool_id)["params"].dict())
+    p["quorum"] = quorum
+    fields = ["trainer", "taskSetCid", "rewardPerUnit", "challengeBond", "slashAmount", "windowLength",
+              "votePeriod", "leaseDuration", "maxUnitsPerSubmission", "asyncLevel", "quorum"]
+    pool_id = int(net.ledger.createPool(tuple(p[f] for f in fields), {"from": admin}).return_value)
+    net.fund(admin, 10_000 * TOKEN)
+    net.token.approve(net.ledger, 10_000 * TOKEN, {"from": admin})
+    net.ledger.fundPool(pool_id, 10_000 * TOKEN, {"from": admin})
+    net.ledger.publishCheckpoint(pool_id, 0, "cid", {"from": admin})
+    return pool_id
+
+
+def test_resolve_silent_validator_does_not_block(net):
+    """Quorum 2, 4 validators: one challenges, one votes, two never vote; after the vote period anyone
+    resolves and the votes cast decide."""
+    pool_id = _quorum_pool(net, 2)
+    worker = net.register(WORKER)
+    v1, v2 = net.register(VALIDATOR), net.register(VALIDATOR)
+    net.register(VALIDATOR)
+    net.register(VALIDATOR)
+    sid = int(net.ledger.claimTask(pool_id, {"from": worker}).return_value)
+    net.ledger.submitWork(sid, ROLLOUTS_CID, PROOFS_HASH, 4, 0, {"from": worker})
+    net.bond_ready(v1)
+    net.ledger.challenge(sid, "bad", {"from": v1})
+    net.ledger.vote(sid, True, {"from": v2})
+    with reverts("TaskLedgerVotePeriodActive"):  # 2 of 4 is not more than half of all: no early resolution
+        net.ledger.resolve(sid, {"from": accounts[9]})
+    chain.sleep(net.params()["votePeriod"] + 1)
+    net.ledger.resolve(sid, {"from": accounts[9]})
+    assert net.ledger.challengeInfo(sid)["status"] == C_UPHELD
+
+
+def test_resolve_without_quorum_rejects_and_forfeits_bond(net):
+    """A lone challenger on a quorum-2 pool, nobody else votes: the challenge cannot pass alone (rejected,
+    bond forfeited), so a single dishonest validator cannot slash honest work on a real pool."""
+    pool_id = _quorum_pool(net, 2)
+    worker = net.register(WORKER)
+    v1 = net.register(VALIDATOR)
+    net.register(VALIDATOR)
+    net.register(VALIDATOR)
+    sid = int(net.ledger.claimTask(pool_id, {"from": worker}).return_value)
+    net.ledger.submitWork(sid, ROLLOUTS_CID, PROOFS_HASH, 4, 0, {"from": worker})
+    bond = net.bond_ready(v1)
+    net.ledger.challenge(sid, "grief", {"from": v1})
+    chain.sleep(net.params()["votePeriod"] + 1)
+    treasury_before = net.token.balanceOf(net.stake.treasury())
+    net.ledger.resolve(sid, {"from": worker})
+    assert net.ledger.challengeInfo(sid)["status"] == C_REJECTED
+    assert net.stake.activeStake(worker) == MIN_STAKE
+    assert net.token.balanceOf(net.stake.treasury()) == treasury_before + bond
+    assert net.ledger.task(sid)["status"] == T_SUBMITTED
