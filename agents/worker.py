@@ -382,13 +382,16 @@ class Worker(Agent):
     def loop(self) -> None:
         from intellect.sdk import ContractRevert
 
-        for tid, seed in self.unfinished_claims():
-            log.info("resuming claimed task %d after a restart", tid)
-            self.count("resumed")
-            self.work_on(tid, seed)
         backoff = self.cfg.worker.poll_interval
+        recovered = False
         while not self.stop_event.is_set():
             try:
+                if not recovered:  # claims left by a previous run (crash): finish them first
+                    for tid, seed in self.unfinished_claims():
+                        log.info("resuming claimed task %d after a restart", tid)
+                        self.count("resumed")
+                        self.work_on(tid, seed)
+                    recovered = True
                 self.maybe_claim_rewards()
                 if self.done():
                     self.doing = "done: claiming rewards"

@@ -18,13 +18,20 @@ def test_agents_survive_kill9_restarts(swarm, devnet):
     p = devnet.protocol(0)
     trainer = swarm.add("trainer", "trainer", 0, {"trainer": {"max_steps": 3}}).start()
     validator = swarm.add("validator", "validator", 4).start()
-    w1 = swarm.add("w1", "worker", 1, {"worker": {"max_tasks": 4}}).start()
+    w1 = swarm.add("w1", "worker", 1, {"worker": {"max_tasks": 6}}).start()
     w2 = swarm.add("w2", "worker", 2, {"worker": {"max_tasks": 4}}).start()
     swarm.wait(lambda: (w1.status() or {}).get("submitted", 0) >= 1, 600, "a first submission")
 
+    busy = {"w1": ("generating", "submitting", "claiming", "loading"), "validator": ("following: backlog",),
+            "trainer": ("training", "publishing", "waiting")}
     kills = []
     for victim in rng.sample([w1, validator, trainer], 3):
-        time.sleep(rng.uniform(2.0, 12.0))
+        deadline = time.monotonic() + rng.uniform(5.0, 60.0)
+        while time.monotonic() < deadline:  # aim at a moment when it is in the middle of its work
+            doing = (victim.status() or {}).get("doing") or ""
+            if doing.startswith(busy[victim.name]) and rng.random() < 0.3:
+                break
+            time.sleep(rng.uniform(0.05, 0.5))
         kills.append((victim.name, (victim.status() or {}).get("doing")))
         victim.kill9()
         time.sleep(rng.uniform(0.0, 2.0))
