@@ -2,8 +2,12 @@
 
 `ChainIndex` keeps every protocol event of one deployment, scanned incrementally (only blocks
 past the last scan are fetched; a reorg under the last scanned block makes it rescan from the
-deployment block). `collect()` joins those events with a few views (stake, task status,
-challenge state) and the agents' status documents into one `Snapshot`.
+deployment block). `collect()` derives the state from those events alone — the contracts emit
+an event for every state change: node records (NodeRegistered/Updated/Exited), stake
+(StakeUpdated, ChallengeLockUpdated), task status (WorkSubmitted → ChallengeOpened →
+ChallengeResolved → RewardClaimed / SubmissionVoided), wipes (WorkerWiped bumps the worker's
+slash epoch: every earlier unpaid submission is void), challenge tallies (VoteCast) — plus one
+`pool()` view per pool, so a refresh costs O(new blocks) RPC calls, not O(submissions).
 """
 
 from __future__ import annotations
@@ -43,11 +47,10 @@ log = logging.getLogger(__name__)
 # events the dashboard reads (all from the four protocol contracts)
 EVENTS = [
     "NodeRegistered", "NodeUpdated", "NodeExited",
-    "Staked", "StakeUpdated", "Slashed", "UnstakeRequested", "Withdrawn",
+    "Staked", "StakeUpdated", "ChallengeLockUpdated", "Slashed", "UnstakeRequested", "Withdrawn",
     "PoolCreated", "CheckpointPublished", "TaskClaimed", "WorkSubmitted",
     "ChallengeOpened", "VoteCast", "ChallengeResolved", "RewardClaimed", "SubmissionVoided", "WorkerWiped",
 ]
-_FINAL = {TaskStatus.PAID, TaskStatus.UPHELD, TaskStatus.VOIDED}
 _ROLE = {0: "none", 1: "worker", 2: "validator", 3: "trainer", 4: "relay"}
 
 
@@ -60,7 +63,6 @@ class ChainIndex:
         self._next_block = protocol.deployment.block
         self._last_hash: tuple[int, str] | None = None
         self._times: dict[int, int] = {}
-        self._final_status: dict[int, TaskStatus] = {}
         self._lock = threading.Lock()
 
     def _hash(self, n: int) -> str:
@@ -74,7 +76,7 @@ class ChainIndex:
                 n, h = self._last_hash
                 if n > head or self._hash(n) != h:
                     log.warning("dashboard: chain reorganised under block %d; rescanning", n)
-                    self.events, self._next_block, self._final_status = [], self.p.deployment.block, {}
+                    self.events, self._next_block = [], self.p.deployment.block
             if head >= self._next_block:
                 self.events.extend(self.p.get_events(EVENTS, from_block=self._next_block, to_block=head))
                 self._next_block = head + 1
@@ -88,14 +90,6 @@ class ChainIndex:
             self._times[n] = t
         return t
 
-    def task_status(self, submission_id: int) -> TaskStatus:
-        st = self._final_status.get(submission_id)
-        if st is not None:
-            return st
-        st = self.p.task(submission_id).status
-        if st in _FINAL:
-            self._final_status[submission_id] = st
-        return st
 
 
 class StatusFetcher:
@@ -188,22 +182,34 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
     trainers = {pv.trainer.lower(): pv.pool_id for pv in pools}
 
     # -- nodes ----------------------------------------------------------------------------------
-    node_addrs: list[str] = []
-    for e in by["NodeRegistered"]:
-        if e.args["node"] not in node_addrs:
-            node_addrs.append(e.args["node"])
     deposited: dict[str, int] = defaultdict(int)
     for e in by["Staked"]:
         deposited[e.args["node"].lower()] += int(e.args["amount"])
+    stake: dict[str, tuple[int, int]] = {}
+    for e in by["StakeUpdated"]:
+        stake[e.args["node"].lower()] = (int(e.args["active"]), int(e.args["unbonding"]))
+    locks: dict[str, int] = {}
+    for e in by["ChallengeLockUpdated"]:
+        locks[e.args["node"].lower()] = int(e.args["openChallenges"])
     nodes: dict[str, NodeView] = {}
-    for a in node_addrs:
-        n = p.node(a)
-        st = p.stake_of(a)
-        nodes[a.lower()] = NodeView(
-            address=n.address, owner=n.owner, role=n.role.name.lower(), status=n.status.name.lower(),
-            gpu_model=n.gpu_model, vram_gib=n.vram_gib, gpu_count=n.gpu_count, endpoint=n.endpoint,
-            registered_at=n.registered_at, stake_active=st.active, stake_unbonding=st.unbonding,
-            stake_deposited=deposited[a.lower()], open_challenges=st.open_challenges)
+    for e in by["NodeRegistered"]:
+        a = e.args
+        k = a["node"].lower()
+        active, unbonding = stake.get(k, (0, 0))
+        nodes[k] = NodeView(
+            address=a["node"], owner=a["owner"], role=_ROLE.get(int(a["role"]), str(a["role"])), status="active",
+            gpu_model=a["gpuModel"], vram_gib=int(a["vramGiB"]), gpu_count=int(a["gpuCount"]), endpoint=a["endpoint"],
+            registered_at=index.block_time(e.block_number), stake_active=active, stake_unbonding=unbonding,
+            stake_deposited=deposited[k], open_challenges=locks.get(k, 0))
+    for e in by["NodeUpdated"]:
+        nv = nodes.get(e.args["node"].lower())
+        if nv is not None:
+            nv.gpu_model, nv.vram_gib = e.args["gpuModel"], int(e.args["vramGiB"])
+            nv.gpu_count, nv.endpoint = int(e.args["gpuCount"]), e.args["endpoint"]
+    for e in by["NodeExited"]:
+        nv = nodes.get(e.args["node"].lower())
+        if nv is not None:
+            nv.status = "exited"
 
     paths: dict[str, list[PathEvent]] = defaultdict(list)
 
@@ -247,21 +253,30 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
         cid = int(e.args["challengeId"])
         votes[cid].append(VoteView(validator=e.args["validator"], uphold=bool(e.args["uphold"]), block=e.block_number,
                                    time=index.block_time(e.block_number)))
+    votes_tally: dict[int, tuple[int, int]] = {}
+    for e in by["VoteCast"]:
+        votes_tally[int(e.args["challengeId"])] = (int(e.args["votesFor"]), int(e.args["votesAgainst"]))
     slashed_by_challenge: dict[int, int] = {}
+    resolved: dict[int, str] = {}
     for e in by["ChallengeResolved"]:
-        slashed_by_challenge[int(e.args["challengeId"])] = int(e.args["slashed"])
+        cid = int(e.args["challengeId"])
+        slashed_by_challenge[cid] = int(e.args["slashed"])
+        resolved[cid] = "upheld" if e.args["upheld"] else "rejected"
+        votes_tally[cid] = (int(e.args["votesFor"]), int(e.args["votesAgainst"]))
     challenges: list[ChallengeView] = []
     challenged_node: dict[int, str] = {}
     for e in by["ChallengeOpened"]:
         a = e.args
         cid = int(a["challengeId"])
-        info = p.challenge_info(cid)
         challenged_node[cid] = a["node"]
+        # the challenger's challenge is its uphold vote; VoteCast carries the running tally
+        tally = (votes_tally.get(cid) or (1, 0))
+        status = resolved.get(cid, "open")
+        vote_end = int(a["voteEnd"])
         challenges.append(ChallengeView(
             challenge_id=cid, node=a["node"], challenger=a["challenger"], evidence_cid=a["evidenceCid"],
-            vote_end=info.vote_end, seconds_left=max(0, info.vote_end - now), votes_for=info.votes_for,
-            votes_against=info.votes_against, status=info.status.name.lower(), votes=votes[cid],
-            slashed=slashed_by_challenge.get(cid, 0)))
+            vote_end=vote_end, seconds_left=max(0, vote_end - now) if status == "open" else 0, votes_for=tally[0],
+            votes_against=tally[1], status=status, votes=votes[cid], slashed=slashed_by_challenge.get(cid, 0)))
         add(a["node"], e, "challenged", f"submission {cid} challenged by {a['challenger']} · evidence "
             f"{a['evidenceCid']}", sid=cid)
         add(a["challenger"], e, "challenged", f"opened a challenge of submission {cid} ({a['node']})", sid=cid)
@@ -306,13 +321,31 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
             sid=int(a["submissionId"]))
         if a["node"].lower() in nodes:
             nodes[a["node"].lower()].rewards_claimed += int(a["amount"])
+    status_of: dict[int, TaskStatus] = {}
+    wiped_after: dict[str, list[tuple[int, int]]] = defaultdict(list)  # node -> positions of WorkerWiped
+    for e in evs:  # chain order: each event moves a task's status the way the contract did
+        a = e.args
+        if e.event == "WorkSubmitted":
+            status_of[int(a["submissionId"])] = TaskStatus.SUBMITTED
+        elif e.event == "ChallengeOpened":
+            status_of[int(a["challengeId"])] = TaskStatus.CHALLENGED
+        elif e.event == "ChallengeResolved":
+            status_of[int(a["challengeId"])] = TaskStatus.UPHELD if a["upheld"] else TaskStatus.SUBMITTED
+        elif e.event == "RewardClaimed":
+            status_of[int(a["submissionId"])] = TaskStatus.PAID
+        elif e.event == "SubmissionVoided":
+            status_of[int(a["submissionId"])] = TaskStatus.VOIDED
+        elif e.event == "WorkerWiped":
+            wiped_after[a["node"].lower()].append(e.position)
     submissions: list[SubmissionView] = []
     for e in by["WorkSubmitted"]:
         a = e.args
         sid = int(a["submissionId"])
-        status = index.task_status(sid)
+        status = status_of[sid]
+        wiped = any(pos > e.position for pos in wiped_after.get(a["node"].lower(), []))
         window_end = int(a["windowEnd"])
         closed = now >= window_end
+        claimable = 0
         if status == TaskStatus.PAID:
             verdict = "paid"
         elif status == TaskStatus.UPHELD:
@@ -321,10 +354,13 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
             verdict = "voided"
         elif status == TaskStatus.CHALLENGED:
             verdict = "challenged"
+        elif wiped:  # its slash epoch is over: never claimable
+            verdict = "wiped"
         elif not closed:
             verdict = "in window"
         else:
-            verdict = "accepted" if p.claimable(sid) > 0 else "wiped"
+            claimable = int(a["reward"])
+            verdict = "accepted"
         ph = a["proofsHash"]
         submissions.append(SubmissionView(
             submission_id=sid, pool_id=int(a["poolId"]), node=a["node"], rollouts_cid=a["rolloutsCid"],
@@ -341,8 +377,7 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
                 nv.accepted += 1
             elif verdict == "in window":
                 nv.pending += 1
-            if verdict == "accepted":
-                nv.rewards_claimable += p.claimable(sid)
+            nv.rewards_claimable += claimable
         if closed and status in (TaskStatus.SUBMITTED, TaskStatus.PAID):
             # the window closing is not an event: place it at the window end on the path
             paths[a["node"].lower()].append(PathEvent(
