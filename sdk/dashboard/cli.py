@@ -45,8 +45,12 @@ def dashboard(ctx: click.Context, network: str | None, rpc_url: str | None, depl
     opts: dict[str, Any] = getattr(root, "opts", {}) or {}
     p = Protocol.connect(network or opts.get("network") or "development", rpc_url=rpc_url or opts.get("rpc_url"),
                          deployment=deployment or opts.get("deployment"))
-    server = DashboardServer(Dashboard(p, ttl=refresh * 0.9, status_timeout=status_timeout), host, port,
-                             refresh_ms=int(refresh * 1000)).start()
+    try:
+        server = DashboardServer(Dashboard(p, ttl=refresh * 0.9, status_timeout=status_timeout), host, port,
+                                 refresh_ms=int(refresh * 1000)).start()
+    except OSError as exc:
+        raise click.UsageError(f"cannot listen on {host}:{port} ({exc.strerror}): pick another --port "
+                               f"(0 = any free port)") from None
     click.echo(f"dashboard of chain {p.chain_id} at {server.url} (Ctrl-C to stop)", err=True)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

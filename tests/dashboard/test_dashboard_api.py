@@ -184,3 +184,17 @@ def test_cli_dashboard_serves_until_sigterm(scenario: Scenario) -> None:
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert f"127.0.0.1:{port}" in err
+
+
+def test_cli_dashboard_port_in_use_is_a_usage_error(scenario: Scenario) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        net = scenario.net
+        out = subprocess.run([sys.executable, "-m", "intellect.sdk.cli", "dashboard", "--network", net.url,
+                              "--deployment", str(net.deployment_file), "--port", str(port)],
+                             capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "pick another --port" in out.stderr
