@@ -205,3 +205,49 @@ def test_cli_refuses_to_start_without_stake_when_auto_stake_off(devnet, tmp_path
     proc = _cli("--config", str(cfg))
     assert proc.returncode == 3, proc.stderr[-2000:]
     assert "not registered as worker" in proc.stderr and "auto_stake" in proc.stderr
+
+
+# -- trainer: attestation intake against the real chain ------------------------------------------
+
+
+def test_trainer_accept_attestation_checks_signer_and_submission(devnet, tmp_path):
+    from intellect.agents._server import HttpError
+    from intellect.agents.attestation import sign_attestation
+    from intellect.agents.trainer import Trainer
+    from intellect.sdk import dev_account
+
+    cfg = load_config(None, env={}, overrides={
+        "role": "trainer", "data_dir": str(tmp_path / "t"), "chain.rpc_url": devnet.url,
+        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "0"})
+    t = Trainer(cfg)
+    t.connect()
+    ledger = t.protocol.contracts["TaskLedger"].address
+    ph = "0x" + "22" * 32
+    t.state.put("submission", 9, "pending", {"node": WORKER, "rollouts_cid": "bafkgood", "proofs_hash": ph,
+                                             "policy_step": 1, "work_units": 10})
+    key = dev_account(7).key
+
+    def att(**kw):
+        args = {"chain_id": t.protocol.chain_id, "ledger": ledger, "submission_id": 9, "rollouts_cid": "bafkgood",
+                "proofs_hash": ph, "policy_step": 1} | kw
+        return sign_attestation(key, **args).model_dump(by_alias=True)
+
+    with pytest.raises(HttpError) as err:  # account 7 is not a validator yet
+        t.accept_attestation(att())
+    assert err.value.status == 403
+    v = devnet.protocol(7)
+    v.register_node("validator")
+    v.drip()
+    v.stake(v.address, v.min_stake("validator"))
+    t._validator_ok.clear()
+    assert t.accept_attestation(att())["ok"]
+    assert t._attestation_sets() == {9: {v.address.lower()}}
+    for bad, status in ((att(rollouts_cid="bafkother"), 400), (att(policy_step=0), 400),
+                        (att(chain_id=1), 400), (att(submission_id=10), 404)):
+        with pytest.raises(HttpError) as err:
+            t.accept_attestation(bad)
+        assert err.value.status == status
+    forged = att() | {"validator": "0x" + "ee" * 20}
+    with pytest.raises(HttpError, match="signed by"):
+        t.accept_attestation(forged)
+    t.state.close()
