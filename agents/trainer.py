@@ -318,7 +318,25 @@ class Trainer(Agent):
                 return False
             plan = {"step": self.gt.step + 1, "submissions": chosen}
             self.state.set("plan", plan)
-        files = [self._load_rollouts(sid) for sid in plan["submissions"]]
+        from intellect.agents.rollouts import RolloutFileError
+        from intellect.sdk import IpfsError
+
+        files = []
+        for sid in plan["submissions"]:
+            try:
+                files.append(self._load_rollouts(sid))
+            except (IpfsError, RolloutFileError, AgentError) as exc:
+                # attested but not retrievable (its worker went away) or not what was attested: leave it out
+                rec = self.state.record("submission", sid)
+                fails = int((rec or {}).get("data", {}).get("load_failures", 0)) + 1
+                if fails < 3 and isinstance(exc, IpfsError):
+                    log.warning("submission %d: rollout file not retrievable yet (%s), try %d", sid, exc, fails)
+                    self.state.put("submission", sid, (rec or {}).get("status", "pending"), {"load_failures": fails})
+                    return False
+                log.warning("submission %d left out of step %d: %s", sid, plan["step"], exc)
+                self.state.put("submission", sid, "unusable", {"error": str(exc)[:300]})
+                self.state.set("plan", None)
+                return False
         samples = [Sample.from_row(r) for rf in files for r in rf]
         self.doing = f"training step {plan['step']} on {len(samples)} rollouts"
         stats = self.gt.train_step(samples)
