@@ -62,7 +62,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 SUMMARY_SCHEMA = "intellect.demo.summary/v1"
 TOKEN = 10**18
-_REPO = Path(__file__).resolve().parents[1]
 
 
 class DemoError(RuntimeError):
@@ -216,8 +215,9 @@ class Supervisor:
     def install(self) -> Supervisor:
         if not self._installed:
             atexit.register(self.stop_all)
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._on_signal)
+            if threading.current_thread() is threading.main_thread():  # signal handlers live there only
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    self._old[sig] = signal.signal(sig, self._on_signal)
             self._installed = True
         return self
 
@@ -233,8 +233,7 @@ class Supervisor:
             if self._stopped:
                 raise DemoError("the supervisor is stopping; no new processes")
             logf = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
-            proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                                    cwd=_REPO)
+            proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True)
             logf.close()
             self.procs[name] = proc
             log.info("started %s (pid %d): %s", name, proc.pid, " ".join(cmd[-4:]))
@@ -464,7 +463,7 @@ def run_demo(opts: DemoOptions, console: Console | None = None) -> DemoSummary:
 
     console = console or (Console() if sys.stdout.isatty() else Console(width=170))
     run_id = time.strftime("%Y%m%d-%H%M%S")
-    run_dir = (opts.run_dir or _REPO / "runs" / run_id).resolve()
+    run_dir = (opts.run_dir or Path.cwd() / "runs" / run_id).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(run_dir / "demo.log")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
