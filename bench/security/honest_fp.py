@@ -1,0 +1,94 @@
+"""Honest false-positive check: honest submissions generated under varied engine settings, verified the way a
+validator does (one batched prefill of the named checkpoint: TOPLOC proofs + the sampling check), counting
+rejections. Any rejection of honest work would be a challenge upheld against an honest worker.
+
+Variations per submission (round-robin): generation batch size (1, 4, 8 completions per forward pass),
+torch threads on the worker side (1, 2) and on the validator side (2, 1), the validator's prefill batching
+(`max_batch_tokens` 64 or 16384), and thinking budgets (target lengths 24..96 tokens, so 1..3 proof chunks).
+
+Usage:
+    .venv/bin/python bench/security/honest_fp.py --submissions 200 [--json out.json]
+
+Prints the figure as a ratio: rejected / verified samples (baseline: 0 for honest work), plus throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import logging
+import time
+from typing import Any
+
+import torch
+
+log = logging.getLogger("bench.security.honest_fp")
+
+
+def run(submissions: int, problems: int = 2, group: int = 4, seed: int = 0) -> dict[str, Any]:
+    from intellect.agents.engines import SamplingParams, TransformersEngine
+    from intellect.agents.learn import prompt_text
+    from intellect.agents.models import load_model, tiny_model_dir
+    from intellect.agents.tasks import synthetic_task_set
+    from intellect.verifier.prefill import verify_samples
+    from intellect.verifier.tasks import sample_problems
+
+    ckpt = tiny_model_dir()
+    task_set = synthetic_task_set(64, seed)
+    engines = {b: TransformersEngine(device="cpu", max_batch_size=b) for b in (1, 4, 8)}
+    for e in engines.values():
+        e.load(ckpt)
+    validator_model = load_model(ckpt)
+    budgets = [24, 48, 96]
+    variations = list(itertools.product((1, 4, 8), (1, 2), (64, 16384)))
+    samples_total = rejected = 0
+    reasons: dict[str, int] = {}
+    t0 = time.perf_counter()
+    for k in range(submissions):
+        batch, threads, max_batch_tokens = variations[k % len(variations)]
+        claim_seed = hashlib.sha256(f"honest-{seed}-{k}".encode()).digest()
+        assigned = sample_problems(task_set, claim_seed, problems, budgets)
+        samples = []
+        torch.set_num_threads(threads)
+        for j, a in enumerate(assigned):
+            params = SamplingParams(max_tokens=a.target_len, temperature=1.0,
+                                    seed=int.from_bytes(claim_seed[:8], "big") % 2**62 + j, capture_proofs=True)
+            gens = engines[batch].generate([prompt_text(task_set[a.task_id], a.target_len)] * group, params)
+            samples += [(list(g.prompt_ids), list(g.completion_ids), list(g.proofs)) for g in gens]
+        torch.set_num_threads(3 - threads)
+        results = verify_samples(validator_model, samples, temperature=1.0, max_batch_tokens=max_batch_tokens)
+        samples_total += len(results)
+        for r in results:
+            if not r.ok:
+                rejected += 1
+                reasons[str(r.reason)] = reasons.get(str(r.reason), 0) + 1
+                log.warning("submission %d (batch %d, threads %d): honest sample rejected: %s %s", k, batch,
+                            threads, r.reason, r.detail)
+        if (k + 1) % 20 == 0:
+            log.info("%d/%d submissions, %d samples, %d rejected", k + 1, submissions, samples_total, rejected)
+    seconds = time.perf_counter() - t0
+    return {"submissions": submissions, "samples": samples_total, "rejected": rejected, "reasons": reasons,
+            "false_positive_rate": rejected / max(samples_total, 1), "seconds": round(seconds, 1),
+            "variations": len(variations)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--submissions", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", default=None, help="also write the figures here")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    out = run(args.submissions, seed=args.seed)
+    print(f"honest false positives: {out['rejected']}/{out['samples']} samples "
+          f"({out['false_positive_rate']:.4%}; baseline 0) over {out['submissions']} submissions, "
+          f"{out['variations']} engine/thread/batch variations, {out['seconds']} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

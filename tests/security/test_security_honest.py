@@ -1,0 +1,33 @@
+"""Honest false-positive check (issue 5): honest submissions across engine batch sizes, worker/validator
+thread counts and validator prefill batching, verified as a validator does; none may be rejected.
+Slow (opt-in): 200 submissions × 8 completions. The driver is bench/security/honest_fp.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _driver():
+    name = "_intellect_bench_security_honest_fp"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / "security" / "honest_fp.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(5400)
+def test_honest_submissions_200_zero_rejected():
+    out = _driver().run(200)
+    print("honest false positives:", out)
+    assert out["samples"] == 200 * 8
+    assert out["rejected"] == 0, out["reasons"]
+
