@@ -34,7 +34,7 @@ lint: bootstrap
 	$(MAKE) slither
 
 slither: bootstrap
-	slither . --config-file slither.config.json
+	slither contracts/ --config-file slither.config.json
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
