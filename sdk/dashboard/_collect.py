@@ -378,7 +378,7 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
             elif verdict == "in window":
                 nv.pending += 1
             nv.rewards_claimable += claimable
-        if closed and status in (TaskStatus.SUBMITTED, TaskStatus.PAID):
+        if closed and verdict in ("accepted", "paid"):
             # the window closing is not an event: place it at the window end on the path
             paths[a["node"].lower()].append(PathEvent(
                 kind="verdict", time=window_end, block=e.block_number, submission_id=sid, outcome="accepted",

@@ -19,8 +19,9 @@ from intellect.sdk.ipfs import compute_cid
 def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
     """A swarm's history on a fresh devnet, played with the SDK:
     trainer publishes steps 0 and 1; an honest worker (2 submissions) and a cheating worker
-    (1 submission) register, stake, claim, submit; validator A challenges the cheat, validator B
-    votes uphold; after the vote period the challenge is resolved (slash); after the window the
+    (2 submissions) register, stake, claim, submit; validator A challenges the cheat, validator B
+    votes uphold; after the vote period the challenge is resolved (slash; the cheat's other,
+    unchallenged submission is wiped with it); after the window the
     honest worker claims its rewards. Validator B's agent is down (its endpoint refuses)."""
     net = devnet.start(tmp_path_factory.mktemp("dash-devnet"))
     servers: list[Any] = []
@@ -50,6 +51,8 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
         s2 = hw.submit_work(c2.task_id, compute_cid(b"rollouts honest 2"), b"\x12" * 32, 4, 1)
         c3 = cw.claim_task(pool_id)
         s3 = cw.submit_work(c3.task_id, compute_cid(b"rollouts cheat"), b"\x33" * 32, 4, 1)
+        c4 = cw.claim_task(pool_id)
+        s4 = cw.submit_work(c4.task_id, compute_cid(b"rollouts cheat 2"), b"\x34" * 32, 4, 1)
         va.challenge(s3.submission_id, compute_cid(b"evidence: proofs do not match step 1"))
         vb.vote(s3.submission_id, True)
         pool = t.pool(pool_id)
@@ -60,6 +63,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
         yield Scenario(net=net, pool_id=pool_id, trainer=t.address, honest=hw.address, cheat=cw.address,
                        validators=[va.address, vb.address], down_endpoint=down, manifest_cids=manifests,
                        honest_subs=[s1.submission_id, s2.submission_id], cheat_sub=s3.submission_id,
+                       cheat_wiped=s4.submission_id,
                        servers=servers)
     finally:
         for s in servers:

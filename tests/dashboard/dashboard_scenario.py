@@ -58,6 +58,7 @@ class Scenario:
     manifest_cids: list[str]
     honest_subs: list[int]
     cheat_sub: int
+    cheat_wiped: int
     servers: list[Any] = field(default_factory=list)
 
     def reader(self) -> Protocol:

@@ -39,7 +39,7 @@ def test_collect_scenario_counts_and_verdicts(scenario: Scenario) -> None:
     snap = collect(p, ChainIndex(p), StatusFetcher(timeout=1.0))
     assert snap.schema_ == SNAPSHOT_SCHEMA and snap.chain_id == 31337
     t = snap.totals
-    assert (t.nodes, t.submissions, t.accepted, t.pending_windows) == (5, 3, 2, 0)
+    assert (t.nodes, t.submissions, t.accepted, t.pending_windows) == (5, 4, 2, 0)
     assert (t.challenges, t.upheld, t.checkpoints) == (1, 1, 2)
     assert t.rewards_claimed == 8 * TOKEN and t.slashed > 0
     honest, cheat = snap.node(scenario.honest), snap.node(scenario.cheat)
@@ -47,18 +47,28 @@ def test_collect_scenario_counts_and_verdicts(scenario: Scenario) -> None:
     assert (honest.submissions, honest.accepted, honest.challenged, honest.slashed) == (2, 2, 0, 0)
     assert honest.rewards_claimed == 8 * TOKEN and honest.stake_active == honest.stake_deposited == 100 * TOKEN
     assert honest.gpu_model == "H100-80GB" and honest.gpu_count == 8
-    assert (cheat.submissions, cheat.accepted, cheat.challenged, cheat.upheld) == (1, 0, 1, 1)
+    assert (cheat.submissions, cheat.accepted, cheat.challenged, cheat.upheld) == (2, 0, 1, 1)
     assert cheat.slashed > 0 and cheat.stake_active == 100 * TOKEN - cheat.slashed
     va, vb = (snap.node(a) for a in scenario.validators)
     assert va is not None and vb is not None
     assert va.challenges_opened == 1 and vb.votes_cast == 1
     verdicts = {s.submission_id: s.verdict for s in snap.submissions}
-    assert verdicts == {scenario.honest_subs[0]: "paid", scenario.honest_subs[1]: "paid", scenario.cheat_sub: "slashed"}
+    assert verdicts == {scenario.honest_subs[0]: "paid", scenario.honest_subs[1]: "paid", scenario.cheat_sub: "slashed",
+                        scenario.cheat_wiped: "wiped"}
+    # the state derived from events agrees with the contract's views
+    for s in snap.submissions:
+        assert s.status == p.task(s.submission_id).status.name.lower()
+        assert (s.verdict == "accepted") == (p.claimable(s.submission_id) > 0)
+    for n in snap.nodes:
+        st = p.stake_of(n.address)
+        assert (n.stake_active, n.stake_unbonding, n.open_challenges) == (st.active, st.unbonding, st.open_challenges)
+    info = p.challenge_info(scenario.cheat_sub)
+    assert (snap.challenges[0].votes_for, snap.challenges[0].votes_against) == (info.votes_for, info.votes_against)
     [ch] = snap.challenges
     assert ch.status == "upheld" and ch.votes_for == 2 and ch.votes_against == 0 and ch.slashed == cheat.slashed
     assert [v.validator for v in ch.votes] == [scenario.validators[1]]
     assert [c.manifest_cid for c in snap.checkpoints] == scenario.manifest_cids
-    assert [(r.step, r.mean_reward, r.submissions) for r in snap.reward_curve] == [(0, 0.25, 1), (1, 0.625, 2)]
+    assert [(r.step, r.mean_reward, r.submissions) for r in snap.reward_curve] == [(0, 0.25, 1), (1, 0.625, 3)]
     assert snap.checkpoints[1].rollouts_used == 16
 
 
@@ -136,7 +146,7 @@ def test_dashboard_server_api_and_errors(scenario: Scenario) -> None:
         code, body = _get(srv.url + "/api/snapshot")
         assert code == 200
         snap = parse_snapshot(json.loads(body))
-        assert snap.totals.submissions == 3
+        assert snap.totals.submissions == 4
         code, body = _get(f"{srv.url}/api/node/{scenario.cheat}")
         assert code == 200 and json.loads(body)["node"]["upheld"] == 1
         assert _get(srv.url + "/api/node/0xnothex")[0] == 400

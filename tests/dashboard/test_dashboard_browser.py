@@ -58,6 +58,7 @@ def test_overview_page_renders_chain_data(browser: Any, dash: DashboardServer, s
             assert page.locator(f"#checkpoints td[title='{cid}']").count() == 1
         sub = page.locator(f"#subs tr[data-sub='{scenario.cheat_sub}'] .badge")
         assert sub.inner_text() == "slashed"
+        assert page.locator(f"#subs tr[data-sub='{scenario.cheat_wiped}'] .badge").inner_text() == "wiped"
         for sid in scenario.honest_subs:
             assert page.locator(f"#subs tr[data-sub='{sid}'] .badge").inner_text() == "paid"
         chal = page.locator(f"#chals tr[data-challenge='{scenario.cheat_sub}']")
@@ -73,7 +74,7 @@ def test_node_page_shows_path_to_slash(browser: Any, dash: DashboardServer, scen
     page = _open(browser, f"{dash.url}/node/{scenario.cheat}")
     try:
         kinds = page.locator("ol.path li").evaluate_all("els => els.map(e => e.dataset.kind)")
-        for k in ("registered", "staked", "task", "proof", "challenged", "verdict", "slash"):
+        for k in ("registered", "staked", "task", "proof", "challenged", "verdict", "slash", "wiped"):
             assert k in kinds, kinds
         assert "bad" in (page.locator(".stage[data-stage='reward']").get_attribute("class") or "")
         assert "upheld" in page.locator(".stage[data-stage='verdict']").inner_text()
