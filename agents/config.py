@@ -142,6 +142,10 @@ class ValidatorSettings(_Section):
     """Tries (with backoff) to fetch a rollout file before rejecting it as unavailable."""
     cached_checkpoints: int = Field(2, ge=1)
     poll_interval: float = Field(1.0, gt=0)
+    toploc_profile: Literal["fp32", "reference"] = "fp32"
+    """TOPLOC bounds: `fp32` (strict; the pool's workers compute in fp32, as the transformers engine does)
+    or `reference` (the reference's mixed-precision bounds, for bf16/vLLM workers). The reference bounds
+    accept completions with altered tokens on small models (tests/security/test_security_altered.py)."""
 
 
 class TrainerSettings(_Section):

@@ -301,7 +301,10 @@ class Validator(Agent):
                                      "recomputed": {"task_reward": tr, "reward": total, "advantage": adv}})
                 worst = max(worst, *diffs.values())
         samples = [(list(r.prompt_ids), list(r.completion_ids), list(r.proofs)) for r in rf.rows]
-        results = verify_samples(model, samples, temperature=self.cfg.tasks.temperature)
+        from intellect.verifier.toploc import DEFAULT_THRESHOLDS, Thresholds
+
+        thresholds = Thresholds.fp32() if self.cfg.validator.toploc_profile == "fp32" else DEFAULT_THRESHOLDS
+        results = verify_samples(model, samples, thresholds, temperature=self.cfg.tasks.temperature)
         for i, res in enumerate(results):
             if not res.ok:
                 chunk = res.chunks[res.failed_chunk] if res.chunks and res.failed_chunk is not None else None

@@ -17,6 +17,8 @@ from intellect.sdk import ChallengeStatus
 
 STAKE = 100 * 10**18  # worker.stake_amount (default 100 tokens)
 FAST = ["inflated_units", "garbage_file", "chosen_problems"]
+# altered_completions was ACCEPTED by the validator under the reference TOPLOC bounds (found by this matrix);
+# it is caught since the validator's fp32 profile (test_security_altered.py, docs/security.md)
 MATRIX_A = ["wrong_model", "quantised", "altered_completions", "inflated_rewards", "inflated_units", "replay"]
 MATRIX_B = ["own_old_work", "chosen_problems", "stale_step", "copied_proofs", "garbage_file", "unresolvable_cid"]
 
