@@ -27,7 +27,9 @@ import torch
 log = logging.getLogger("bench.security.honest_fp")
 
 
-def run(submissions: int, problems: int = 2, group: int = 4, seed: int = 0) -> dict[str, Any]:
+def run(submissions: int, problems: int = 2, group: int = 4, seed: int = 0,
+        max_seconds: float | None = None) -> dict[str, Any]:
+    """Generate and verify `submissions` honest submissions (stop early after `max_seconds`)."""
     from intellect.agents.engines import SamplingParams, TransformersEngine
     from intellect.agents.learn import prompt_text
     from intellect.agents.models import load_model, tiny_model_dir
@@ -46,7 +48,11 @@ def run(submissions: int, problems: int = 2, group: int = 4, seed: int = 0) -> d
     samples_total = rejected = 0
     reasons: dict[str, int] = {}
     t0 = time.perf_counter()
+    done = 0
     for k in range(submissions):
+        if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+            log.warning("time budget of %.0f s spent after %d submissions", max_seconds, k)
+            break
         batch, threads, max_batch_tokens = variations[k % len(variations)]
         claim_seed = hashlib.sha256(f"honest-{seed}-{k}".encode()).digest()
         assigned = sample_problems(task_set, claim_seed, problems, budgets)
@@ -66,10 +72,11 @@ def run(submissions: int, problems: int = 2, group: int = 4, seed: int = 0) -> d
                 reasons[str(r.reason)] = reasons.get(str(r.reason), 0) + 1
                 log.warning("submission %d (batch %d, threads %d): honest sample rejected: %s %s", k, batch,
                             threads, r.reason, r.detail)
-        if (k + 1) % 20 == 0:
+        done = k + 1
+        if (k + 1) % 10 == 0:
             log.info("%d/%d submissions, %d samples, %d rejected", k + 1, submissions, samples_total, rejected)
     seconds = time.perf_counter() - t0
-    return {"submissions": submissions, "samples": samples_total, "rejected": rejected, "reasons": reasons,
+    return {"submissions": done, "requested": submissions, "samples": samples_total, "rejected": rejected, "reasons": reasons,
             "false_positive_rate": rejected / max(samples_total, 1), "seconds": round(seconds, 1),
             "variations": len(variations)}
 
@@ -79,9 +86,10 @@ def main() -> None:
     ap.add_argument("--submissions", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="also write the figures here")
+    ap.add_argument("--max-seconds", type=float, default=None, help="stop early after this long")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    out = run(args.submissions, seed=args.seed)
+    out = run(args.submissions, seed=args.seed, max_seconds=args.max_seconds)
     print(f"honest false positives: {out['rejected']}/{out['samples']} samples "
           f"({out['false_positive_rate']:.4%}; baseline 0) over {out['submissions']} submissions, "
           f"{out['variations']} engine/thread/batch variations, {out['seconds']} s")

@@ -130,7 +130,8 @@ def test_cheater_matrix_fast_subset_slashed_and_never_trained(sec_swarm, big_dev
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("variants", [MATRIX_A, MATRIX_B], ids=["matrix-a", "matrix-b"])
+@pytest.mark.parametrize("variants", [MATRIX_A, MATRIX_B, ["altered_completions"]],
+                         ids=["matrix-a", "matrix-b", "altered"])
 def test_cheater_matrix_full_slashed_and_never_trained(sec_swarm, big_devnet, variants):
     out = run_matrix(sec_swarm, big_devnet, variants)
     print("cheater reasons:", out["reasons"], "books:", out["books"])
