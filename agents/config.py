@@ -124,6 +124,9 @@ class WorkerSettings(_Section):
     """Tokens to stake when auto-staking (whole tokens, 18 decimals)."""
     max_tasks: int | None = None
     """Stop after this many submissions (None: run until stopped)."""
+    tasks_per_step: int | None = Field(None, ge=1)
+    """At most this many submissions generated with one policy step; then wait for a newer checkpoint
+    (keeps a fast worker's rollouts fresh for the trainer's later steps; None: no limit)."""
     adversary: str | None = None
     """Test-only misbehaviour (see `intellect.agents.adversary`); None for an honest worker."""
     claim_rewards: bool = True
@@ -150,7 +153,9 @@ class ValidatorSettings(_Section):
 
 class TrainerSettings(_Section):
     model: str = "tiny"
-    """`tiny` (config-built, for tests and demos), `smollm2` (real SmolLM2-135M), or an HF model directory."""
+    """`tiny` (config-built, for tests), `tiny-warm` (the tiny model warm-started on the pool's synthetic
+    tasks and budgets, cached: `intellect.agents.learn.warm_start_cached`), `smollm2` (real SmolLM2-135M),
+    or an HF model directory."""
     batch_groups: int = Field(4, ge=1)
     """GRPO groups (problems) per training step."""
     attestation_quorum: int = Field(1, ge=1)

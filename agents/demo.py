@@ -72,6 +72,10 @@ class DemoError(RuntimeError):
 # options and the swarm's layout
 
 
+GROUP_SIZE = 8
+PROBLEMS_PER_TASK = 2
+
+
 class DemoOptions(BaseModel):
     """Everything `make demo` can change (the CLI flags)."""
 
@@ -84,8 +88,10 @@ class DemoOptions(BaseModel):
     cheaters: int = Field(1, ge=0, le=2)
     """Cheating workers (`wrong_model`: generate with a perturbed model, claim the real one)."""
     validators: int = Field(2, ge=1, le=4)
-    model: str = "tiny"
-    """`tiny` (config-built), `smollm2` (the real SmolLM2-135M), or an HF model directory."""
+    model: str = "tiny-warm"
+    """`tiny-warm` (the tiny model warm-started on the pool's tasks, built once and cached), `tiny`
+    (config-built, never solves a task: every GRPO group is filtered), `smollm2` (the real
+    SmolLM2-135M), or an HF model directory."""
     port: int = Field(8090, ge=0, le=65535)
     """Dashboard port (0: a free one)."""
     run_dir: Path | None = None
@@ -100,8 +106,12 @@ class DemoOptions(BaseModel):
     """Tasks each worker does before it idles (serving its rollouts until the end); default 3·steps + 3.
     Workers must stay up until validators have fetched their rollouts: a rollout file nobody can
     fetch is challenged as unavailable (and slashed)."""
-    group_size: int = Field(4, ge=2)
-    problems_per_task: int = Field(2, ge=1)
+    tasks_per_step: int | None = Field(1, ge=1)
+    """Submissions each worker makes with one policy step before waiting for the next checkpoint
+    (None: no limit; then fast workers do most tasks at step 0)."""
+    learning_rate: float = Field(1e-3, gt=0)
+    group_size: int = Field(GROUP_SIZE, ge=2)
+    problems_per_task: int = Field(PROBLEMS_PER_TASK, ge=1)
     batch_groups: int | None = Field(None, ge=1)
     """GRPO groups (problems) per training step; default problems_per_task × workers (one submission of
     each honest worker per step)."""
@@ -165,14 +175,20 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def pool_rules(opts: DemoOptions) -> dict[str, Any]:
     """The settings every agent of the pool must agree on."""
-    budgets = BUDGETS["smollm2" if opts.model != "tiny" else "tiny"]
+    budgets = BUDGETS["tiny" if opts.model in ("tiny", "tiny-warm") else "smollm2"]
+    if opts.tasks_per_worker:
+        max_tasks = opts.tasks_per_worker
+    elif opts.tasks_per_step:  # one quota per policy step 0..steps
+        max_tasks = (opts.steps + 1) * opts.tasks_per_step
+    else:
+        max_tasks = 3 * opts.steps + 3
     return {
         "tasks": {"source": "synthetic:64:0", "budgets": budgets},
         "worker": {"problems_per_task": opts.problems_per_task, "group_size": opts.group_size, "poll_interval": 0.5,
-                   "max_tasks": opts.tasks_per_worker or 3 * opts.steps + 3, "claim_rewards": True},
+                   "max_tasks": max_tasks, "tasks_per_step": opts.tasks_per_step, "claim_rewards": True},
         "validator": {"poll_interval": 0.5, "concurrency": 2},
         "trainer": {"model": opts.model, "batch_groups": opts.batch_groups or opts.problems_per_task * opts.workers, "max_steps": opts.steps,
-                    "poll_interval": 0.5, "learning_rate": 1e-3},
+                    "poll_interval": 0.5, "learning_rate": opts.learning_rate},
     }
 
 
@@ -487,6 +503,8 @@ def run_demo(opts: DemoOptions, console: Console | None = None) -> DemoSummary:
             if s.dev_account >= 10:
                 net.anvil.rpc("anvil_setBalance", [accounts[s.name], hex(1000 * TOKEN)])
         cfgs = write_configs(run_dir, net.url, net.deployment_file, specs, opts)
+        if opts.model == "tiny-warm":
+            _prepare_warm_start(opts, console)
         env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1",
                    TOKENIZERS_PARALLELISM="false")
         reader = net.protocol(None)
@@ -611,6 +629,22 @@ def run_demo(opts: DemoOptions, console: Console | None = None) -> DemoSummary:
         handler.close()
 
 
+def _prepare_warm_start(opts: DemoOptions, console: Console) -> Path:
+    """Build (first run only; cached under the user cache dir, keyed by its recipe) the warm-started
+    step-0 model the trainer will load, before the agents start and wait on it."""
+    from intellect.agents.config import TaskSettings
+    from intellect.agents.learn import warm_start_cached
+    from intellect.agents.trainer import warm_start_recipe
+
+    rules = pool_rules(opts)["tasks"]
+    recipe = warm_start_recipe(TaskSettings(source=rules["source"], budgets=rules["budgets"]))
+    console.print(f"warm start of the tiny model (recipe {recipe.key()}; built once, then cached) …")
+    t0 = time.monotonic()
+    path = warm_start_cached(recipe)
+    console.print(f"step-0 model: {path} ({time.monotonic() - t0:.0f} s)")
+    return path
+
+
 def _workers_done(snap: Any, specs: list[NodeSpec], accounts: dict[str, str]) -> bool:
     """Every worker reports `done` (its tasks are submitted; it idles, serving its rollouts)."""
     for s in specs:
@@ -689,7 +723,8 @@ def _claim_honest(net: Any, reader: Any, specs: list[NodeSpec], accounts: dict[s
 @click.option("--cheaters", type=click.IntRange(0, 2), default=1, show_default=True,
               help="Cheating workers (wrong_model).")
 @click.option("--validators", type=click.IntRange(1, 4), default=2, show_default=True)
-@click.option("--model", default="tiny", show_default=True, help="tiny | smollm2 | an HF model directory.")
+@click.option("--model", default="tiny-warm", show_default=True,
+              help="tiny-warm (warm-started, cached) | tiny | smollm2 | an HF model directory.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8090, show_default=True,
               help="Dashboard port (0: a free one).")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,

@@ -42,6 +42,7 @@ import queue
 import random
 import re
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -63,12 +64,14 @@ log = logging.getLogger(__name__)
 __all__ = [
     "LearnConfig",
     "LearnResult",
+    "WarmStartRecipe",
     "answer_text",
     "evaluate",
     "make_rollouts",
     "prompt_text",
     "run_async_loop",
     "warm_start",
+    "warm_start_cached",
 ]
 
 RUN_MARKER = ".intellect-learn-run"
@@ -114,6 +117,7 @@ def warm_start(
     knowledge: Sequence[tuple[str, str]] = (),
     knowledge_fraction: float = 0.5,
     seed: int = 0,
+    target_lengths: Sequence[int] = (),
 ) -> Path:
     """Supervised training on `prompt answer<eos>` where the answer is right with prob `correct`.
 
@@ -125,6 +129,9 @@ def warm_start(
     `knowledge`: clean (prompt, answer) pairs in another format (e.g. `"3 + 4 ="`, `"7"`), mixed
     in at `knowledge_fraction` of the examples: what the model "knows" from pretraining, which
     the question format does not yet use reliably. Saves an HF model dir to `out_dir`.
+
+    `target_lengths`: question prompts get the thinking-budget suffix of a target drawn from these
+    (as a pool's workers prompt them, `prompt_text(task, target)`); none if empty.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -140,7 +147,9 @@ def warm_start(
     else:  # OneCycleLR divides by zero on very short schedules
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda _i: 1.0)
     pool = [t for t in tasks if t.answer is not None]
-    encoded_prompts = {t.id: tok(prompt_text(t), add_special_tokens=False)["input_ids"] for t in pool}
+    targets: list[int | None] = list(target_lengths) or [None]
+    encoded_prompts = {(t.id, tl): tok(prompt_text(t, tl), add_special_tokens=False)["input_ids"]
+                       for t in pool for tl in targets}
     eos = tok.eos_token_id
     t0 = time.perf_counter()
     for step in range(steps):
@@ -161,7 +170,7 @@ def warm_start(
                 else:  # a uniform window: (1-correct)/(2·max_offset) on each of value ± 1..max_offset
                     off = rng.randint(1, max_offset) * rng.choice((-1, 1))
                     value = value + off if value + off >= 0 else value + abs(off)
-            p = encoded_prompts[task.id]
+            p = encoded_prompts[(task.id, rng.choice(targets))]
             c = tok(answer_text(str(value)), add_special_tokens=False)["input_ids"] + [eos]
             seqs.append(p + c)
             masks.append([0] * len(p) + [1] * len(c))
@@ -185,6 +194,67 @@ def warm_start(
     model.save_pretrained(out_dir, safe_serialization=True)
     tok.save_pretrained(out_dir)
     return out_dir
+
+
+@dataclass(frozen=True)
+class WarmStartRecipe:
+    """Everything a cached warm start depends on (its cache key): the tiny model, the pool's
+    synthetic task set (`synthetic:N:SEED`, a + b with operands 0..20) and the training recipe."""
+
+    tasks: int = 64
+    task_seed: int = 0
+    max_operand: int = 20
+    target_lengths: tuple[int, ...] = ()
+    """thinking budgets whose suffixes the question prompts carry (the pool's budgets)"""
+    steps: int = 600
+    batch_size: int = 64
+    lr: float = 3e-3
+    correct: float = 0.2
+    noise: Literal["offset", "copy"] = "copy"
+    knowledge: bool = True
+    seed: int = 0
+    version: int = 1
+    """bump when `warm_start` changes in a way that changes its output"""
+
+    def key(self) -> str:
+        from intellect.agents.models import TinyModelSpec
+
+        body = json.dumps({"recipe": asdict(self), "tiny": TinyModelSpec().key()}, sort_keys=True)
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def warm_start_cached(recipe: WarmStartRecipe | None = None, root: Path | None = None) -> Path:
+    """The tiny model warm-started by `recipe`, built once and cached under
+    `cache_dir()/models/tiny-warm-<key>` (atomically: built in a temp dir, then renamed)."""
+    from intellect.agents.models import cache_dir, tiny_model_dir
+
+    recipe = recipe or WarmStartRecipe()
+    root = root or cache_dir() / "models"
+    final = root / f"tiny-warm-{recipe.key()}"
+    if (final / "config.json").is_file() and (final / "model.safetensors").is_file():
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    tasks = synthetic_task_set(recipe.tasks, seed=recipe.task_seed, max_operand=recipe.max_operand, ops=("+",),
+                               name=f"synthetic:{recipe.tasks}:{recipe.task_seed}")
+    knowledge = [(f"{a} + {b} =", str(a + b)) for a in range(recipe.max_operand + 1)
+                 for b in range(recipe.max_operand + 1)] if recipe.knowledge else []
+    tmp = Path(tempfile.mkdtemp(prefix=".tiny-warm-", dir=root))
+    t0 = time.perf_counter()
+    try:
+        torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+        warm_start(tiny_model_dir(), tmp, tasks, steps=recipe.steps, batch_size=recipe.batch_size, lr=recipe.lr,
+                   correct=recipe.correct, noise=recipe.noise, knowledge=knowledge, seed=recipe.seed,
+                   target_lengths=recipe.target_lengths)
+        (tmp / "warm_start_recipe.json").write_text(json.dumps(asdict(recipe), sort_keys=True))
+        try:
+            tmp.rename(final)
+        except OSError:  # another process built it first: keep theirs
+            if not (final / "model.safetensors").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log.info("warm start cached at %s (%.0f s)", final, time.perf_counter() - t0)
+    return final
 
 
 # ------------------------------------------------------------------------------------------

@@ -26,9 +26,22 @@ import requests
 from intellect.agents._runtime import Agent, AgentError, StateCursorStore
 from intellect.agents._server import HttpError
 
-__all__ = ["Trainer", "ready_submissions"]
+__all__ = ["Trainer", "ready_submissions", "warm_start_recipe"]
 
 log = logging.getLogger(__name__)
+
+
+def warm_start_recipe(tasks: Any) -> Any:
+    """The `WarmStartRecipe` for a pool's `TaskSettings`: its synthetic task set (`synthetic:N:SEED`,
+    the only source the warm start knows) and every thinking budget a worker may be given, so the
+    warm-started policy has seen the exact prompts the pool's workers send."""
+    from intellect.agents.learn import WarmStartRecipe
+
+    parts = str(tasks.source).split(":")
+    if len(parts) != 3 or parts[0] != "synthetic" or not parts[1].isdigit() or not parts[2].isdigit():
+        raise AgentError(f"trainer.model tiny-warm needs tasks.source synthetic:N:SEED, got {tasks.source!r}")
+    budgets = tuple(sorted({int(b) for v in tasks.budgets.values() for b in v}))
+    return WarmStartRecipe(tasks=int(parts[1]), task_seed=int(parts[2]), target_lengths=budgets)
 
 
 def ready_submissions(attestations: dict[int, set[str]], submissions: dict[int, dict[str, Any]], *,
@@ -73,13 +86,17 @@ class Trainer(Agent):
             from intellect.agents.models import tiny_model_dir
 
             return tiny_model_dir()
+        if m == "tiny-warm":
+            from intellect.agents.learn import warm_start_cached
+
+            return warm_start_cached(warm_start_recipe(self.cfg.tasks))
         if m == "smollm2":
             from intellect.agents.models import smollm2_dir
 
             return smollm2_dir()
         p = Path(m)
         if not (p / "config.json").is_file():
-            raise AgentError(f"trainer.model {m!r}: not 'tiny', 'smollm2' or an HF model directory")
+            raise AgentError(f"trainer.model {m!r}: not 'tiny', 'tiny-warm', 'smollm2' or an HF model directory")
         return p
 
     def start(self) -> None:

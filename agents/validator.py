@@ -97,6 +97,9 @@ class Validator(Agent):
         self._executor: ThreadPoolExecutor | None = None
         self._claims: dict[int, bytes] = {}
         self._tx_lock = threading.Lock()  # one challenge at a time: its bond approval must not race
+        self._published = -1  # newest checkpoint step seen in CheckpointPublished events
+        self._preloaded = -1
+        self._preloader: threading.Thread | None = None
 
     # -- set-up --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -134,6 +137,9 @@ class Validator(Agent):
                     "work_units": int(a["workUnits"]), "policy_step": int(a["policyStep"]),
                     "window_end": int(a["windowEnd"]), "attempts": 0,
                 })
+        elif e.event == "CheckpointPublished":
+            if int(a["poolId"]) == self.pool_id:
+                self._published = max(self._published, int(a["step"]))
         elif e.event == "ChallengeOpened":
             cid = int(a["challengeId"])
             if self.state.record("submission", cid) is None:
@@ -153,7 +159,8 @@ class Validator(Agent):
     def _follow(self) -> None:
         from intellect.sdk import EventStream
 
-        stream = EventStream(self.protocol, ["WorkSubmitted", "ChallengeOpened", "ChallengeResolved"],
+        stream = EventStream(self.protocol, ["WorkSubmitted", "ChallengeOpened", "ChallengeResolved",
+                                             "CheckpointPublished"],
                              cursor_store=StateCursorStore(self.state, "validator"),
                              confirmations=self.cfg.chain.confirmations, poll_interval=0.5)
         self._stream = stream
@@ -191,6 +198,26 @@ class Validator(Agent):
             while len(self._models) > self.cfg.validator.cached_checkpoints:
                 self._models.popitem(last=False)
             return self._models[step]
+
+    def _preload_latest(self) -> None:
+        """Fetch and load the newest published checkpoint in the background as soon as it is posted,
+        so the first submission of a step does not wait for the model (Shardcast fetch + load)."""
+        step = self._published
+        if step <= self._preloaded or (self._preloader is not None and self._preloader.is_alive()):
+            return
+
+        def run() -> None:
+            t0 = time.perf_counter()
+            try:
+                self.checkpoint_model(step)
+                log.info("preloaded checkpoint step %d in %.2fs", step, time.perf_counter() - t0)
+                self._preloaded = step
+            except Exception as exc:  # retried on the next loop turn; verification loads it anyway
+                self.metrics.inc("errors_total", kind=type(exc).__name__)
+                log.warning("preloading checkpoint step %d failed: %r", step, exc)
+
+        self._preloader = threading.Thread(target=run, name="preload", daemon=True)
+        self._preloader.start()
 
     def claim_seed(self, task_id: int) -> bytes:
         if task_id not in self._claims:
@@ -488,6 +515,7 @@ class Validator(Agent):
         last_peers = 0.0
         while not self.stop_event.is_set():
             try:
+                self._preload_latest()
                 self._dispatch()
                 self._post_attestations()
                 self._votes_and_resolutions()

@@ -379,6 +379,14 @@ class Worker(Agent):
         limit = self.cfg.worker.max_tasks
         return limit is not None and self.state.count("submission", "sent") >= limit
 
+    def step_quota_used(self, step: int) -> bool:
+        """True when `worker.tasks_per_step` submissions (planned or sent) were made with policy `step`."""
+        limit = self.cfg.worker.tasks_per_step
+        if limit is None:
+            return False
+        made = sum(1 for r in self.state.records("submission") if r["data"].get("policy_step") == step)
+        return made >= limit
+
     def loop(self) -> None:
         from intellect.sdk import ContractRevert
 
@@ -397,7 +405,12 @@ class Worker(Agent):
                     self.doing = "done: claiming rewards"
                     self.wait(self.cfg.worker.poll_interval)
                     continue
-                self.current_policy()
+                step = self.current_policy()
+                if self.step_quota_used(step):
+                    self.doing = f"waiting for a checkpoint newer than step {step} (tasks_per_step reached)"
+                    with self.follower.changed:
+                        self.follower.changed.wait(self.cfg.worker.poll_interval)
+                    continue
                 self.doing = "claiming a task"
                 claim = self.protocol.claim_task(self.pool_id)
                 self.count("tasks_claimed")
