@@ -1,11 +1,12 @@
 """`make demo` = `python -m intellect.agents.demo`: a whole local training swarm in one command.
 
-    python -m intellect.agents.demo                      # 3 policy steps, tiny model, dashboard on :8090
+    python -m intellect.agents.demo                      # 6 policy steps, warm-started tiny model, dashboard on :8090
     python -m intellect.agents.demo --steps 5 --model smollm2 --keep-dashboard
 
 What it does, in order:
 1. starts anvil and deploys the contracts with the brownie deploy code (`intellect.sdk.devnet`);
-2. writes one YAML config per agent into `runs/<id>/configs/` and starts, each as its own process
+2. (`--model tiny-warm`, the default) builds the warm-started step-0 model once (cached under
+   `~/.cache/intellect/models/tiny-warm-<recipe key>`; later runs reuse it), then writes one YAML config per agent into `runs/<id>/configs/` and starts, each as its own process
    (`intellect-agent`, own process group): the trainer, a relay, 3 honest workers declaring
    different hardware classes, 1 cheating worker (`worker.adversary: wrong_model`) and 2 validators;
 3. serves the dashboard (`intellect.sdk.dashboard`) and shows a progress display (steps,
@@ -81,7 +82,7 @@ class DemoOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    steps: int = Field(3, ge=1)
+    steps: int = Field(6, ge=1)
     """Policy steps the trainer publishes after step 0."""
     workers: int = Field(3, ge=1, le=6)
     """Honest workers (each declares another hardware class, round robin)."""
@@ -646,11 +647,14 @@ def _prepare_warm_start(opts: DemoOptions, console: Console) -> Path:
 
 
 def _workers_done(snap: Any, specs: list[NodeSpec], accounts: dict[str, str]) -> bool:
-    """Every worker reports `done` (its tasks are submitted; it idles, serving its rollouts)."""
+    """Every worker reports `done` (its tasks are submitted; it idles, serving its rollouts) or was
+    slashed (an upheld challenge: the pool no longer lets it claim, so it never reaches max_tasks)."""
     for s in specs:
         if s.role == "worker":
             n = snap.node(accounts[s.name])
-            if n is None or not (n.agent_status or {}).get("done"):
+            if n is None:
+                return False
+            if not (n.agent_status or {}).get("done") and not (n.upheld > 0 and n.open_challenges == 0):
                 return False
     return True
 
@@ -717,7 +721,7 @@ def _claim_honest(net: Any, reader: Any, specs: list[NodeSpec], accounts: dict[s
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "INTELLECT_DEMO"})
-@click.option("--steps", type=click.IntRange(1, 1000), default=3, show_default=True, help="Policy steps to train.")
+@click.option("--steps", type=click.IntRange(1, 1000), default=6, show_default=True, help="Policy steps to train.")
 @click.option("--workers", type=click.IntRange(1, 6), default=3, show_default=True,
               help="Honest workers (hardware classes gpu-large, gpu-small, cpu, round robin).")
 @click.option("--cheaters", type=click.IntRange(0, 2), default=1, show_default=True,
