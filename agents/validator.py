@@ -352,9 +352,14 @@ class Validator(Agent):
             verdict = self.verify_submission(sid, sub)
         except _Unavailable as exc:
             attempts = int(sub.get("attempts", 0)) + 1
-            if attempts < self.cfg.validator.fetch_attempts:
+            # Keep trying while the window leaves time to challenge: a worker whose IPFS is down for a while
+            # must not have honest work slashed as "unavailable" (fetch_attempts is the minimum of tries).
+            margin = max(60, self.pool.params.window_length // 10)
+            window_left = int(sub.get("window_end", 0)) - self.protocol.chain_time()
+            if attempts < self.cfg.validator.fetch_attempts or window_left > margin:
                 log.warning("submission %d: rollout file unavailable (%s); attempt %d", sid, exc, attempts)
-                self.state.put("submission", sid, "queued", {"attempts": attempts, "retry_at": time.time() + 2 * attempts})
+                self.state.put("submission", sid, "queued",
+                               {"attempts": attempts, "retry_at": time.time() + min(2 * attempts, 30)})
                 return
             verdict = Verdict(submission_id=sid, accepted=False, reason="unavailable",
                               detail=f"rollout file {sub['rollouts_cid']} not retrievable after {attempts} tries: {exc}")
