@@ -383,10 +383,13 @@ class ReasonCode(StrEnum):
 class Thresholds(BaseModel):
     """Acceptance bounds per chunk of 128 top-k values (a chunk passes if all hold).
 
-    Defaults from the calibration in docs/benchmarks-verifier.md on SmolLM2-135M: honest
-    variation (batch 1 vs 8, 1 vs 2 threads, fp32 vs bf16 compute) stays at most a few exponent
-    mismatches with mantissa errors around 1-3, while every attack lands above 60 mismatches or
-    a mean error above 20; the bounds sit between with a wide margin on both sides.
+    Defaults from the calibration in docs/benchmarks-verifier.md (SmolLM2-135M, 200 samples per
+    case): honest variation (generation vs prefill, batch 1 vs 50, 1 vs 2 threads) gives 0
+    mismatches; bf16 vs fp32 compute gives at most 10 exponent mismatches, mantissa mean 2.5,
+    median 2. The defaults leave a wide margin above that (never accuse an honest worker) and
+    catch other models, int8 quantisation, copied proofs and most foreign-prompt completions;
+    they do not catch a 1 % weight perturbation or most single-token alterations, which overlap
+    bf16 noise: use `Thresholds.fp32()` where the pool requires fp32 compute.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
