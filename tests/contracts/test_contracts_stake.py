@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from brownie import accounts, chain, web3
-from conftest import MIN_STAKE, TOKEN, VALIDATOR, WORKER, event, new_key_account, reverts
+from conftest import (
+    MIN_STAKE,
+    TOKEN,
+    VALIDATOR,
+    WORKER,
+    event,
+    new_key_account,
+    registration_signature,
+    reverts,
+)
 from eth_account import Account
 from eth_account.messages import encode_typed_data
 
@@ -30,8 +39,6 @@ def test_stake_by_anyone_for_active_node(net):
 def test_stakeWithPermit(net):
     node = new_key_account("permit-stake")
     net.register(WORKER, stake=0)  # keep the registry busy; node below registers itself
-    from conftest import registration_signature
-
     deadline = chain.time() + 600
     sig = registration_signature(net.registry, node, node.address, WORKER, deadline)
     net.registry.register(node, WORKER, "cpu", 0, 0, "", deadline, sig, {"from": node})
