@@ -241,7 +241,7 @@ def warm_start_cached(recipe: WarmStartRecipe | None = None, root: Path | None =
     tmp = Path(tempfile.mkdtemp(prefix=".tiny-warm-", dir=root))
     t0 = time.perf_counter()
     try:
-        torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+        torch.set_num_threads(1)  # more intra-op threads spin on a shared machine (docs/grpo.md)
         warm_start(tiny_model_dir(), tmp, tasks, steps=recipe.steps, batch_size=recipe.batch_size, lr=recipe.lr,
                    correct=recipe.correct, noise=recipe.noise, knowledge=knowledge, seed=recipe.seed,
                    target_lengths=recipe.target_lengths)
