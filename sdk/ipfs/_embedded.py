@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import requests
@@ -31,6 +31,19 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_SIZE = 1 << 30  # 1 GiB: callers fetching checkpoints or big rollout files pass their own
 MAX_BLOCK_SIZE = 2 << 20  # bitswap's block limit; anything bigger from a peer is refused unread
 STORE_VERSION = "intellect.ipfs-store/v1"
+
+
+def read_verified_block(pieces: Iterable[bytes], cid: Cid, source: str) -> bytes:
+    """One block from `pieces` (refused past MAX_BLOCK_SIZE), hash-checked against `cid`."""
+    buf = bytearray()
+    for piece in pieces:
+        buf += piece
+        if len(buf) > MAX_BLOCK_SIZE:
+            raise IpfsError(f"block {cid} from {source} is over {MAX_BLOCK_SIZE} bytes: refused")
+    block = bytes(buf)
+    if not cid.matches(block):
+        raise CidMismatchError(str(cid), str(Cid.of(block, cid.codec)), source)
+    return block
 
 
 class EmbeddedIpfs:
@@ -121,15 +134,7 @@ class EmbeddedIpfs:
         ) as resp:
             if resp.status_code != 200:
                 raise IpfsError(f"{url}: HTTP {resp.status_code}")
-            buf = bytearray()
-            for piece in resp.iter_content(65536):
-                buf += piece
-                if len(buf) > MAX_BLOCK_SIZE:
-                    raise IpfsError(f"{url}: block over {MAX_BLOCK_SIZE} bytes, refused")
-        block = bytes(buf)
-        if not cid.matches(block):
-            raise CidMismatchError(str(cid), str(Cid.of(block, cid.codec)), peer)
-        return block
+            return read_verified_block(resp.iter_content(65536), cid, peer)
 
     # -- files --------------------------------------------------------------------------------
     def add(self, data: bytes, *, pin: bool = True) -> str:

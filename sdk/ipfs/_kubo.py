@@ -18,9 +18,9 @@ from typing import Any
 
 import requests
 
-from .._errors import CidMismatchError, ContentNotFoundError, ContentTooLargeError, IpfsError
+from .._errors import ContentNotFoundError, ContentTooLargeError, IpfsError
 from ._cid import Cid
-from ._embedded import DEFAULT_MAX_SIZE, MAX_BLOCK_SIZE
+from ._embedded import DEFAULT_MAX_SIZE, read_verified_block
 from ._unixfs import CHUNK_SIZE, DagBuilder, compute_cid, read_dag
 
 __all__ = ["KuboIpfs"]
@@ -119,15 +119,7 @@ class KuboIpfs:
         """One block through `/block/get`, hash-checked."""
         c = Cid.parse(cid)
         with self._post("block/get", {"arg": str(c)}, stream=True) as resp:
-            buf = bytearray()
-            for piece in resp.iter_content(65536):
-                buf += piece
-                if len(buf) > MAX_BLOCK_SIZE:
-                    raise IpfsError(f"block {c} from {self.api_url} is over {MAX_BLOCK_SIZE} bytes: refused")
-        block = bytes(buf)
-        if not c.matches(block):
-            raise CidMismatchError(str(c), str(Cid.of(block, c.codec)), self.api_url)
-        return block
+            return read_verified_block(resp.iter_content(65536), c, self.api_url)
 
     def cat_iter(self, cid: str, *, max_size: int = DEFAULT_MAX_SIZE) -> Iterator[bytes]:
         """Verified bytes, block by block through `/block/get` (streams; for big files)."""
