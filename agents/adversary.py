@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from intellect.agents.worker import Worker
 
-__all__ = ["ADVERSARIES", "WrongModelWorker", "adversary_class"]
+__all__ = ["ADVERSARIES", "WrongModelWorker", "adversary_class", "rewrite_checkpoint"]
 
 log = logging.getLogger(__name__)
 
@@ -30,26 +32,36 @@ class WrongModelWorker(Worker):
 
     def engine_checkpoint(self, step: int, path: Path) -> Path:
         import torch
-        from safetensors.torch import load_file, save_file
 
-        out = self.data_dir / "wrong-model" / f"step-{step}"
-        if (out / "config.json").is_file():
-            return out
-        tmp = out.with_name(out.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(path, tmp)
         gen = torch.Generator().manual_seed(1234 + step)
-        for f in tmp.glob("*.safetensors"):
-            state = load_file(str(f))
-            for k, v in state.items():
-                if v.is_floating_point() and v.numel() > 1:
-                    noise = torch.randn(v.shape, generator=gen, dtype=torch.float32) * (float(v.float().std()) * self.NOISE)
-                    state[k] = (v.float() + noise).to(v.dtype)
-            save_file(state, str(f), metadata={"format": "pt"})
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
+
+        def perturb(v: torch.Tensor) -> torch.Tensor:
+            noise = torch.randn(v.shape, generator=gen, dtype=torch.float32) * (float(v.float().std()) * self.NOISE)
+            return (v.float() + noise).to(v.dtype)
+
+        out = rewrite_checkpoint(path, self.data_dir / "wrong-model" / f"step-{step}", perturb)
         log.warning("adversary wrong_model: generating with a perturbed copy of step %d", step)
         return out
+
+
+def rewrite_checkpoint(path: Path, out: Path, transform: Callable[[Any], Any]) -> Path:
+    """A copy of checkpoint `path` at `out` with `transform` applied to every float tensor (kept if already built)."""
+    from safetensors.torch import load_file, save_file
+
+    if (out / "config.json").is_file():
+        return out
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(path, tmp)
+    for f in tmp.glob("*.safetensors"):
+        state = load_file(str(f))
+        for k, v in state.items():
+            if v.is_floating_point() and v.numel() > 1:
+                state[k] = transform(v)
+        save_file(state, str(f), metadata={"format": "pt"})
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
 
 
 ADVERSARIES: dict[str, type[Worker]] = {"wrong_model": WrongModelWorker}

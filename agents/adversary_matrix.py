@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
+from intellect.agents.adversary import rewrite_checkpoint
 from intellect.agents.worker import PlannedSubmission, Worker
 
 __all__ = ["EXPECTED_REASONS", "MATRIX", "register"]
@@ -43,24 +43,14 @@ class QuantisedWorker(Worker):
 
     def engine_checkpoint(self, step: int, path: Path) -> Path:
         import torch
-        from safetensors.torch import load_file, save_file
 
-        out = self.data_dir / "quantised" / f"step-{step}"
-        if (out / "config.json").is_file():
-            return out
-        tmp = out.with_name(out.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(path, tmp)
         levels = 2 ** (self.BITS - 1) - 1
-        for f in tmp.glob("*.safetensors"):
-            state = load_file(str(f))
-            for k, v in state.items():
-                if v.is_floating_point() and v.numel() > 1:
-                    scale = float(v.float().abs().max()) / levels or 1.0
-                    state[k] = (torch.round(v.float() / scale).clamp(-levels, levels) * scale).to(v.dtype)
-            save_file(state, str(f), metadata={"format": "pt"})
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
+
+        def quantise(v: torch.Tensor) -> torch.Tensor:
+            scale = float(v.float().abs().max()) / levels or 1.0
+            return (torch.round(v.float() / scale).clamp(-levels, levels) * scale).to(v.dtype)
+
+        out = rewrite_checkpoint(path, self.data_dir / "quantised" / f"step-{step}", quantise)
         log.warning("adversary quantised: generating with a %d-bit copy of step %d", self.BITS, step)
         return out
 
