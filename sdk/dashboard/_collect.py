@@ -80,7 +80,9 @@ class ChainIndex:
             if head >= self._next_block:
                 self.events.extend(self.p.get_events(EVENTS, from_block=self._next_block, to_block=head))
                 self._next_block = head + 1
-            self._last_hash = (head, self._hash(head))
+            blk = self.p.w3.eth.get_block(head)  # one read: its hash for the reorg check, its time for collect()
+            self._times[head] = int(blk["timestamp"])
+            self._last_hash = (head, "0x" + bytes(blk["hash"]).hex())
             return head
 
     def block_time(self, n: int) -> int:
