@@ -42,7 +42,6 @@ import queue
 import random
 import re
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -226,34 +225,26 @@ class WarmStartRecipe:
 def warm_start_cached(recipe: WarmStartRecipe | None = None, root: Path | None = None) -> Path:
     """The tiny model warm-started by `recipe`, built once and cached under
     `cache_dir()/models/tiny-warm-<key>` (atomically: built in a temp dir, then renamed)."""
-    from intellect.agents.models import cache_dir, tiny_model_dir
+    from intellect.agents.models import build_cached, cache_dir, tiny_model_dir
 
     recipe = recipe or WarmStartRecipe()
     root = root or cache_dir() / "models"
     final = root / f"tiny-warm-{recipe.key()}"
-    if (final / "config.json").is_file() and (final / "model.safetensors").is_file():
-        return final
-    root.mkdir(parents=True, exist_ok=True)
-    tasks = synthetic_task_set(recipe.tasks, seed=recipe.task_seed, max_operand=recipe.max_operand, ops=("+",),
-                               name=f"synthetic:{recipe.tasks}:{recipe.task_seed}")
-    knowledge = [(f"{a} + {b} =", str(a + b)) for a in range(recipe.max_operand + 1)
-                 for b in range(recipe.max_operand + 1)] if recipe.knowledge else []
-    tmp = Path(tempfile.mkdtemp(prefix=".tiny-warm-", dir=root))
-    t0 = time.perf_counter()
-    try:
+
+    def build(tmp: Path) -> None:
+        tasks = synthetic_task_set(recipe.tasks, seed=recipe.task_seed, max_operand=recipe.max_operand, ops=("+",),
+                                   name=f"synthetic:{recipe.tasks}:{recipe.task_seed}")
+        knowledge = [(f"{a} + {b} =", str(a + b)) for a in range(recipe.max_operand + 1)
+                     for b in range(recipe.max_operand + 1)] if recipe.knowledge else []
         torch.set_num_threads(1)  # more intra-op threads spin on a shared machine (docs/grpo.md)
         warm_start(tiny_model_dir(), tmp, tasks, steps=recipe.steps, batch_size=recipe.batch_size, lr=recipe.lr,
                    correct=recipe.correct, noise=recipe.noise, knowledge=knowledge, seed=recipe.seed,
                    target_lengths=recipe.target_lengths)
         (tmp / "warm_start_recipe.json").write_text(json.dumps(asdict(recipe), sort_keys=True))
-        try:
-            tmp.rename(final)
-        except OSError:  # another process built it first: keep theirs
-            if not (final / "model.safetensors").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    log.info("warm start cached at %s (%.0f s)", final, time.perf_counter() - t0)
+
+    t0 = time.perf_counter()
+    if build_cached(final, build, prefix=".tiny-warm-"):
+        log.info("warm start cached at %s (%.0f s)", final, time.perf_counter() - t0)
     return final
 
 

@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "EOS_TOKEN",
     "TinyModelSpec",
+    "build_cached",
     "build_tiny_model",
     "cache_dir",
     "load_model",
@@ -145,13 +147,25 @@ def tiny_model_dir(spec: TinyModelSpec | None = None, root: Path | None = None) 
     spec = spec or TinyModelSpec()
     root = root or cache_dir() / "models"
     final = root / f"tiny-llama-{spec.key()}"
+    if build_cached(final, lambda tmp: _build_tiny(spec, tmp), prefix=".tiny-"):
+        log.info("built tiny model at %s", final)
+    return final
+
+
+def _build_tiny(spec: TinyModelSpec, out: Path) -> None:
+    build_tiny_model(spec, out)
+    (out / "tiny_spec.json").write_text(json.dumps(asdict(spec), sort_keys=True))
+
+
+def build_cached(final: Path, build: Callable[[Path], None], prefix: str) -> bool:
+    """Build model dir `final` once: `build(tmp)` into a temp dir beside it, then rename (a concurrent
+    builder's copy wins). False when `final` was already there."""
     if (final / "config.json").is_file() and (final / "model.safetensors").is_file():
-        return final
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tiny-", dir=root))
+        return False
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=final.parent))
     try:
-        build_tiny_model(spec, tmp)
-        (tmp / "tiny_spec.json").write_text(json.dumps(asdict(spec), sort_keys=True))
+        build(tmp)
         try:
             tmp.rename(final)
         except OSError:  # another process built it first: keep theirs
@@ -159,8 +173,7 @@ def tiny_model_dir(spec: TinyModelSpec | None = None, root: Path | None = None) 
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    log.info("built tiny model at %s", final)
-    return final
+    return True
 
 
 def load_tokenizer(model_dir: str | Path) -> PreTrainedTokenizerBase:
