@@ -117,20 +117,20 @@ class StateStore:
         return {"id": str(id), "status": row[0], "data": json.loads(row[1]), "updated_at": row[2]}
 
     def records(self, kind: str, status: str | None = None) -> list[dict[str, Any]]:
-        query = "SELECT id, status, data, updated_at FROM records WHERE kind = ?"
-        args: tuple[Any, ...] = (kind,)
-        if status is not None:
-            query += " AND status = ?"
-            args += (status,)
+        where, args = _where(kind, status)
         with self._lock:
-            rows = self._db.execute(query + " ORDER BY updated_at, id", args).fetchall()
+            rows = self._db.execute(
+                f"SELECT id, status, data, updated_at FROM records {where} ORDER BY updated_at, id", args).fetchall()
         return [{"id": r[0], "status": r[1], "data": json.loads(r[2]), "updated_at": r[3]} for r in rows]
 
     def count(self, kind: str, status: str | None = None) -> int:
-        query = "SELECT COUNT(*) FROM records WHERE kind = ?"
-        args: tuple[Any, ...] = (kind,)
-        if status is not None:
-            query += " AND status = ?"
-            args += (status,)
+        where, args = _where(kind, status)
         with self._lock:
-            return int(self._db.execute(query, args).fetchone()[0])
+            return int(self._db.execute(f"SELECT COUNT(*) FROM records {where}", args).fetchone()[0])
+
+
+def _where(kind: str, status: str | None) -> tuple[str, tuple[Any, ...]]:
+    """The WHERE clause (and its arguments) picking records of `kind`, and of `status` when given."""
+    if status is None:
+        return "WHERE kind = ?", (kind,)
+    return "WHERE kind = ? AND status = ?", (kind, status)
