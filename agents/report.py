@@ -16,7 +16,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -38,6 +38,13 @@ def _plt():  # type: ignore[no-untyped-def]
     return plt
 
 
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def plot_reward_curve(summary: DemoSummary, path: Path) -> Path:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=120)
@@ -50,10 +57,7 @@ def plot_reward_curve(summary: DemoSummary, path: Path) -> Path:
     ax.set_xlabel("policy step")
     ax.set_title("Reward curve")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_throughput(summary: DemoSummary, path: Path) -> Path:
@@ -79,10 +83,7 @@ def plot_throughput(summary: DemoSummary, path: Path) -> Path:
         ax.text(0.5, 0.5, "not enough progress samples", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("seconds since the agents started (green: new policy step)")
     ax.set_title("Throughput")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_stake(summary: DemoSummary, path: Path) -> Path:
@@ -106,10 +107,7 @@ def plot_stake(summary: DemoSummary, path: Path) -> Path:
     else:
         ax.text(0.5, 0.5, "no stake on chain", ha="center", va="center", transform=ax.transAxes)
     ax.set_title("Stake movements")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 _CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#212529;max-width:1200px}
