@@ -61,11 +61,10 @@ class GasBook:
 
 def drive(book: GasBook) -> None:
     from brownie import accounts, chain, web3
-    from eth_account import Account
-    from eth_account.messages import encode_typed_data
     from eth_utils import keccak
 
     from scripts._deployment import TOKEN, dev_params
+    from scripts._eip712 import permit_signature, registration_signature
     from scripts.deploy import deploy_all
 
     admin = accounts[0]
@@ -79,33 +78,13 @@ def drive(book: GasBook) -> None:
         web3.provider.make_request("anvil_setBalance", [acct.address, hex(10**21)])
         return acct
 
-    def sign(node, owner, role, deadline):
-        typed = {
-            "types": {
-                "EIP712Domain": [
-                    {"name": "name", "type": "string"}, {"name": "version", "type": "string"},
-                    {"name": "chainId", "type": "uint256"}, {"name": "verifyingContract", "type": "address"},
-                ],
-                "Register": [
-                    {"name": "node", "type": "address"}, {"name": "owner", "type": "address"},
-                    {"name": "role", "type": "uint8"}, {"name": "deadline", "type": "uint256"},
-                    {"name": "nonce", "type": "uint256"},
-                ],
-            },
-            "primaryType": "Register",
-            "domain": {"name": "IntellectNodeRegistry", "version": "1", "chainId": web3.eth.chain_id,
-                       "verifyingContract": reg.address},
-            "message": {"node": node.address, "owner": owner.address, "role": role, "deadline": deadline,
-                        "nonce": reg.nonces(node)},
-        }
-        return Account.sign_message(encode_typed_data(full_message=typed), node.private_key).signature
-
     def register(i, role, owner=None, stake=100 * TOKEN):
         node = key_account(i)
         owner = owner or node
         deadline = chain.time() + 3600
         book("NodeRegistry.register", reg.register(
-            node, role, "H100-80GB", 80, 8, f"http://10.0.0.{i}:8000", deadline, sign(node, owner, role, deadline),
+            node, role, "H100-80GB", 80, 8, f"http://10.0.0.{i}:8000", deadline,
+            registration_signature(reg, node, owner, role, deadline),
             {"from": owner}))
         if stake:
             book("IntellectToken.mint", token.mint(owner, 10 * stake, {"from": admin}))
@@ -194,24 +173,7 @@ def drive(book: GasBook) -> None:
     node = register(300, W, stake=0)
     book("IntellectToken.mint", token.mint(node, 100 * TOKEN, {"from": admin}))
     deadline = chain.time() + 3600
-    typed = {
-        "types": {
-            "EIP712Domain": [
-                {"name": "name", "type": "string"}, {"name": "version", "type": "string"},
-                {"name": "chainId", "type": "uint256"}, {"name": "verifyingContract", "type": "address"},
-            ],
-            "Permit": [
-                {"name": "owner", "type": "address"}, {"name": "spender", "type": "address"},
-                {"name": "value", "type": "uint256"}, {"name": "nonce", "type": "uint256"},
-                {"name": "deadline", "type": "uint256"},
-            ],
-        },
-        "primaryType": "Permit",
-        "domain": {"name": "Intellect", "version": "1", "chainId": web3.eth.chain_id, "verifyingContract": token.address},
-        "message": {"owner": node.address, "spender": sm.address, "value": 100 * TOKEN,
-                    "nonce": token.nonces(node), "deadline": deadline},
-    }
-    sig = Account.sign_message(encode_typed_data(full_message=typed), node.private_key)
+    sig = permit_signature(token, node, sm, 100 * TOKEN, deadline)
     book("StakeManager.stakeWithPermit", sm.stakeWithPermit(
         node, 100 * TOKEN, deadline, sig.v, f"0x{sig.r:064x}", f"0x{sig.s:064x}", {"from": node}))
 

@@ -12,8 +12,6 @@ from typing import Any
 import pytest
 from brownie import accounts, chain, web3
 from brownie.exceptions import VirtualMachineError
-from eth_account import Account
-from eth_account.messages import encode_typed_data
 from eth_utils import keccak
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,6 +19,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from scripts._deployment import TOKEN, dev_params  # noqa: E402
+from scripts._eip712 import registration_signature  # noqa: E402
 from scripts.deploy import Deployed, deploy_all  # noqa: E402
 
 
@@ -119,43 +118,6 @@ def new_key_account(seed: str) -> Any:
     acct = accounts.add("0x" + keccak(text=f"intellect-test-{seed}").hex())
     set_balance(acct.address)
     return acct
-
-
-def registration_signature(registry: Any, node: Any, owner: str, role: int, deadline: int, nonce: int | None = None):
-    """The node key's EIP-712 signature, computed off-chain the way the SDK does."""
-    typed = {
-        "types": {
-            "EIP712Domain": [
-                {"name": "name", "type": "string"},
-                {"name": "version", "type": "string"},
-                {"name": "chainId", "type": "uint256"},
-                {"name": "verifyingContract", "type": "address"},
-            ],
-            "Register": [
-                {"name": "node", "type": "address"},
-                {"name": "owner", "type": "address"},
-                {"name": "role", "type": "uint8"},
-                {"name": "deadline", "type": "uint256"},
-                {"name": "nonce", "type": "uint256"},
-            ],
-        },
-        "primaryType": "Register",
-        "domain": {
-            "name": "IntellectNodeRegistry",
-            "version": "1",
-            "chainId": web3.eth.chain_id,
-            "verifyingContract": registry.address,
-        },
-        "message": {
-            "node": node.address,
-            "owner": str(owner),
-            "role": role,
-            "deadline": deadline,
-            "nonce": registry.nonces(node) if nonce is None else nonce,
-        },
-    }
-    signed = Account.sign_message(encode_typed_data(full_message=typed), node.private_key)
-    return signed.signature
 
 
 class Net:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from brownie import IntellectToken, accounts, chain, web3
+from brownie import IntellectToken, accounts, chain
 from conftest import (
     RELAY,
     TOKEN,
@@ -15,7 +15,8 @@ from conftest import (
     reverts,
 )
 from eth_account import Account
-from eth_account.messages import encode_typed_data
+
+from scripts._eip712 import permit_signature
 
 ZERO = "0x0000000000000000000000000000000000000000"
 
@@ -156,24 +157,6 @@ def test_token_mint_by_role_only(net):
 def test_token_permit(net):
     holder = new_key_account("permit")
     deadline = chain.time() + 600
-    typed = {
-        "types": {
-            "EIP712Domain": [
-                {"name": "name", "type": "string"}, {"name": "version", "type": "string"},
-                {"name": "chainId", "type": "uint256"}, {"name": "verifyingContract", "type": "address"},
-            ],
-            "Permit": [
-                {"name": "owner", "type": "address"}, {"name": "spender", "type": "address"},
-                {"name": "value", "type": "uint256"}, {"name": "nonce", "type": "uint256"},
-                {"name": "deadline", "type": "uint256"},
-            ],
-        },
-        "primaryType": "Permit",
-        "domain": {"name": "Intellect", "version": "1", "chainId": web3.eth.chain_id,
-                   "verifyingContract": net.token.address},
-        "message": {"owner": holder.address, "spender": accounts[4].address, "value": 7,
-                    "nonce": 0, "deadline": deadline},
-    }
-    sig = Account.sign_message(encode_typed_data(full_message=typed), holder.private_key)
+    sig = permit_signature(net.token, holder, accounts[4], 7, deadline, nonce=0)
     net.token.permit(holder, accounts[4], 7, deadline, sig.v, f"0x{sig.r:064x}", f"0x{sig.s:064x}", {"from": accounts[4]})
     assert net.token.allowance(holder, accounts[4]) == 7

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from brownie import accounts, chain, web3
+from brownie import accounts, chain
 from conftest import (
     MIN_STAKE,
     TOKEN,
@@ -13,8 +13,8 @@ from conftest import (
     registration_signature,
     reverts,
 )
-from eth_account import Account
-from eth_account.messages import encode_typed_data
+
+from scripts._eip712 import permit_signature
 
 ZERO = "0x0000000000000000000000000000000000000000"
 
@@ -43,25 +43,7 @@ def test_stakeWithPermit(net):
     sig = registration_signature(net.registry, node, node.address, WORKER, deadline)
     net.registry.register(node, WORKER, "cpu", 0, 0, "", deadline, sig, {"from": node})
     net.fund(node, MIN_STAKE)
-    typed = {
-        "types": {
-            "EIP712Domain": [
-                {"name": "name", "type": "string"}, {"name": "version", "type": "string"},
-                {"name": "chainId", "type": "uint256"}, {"name": "verifyingContract", "type": "address"},
-            ],
-            "Permit": [
-                {"name": "owner", "type": "address"}, {"name": "spender", "type": "address"},
-                {"name": "value", "type": "uint256"}, {"name": "nonce", "type": "uint256"},
-                {"name": "deadline", "type": "uint256"},
-            ],
-        },
-        "primaryType": "Permit",
-        "domain": {"name": "Intellect", "version": "1", "chainId": web3.eth.chain_id,
-                   "verifyingContract": net.token.address},
-        "message": {"owner": node.address, "spender": net.stake.address, "value": MIN_STAKE, "nonce": 0,
-                    "deadline": deadline},
-    }
-    s = Account.sign_message(encode_typed_data(full_message=typed), node.private_key)
+    s = permit_signature(net.token, node, net.stake, MIN_STAKE, deadline, nonce=0)
     net.stake.stakeWithPermit(node, MIN_STAKE, deadline, s.v, f"0x{s.r:064x}", f"0x{s.s:064x}", {"from": node})
     assert net.stake.hasMinStake(node, WORKER)
 
