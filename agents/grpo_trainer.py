@@ -15,10 +15,15 @@ One `train_step`:
 4. saves `<out>/step-<t+1>/` atomically (temp dir + rename): model.safetensors, config.json,
    tokenizer files and `intellect_checkpoint.json` (schema, step, parent).
 
-With more than one process in a torch.distributed group the model is sharded with FSDP2
-(`fully_shard`), each rank trains its slice of the samples and rank 0 writes the full state
-dict. That path is guarded and untested here (one CPU, no second device); on one process the
-trainer is a plain module.
+With more than one process in a torch.distributed group (`init_distributed()`, e.g. under
+`torchrun`) every decoder layer and the model are sharded with FSDP2 (`fully_shard`, gloo on
+CPU, NCCL on GPUs). Every rank is given the *same* samples; the mini-batches are drawn once (same
+seeded shuffle on every rank) and each rank computes the loss of its slice of every mini-batch
+with the mini-batch's global constant denominator, so the reduced gradient — and the update — is
+the one a single process makes on the whole batch (tested with 2 gloo ranks). Rank 0 writes the
+full state dict; the other ranks write nothing. On one process the trainer is a plain module.
+
+    torchrun --nproc-per-node 2 -m intellect.agents.grpo_trainer --model-dir M --out O r0.parquet r1.parquet
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from intellect.agents.grpo import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CHECKPOINT_SCHEMA", "GRPOConfig", "GRPOTrainer", "Sample", "StepStats"]
+__all__ = ["CHECKPOINT_SCHEMA", "GRPOConfig", "GRPOTrainer", "Sample", "StepStats", "init_distributed"]
 
 CHECKPOINT_SCHEMA = "intellect.checkpoint/v1"
 
@@ -158,13 +163,19 @@ class GRPOTrainer:
 
         if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
             return
+        from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
         self.world_size, self.rank = dist.get_world_size(), dist.get_rank()
-        for layer in self.model.model.layers:
-            fully_shard(layer)
-        fully_shard(self.model)
-        log.info("FSDP: rank %d of %d", self.rank, self.world_size)
+        self._arch = type(self.model).__name__  # fully_shard swaps in a class named FSDP<arch>
+        mesh = init_device_mesh(self.device.type, (self.world_size,))
+        layers = getattr(getattr(self.model, "model", None), "layers", None)
+        if layers is None:
+            raise TypeError(f"FSDP: {self._arch} has no .model.layers to shard (a decoder-only HF causal LM expected)")
+        for layer in layers:
+            fully_shard(layer, mesh=mesh)
+        fully_shard(self.model, mesh=mesh)
+        log.info("FSDP: rank %d of %d on %s", self.rank, self.world_size, self.device)
 
     def _resume_step(self) -> int:
         meta = self.model_dir / CHECKPOINT_META
@@ -226,13 +237,13 @@ class GRPOTrainer:
                     f"more than max_completion_tokens={cfg.max_completion_tokens}"
                 )
         kept, dropped = self._filter(samples)
-        if self.world_size > 1:
-            kept = kept[self.rank :: self.world_size]
         reward_mean = sum(s.reward for s in samples) / max(len(samples), 1)
         totals = {"loss": 0.0, "clip_fraction": 0.0, "approx_kl": 0.0, "grad_norm": 0.0}
         n_updates = 0
         tokens = sum(len(s.completion_ids) for s in kept)
         if kept:
+            # the same seeded shuffle on every rank: the mini-batches are global, a rank trains
+            # its slice of each with the global denominator (see the module doc)
             order = list(range(len(kept)))
             self._rng.shuffle(order)
             n_mb = min(cfg.optimizer_steps, len(kept))
@@ -241,27 +252,34 @@ class GRPOTrainer:
             self.model.eval()  # no dropout in the reference pass
             with torch.no_grad():
                 for mb in minibatches:
-                    ids, attn, targets, mask = self._batch(mb)
+                    denominator = constant_denominator(len(mb), cfg.max_completion_tokens)
+                    local = mb[self.rank :: self.world_size]
+                    weight = 1.0
+                    if not local:  # fewer samples than ranks: a zero-weight stand-in keeps the collectives
+                        local, weight = mb[:1], 0.0
+                    ids, attn, targets, mask = self._batch(local)
+                    mask = mask * weight
                     old = self._logprobs(self.model, ids, attn, targets)
                     ref = self._logprobs(self.ref_model, ids, attn, targets) if self.ref_model is not None else None
-                    adv = torch.tensor([s.advantage for s in mb], dtype=torch.float32, device=self.device)
-                    prepared.append((ids, attn, targets, mask, old, ref, adv))
+                    adv = torch.tensor([s.advantage for s in local], dtype=torch.float32, device=self.device)
+                    prepared.append((ids, attn, targets, mask, old, ref, adv, denominator))
             self.model.train()
-            for ids, attn, targets, mask, old, ref, adv in prepared:
+            for ids, attn, targets, mask, old, ref, adv, denominator in prepared:
                 new = self._logprobs(self.model, ids, attn, targets)
                 loss, st = grpo_loss(
-                    new, old, adv, mask,
-                    loss_denominator=constant_denominator(ids.shape[0], cfg.max_completion_tokens),
+                    new, old, adv, mask, loss_denominator=denominator,
                     epsilon=cfg.epsilon, delta=cfg.delta, ref_logprobs=ref, kl_coef=cfg.kl_coef,
                 )
                 self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                # FSDP averages gradients over ranks; the ranks' losses are parts of one sum
+                (loss * self.world_size).backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
                 self.optimizer.step()
-                totals["loss"] += st.loss
-                totals["clip_fraction"] += st.clip_fraction
-                totals["approx_kl"] += st.approx_kl
-                totals["grad_norm"] += float(grad_norm)
+                loss_sum, clip_frac, kl, _ = self._reduce_stats(st)
+                totals["loss"] += loss_sum
+                totals["clip_fraction"] += clip_frac
+                totals["approx_kl"] += kl
+                totals["grad_norm"] += float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
                 n_updates += 1
             self.model.eval()
         self.step += 1
@@ -283,6 +301,18 @@ class GRPOTrainer:
         )
         return stats
 
+    def _reduce_stats(self, st: Any) -> tuple[float, float, float, int]:
+        """Loss (a sum over ranks) and token-weighted clip fraction / KL over all ranks."""
+        if self.world_size == 1:
+            return st.loss, st.clip_fraction, st.approx_kl, st.tokens
+        import torch.distributed as dist
+
+        t = torch.tensor([st.loss, st.clip_fraction * st.tokens, st.approx_kl * st.tokens, float(st.tokens)],
+                         dtype=torch.float64, device=self.device)
+        dist.all_reduce(t)
+        n = max(float(t[3]), 1.0)
+        return float(t[0]), float(t[1]) / n, float(t[2]) / n, int(t[3])
+
     # -- checkpoints ------------------------------------------------------------------------
 
     def checkpoint_path(self, step: int | None = None) -> Path:
@@ -297,6 +327,11 @@ class GRPOTrainer:
         tmp = Path(tempfile.mkdtemp(prefix=f".step-{self.step}-", dir=self.out_dir))
         try:
             self.model.save_pretrained(tmp, state_dict=state, safe_serialization=True)
+            if self.world_size > 1:  # save_pretrained recorded the FSDP wrapper's class name
+                cfg_path = tmp / "config.json"
+                hf_config = json.loads(cfg_path.read_text())
+                hf_config["architectures"] = [self._arch]
+                cfg_path.write_text(json.dumps(hf_config, indent=2, sort_keys=True))
             self.tokenizer.save_pretrained(tmp)
             meta = {"schema": CHECKPOINT_SCHEMA, "step": self.step, "parent": str(self.model_dir),
                     "config": {k: v for k, v in asdict(self.config).items() if k != "betas"}}
@@ -343,3 +378,66 @@ def latest_checkpoint(out_dir: str | Path) -> Path | None:
 
 
 __all__ += ["latest_checkpoint"]
+
+
+def init_distributed(device: str = "cpu") -> tuple[int, int, str]:
+    """Join the torch.distributed group described by torchrun's environment (RANK, WORLD_SIZE,
+    MASTER_ADDR/PORT) if there is one: gloo on CPU, NCCL on CUDA. Returns (rank, world size,
+    this rank's device); (0, 1, device) without a group. `GRPOTrainer` shards itself when a
+    group of more than one process is initialised."""
+    import torch.distributed as dist
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return 0, 1, device
+    if device.startswith("cuda"):
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        device = f"cuda:{local}"
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m intellect.agents.grpo_trainer` (or under `torchrun`): one GRPO step per rollout file."""
+    import click
+
+    @click.command(help="Train one GRPO step per rollout file (in order) and write a checkpoint after each. "
+                        "Under torchrun with several processes the model is sharded with FSDP2.")
+    @click.option("--model-dir", type=click.Path(path_type=Path, exists=True, file_okay=False), required=True,
+                  help="HF causal LM dir to start from (a trainer checkpoint resumes its step)")
+    @click.option("--out", type=click.Path(path_type=Path), required=True, help="checkpoint output dir")
+    @click.option("--lr", type=float, default=GRPOConfig.lr, show_default=True)
+    @click.option("--optimizer-steps", type=int, default=GRPOConfig.optimizer_steps, show_default=True)
+    @click.option("--max-completion-tokens", type=int, default=GRPOConfig.max_completion_tokens, show_default=True)
+    @click.option("--async-level", type=int, default=GRPOConfig.async_level, show_default=True)
+    @click.option("--seed", type=int, default=GRPOConfig.seed, show_default=True)
+    @click.option("--device", default="cpu", show_default=True, help="cpu or cuda (each rank its LOCAL_RANK GPU)")
+    @click.argument("rollouts", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False))
+    def cli(model_dir: Path, out: Path, lr: float, optimizer_steps: int, max_completion_tokens: int,
+            async_level: int, seed: int, device: str, rollouts: tuple[Path, ...]) -> None:
+        from intellect.agents.rollouts import RolloutFile
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        rank, world, device = init_distributed(device)
+        try:
+            trainer = GRPOTrainer(model_dir, out, GRPOConfig(
+                lr=lr, optimizer_steps=optimizer_steps, max_completion_tokens=max_completion_tokens,
+                async_level=async_level, seed=seed, device=device))
+            for path in rollouts:
+                rf = RolloutFile.read(path)
+                stats = trainer.train_step([Sample.from_row(r) for r in rf])
+                if rank == 0:
+                    click.echo(json.dumps({**asdict(stats), "rollouts": str(path), "world_size": world}))
+        finally:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.destroy_process_group()
+
+    cli(args=list(argv) if argv is not None else None)
+
+
+if __name__ == "__main__":
+    main()
