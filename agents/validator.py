@@ -327,8 +327,12 @@ class Validator(Agent):
                                      "reward": r.reward, "advantage": r.advantage},
                                      "recomputed": {"task_reward": tr, "reward": total, "advantage": adv}})
                 worst = max(worst, *diffs.values())
-        samples = [(list(r.prompt_ids), list(r.completion_ids), list(r.proofs)) for r in rf.rows]
+        from intellect.verifier.replay import problem_seed, sample_seed
         from intellect.verifier.toploc import DEFAULT_THRESHOLDS, Thresholds
+
+        # the sampler's seed of row i of problem k, as the worker derived it (replayed by verify_samples)
+        samples = [(list(r.prompt_ids), list(r.completion_ids), list(r.proofs), sample_seed(problem_seed(seed, k), i))
+                   for k, (_, rows) in enumerate(groups) for i, r in enumerate(rows)]
 
         thresholds = Thresholds.fp32() if self.cfg.validator.toploc_profile == "fp32" else DEFAULT_THRESHOLDS
         results = verify_samples(model, samples, thresholds, temperature=self.cfg.tasks.temperature)

@@ -229,17 +229,17 @@ class Worker(Agent):
         from intellect.agents.engines import SamplingParams
         from intellect.agents.learn import prompt_text
         from intellect.agents.rollouts import RolloutFile, RolloutMeta, RolloutRow
+        from intellect.verifier.replay import problem_seed
         from intellect.verifier.tasks import sample_problems
 
         w = self.cfg.worker
         alpha = self.cfg.tasks.length_alpha
         assignments = sample_problems(self.task_set, seed, w.problems_per_task, self.budgets)
-        base_seed = int.from_bytes(seed[:8], "big") % (2**62)
         rows: list[RolloutRow] = []
         for k, a in enumerate(assignments):
             task = self.task_set[a.task_id]
             params = SamplingParams(max_tokens=a.target_len, temperature=self.cfg.tasks.temperature,
-                                    seed=base_seed + k, capture_proofs=True)
+                                    seed=problem_seed(seed, k), capture_proofs=True)
             gens = self.engine.generate([prompt_text(task, a.target_len)] * w.group_size, params)
             scored = score_group(task, [g.text for g in gens], [len(g.completion_ids) for g in gens],
                                  a.target_len, alpha)

@@ -26,6 +26,8 @@ class Generated:
     completion_ids: list[int]
     hidden: torch.Tensor
     """(T, H) LM-head inputs, T = len(completion_ids), in the model's compute dtype."""
+    seed: int = 0
+    """the completion's replay seed: `sample_seed(seed argument, index of the prompt)`"""
 
 
 def generate_with_states(
@@ -35,14 +37,20 @@ def generate_with_states(
     *,
     temperature: float = 1.0,
     seed: int = 0,
+    top_k: int = 0,
+    top_p: float = 1.0,
     eos_ids: Sequence[int] = (),
     pad_id: int = 0,
 ) -> list[Generated]:
     """Sample up to `max_new_tokens` per prompt (batched, left-padded, KV cache).
 
-    A sample stops after emitting an id in `eos_ids` (kept in the completion).
+    Sampling is the replayable Gumbel-max of `intellect.verifier.replay`: prompt i's completion
+    uses the noise stream `sample_seed(seed, i)` (`Generated.seed`), so a validator can replay
+    it with `replay_margins`. A sample stops after emitting an id in `eos_ids` (kept).
     """
     import torch
+
+    from intellect.verifier.replay import gumbel_sample, sample_seed
 
     head = model.get_output_embeddings()
     captured: list[torch.Tensor] = []
@@ -52,8 +60,8 @@ def generate_with_states(
 
     handle = head.register_forward_pre_hook(hook)
     device = next(model.parameters()).device
-    gen = torch.Generator(device="cpu").manual_seed(seed)
     b = len(prompt_ids)
+    seeds = [sample_seed(seed, i) for i in range(b)]
     width = max(len(p) for p in prompt_ids)
     ids = torch.full((b, width), pad_id, dtype=torch.long)  # (B, S) left-padded
     attn = torch.zeros((b, width), dtype=torch.long)
@@ -76,15 +84,11 @@ def generate_with_states(
             )
             cache = out.past_key_values
             last = pos[:, -1:]
-            for _ in range(max_new_tokens):
+            for step in range(max_new_tokens):
                 logits = out.logits[:, -1, :].float()  # (B, V)
                 h = captured.pop()  # (B, H)
                 captured.clear()
-                if temperature > 0:
-                    probs = torch.softmax(logits / temperature, dim=-1)
-                    nxt = torch.multinomial(probs.cpu(), 1, generator=gen).squeeze(-1)  # (B,)
-                else:
-                    nxt = logits.argmax(-1).cpu()
+                nxt = gumbel_sample(logits, seeds, [step] * b, temperature, top_k, top_p).cpu()  # (B,)
                 for i in range(b):
                     if done[i]:
                         continue
@@ -112,6 +116,7 @@ def generate_with_states(
             prompt_ids=list(map(int, prompt_ids[i])),
             completion_ids=completions[i],
             hidden=torch.stack(states[i]),
+            seed=seeds[i],
         )
         for i in range(b)
     ]

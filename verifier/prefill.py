@@ -18,6 +18,7 @@ from intellect.verifier.toploc import (
     CHUNK_SIZE,
     DEFAULT_THRESHOLDS,
     ReasonCode,
+    ReplayStats,
     Thresholds,
     VerificationResult,
     verify_proofs_many,
@@ -33,6 +34,7 @@ __all__ = [
     "DEFAULT_MIN_TOKEN_LOGPROB",
     "PrefillError",
     "decoder_of",
+    "lm_logits",
     "prefill_hidden_states",
     "token_logprobs",
     "verify_samples",
@@ -41,7 +43,8 @@ __all__ = [
 DEFAULT_MIN_TOKEN_LOGPROB = -30.0
 """Sampling check floor (natural log); calibrated in docs/benchmarks-verifier.md."""
 
-Sample = tuple[Sequence[int], Sequence[int], list[bytes]]
+Sample = tuple[Sequence[int], Sequence[int], list[bytes]] | tuple[Sequence[int], Sequence[int], list[bytes], int | None]
+"""(prompt_ids, completion_ids, proofs) or (..., seed): the completion's `replay.sample_seed`."""
 
 
 class PrefillError(ValueError):
@@ -136,6 +139,66 @@ def token_logprobs(
         return torch.log_softmax(logits, dim=-1).gather(-1, ids[:, None]).squeeze(-1).cpu()
 
 
+def lm_logits(model: PreTrainedModel, hidden: torch.Tensor) -> torch.Tensor:
+    """(T, V) float32 logits of the LM head on recomputed states (T, H): the completion rows only."""
+    import torch
+
+    head = model.get_output_embeddings()
+    with torch.inference_mode():
+        return head(hidden.to(head.weight.device, head.weight.dtype)).float()
+
+
+def _sampling_check(
+    model: PreTrainedModel,
+    hidden: torch.Tensor,
+    sample: Sample,
+    res: VerificationResult,
+    thresholds: Thresholds,
+    min_token_logprob: float | None,
+    sampling: tuple[float, int, float],
+) -> VerificationResult:
+    """Replay the seeded sampler (seeded samples) or apply the log-prob floor (unseeded ones)."""
+    import torch
+
+    from intellect.verifier.replay import replay_margins
+
+    completion = sample[1]
+    seed = sample[3] if len(sample) > 3 else None  # type: ignore[misc]
+    temperature, top_k, top_p = sampling
+    if seed is not None and thresholds.max_replay_margin is not None:
+        margins = replay_margins(lm_logits(model, hidden), completion, int(seed), temperature, top_k, top_p)  # (T,)
+        stats = ReplayStats(
+            max_margin=float(margins.max()),
+            mean_margin=float(torch.nan_to_num(margins, posinf=1e9).mean()),
+            flips=int((margins > 0).sum()),
+            positions=len(completion),
+        )
+        res = res.model_copy(update={"replay": stats})
+        worst = int(margins.argmax())
+        if not stats.max_margin <= thresholds.max_replay_margin:
+            return res.model_copy(update={
+                "ok": False,
+                "reason": ReasonCode.REPLAY_MISMATCH,
+                "detail": f"completion token {worst} is not the seeded sampler's draw: margin "
+                f"{stats.max_margin:.3g} > {thresholds.max_replay_margin} ({stats.flips} of "
+                f"{stats.positions} tokens differ from the replay)",
+                "failed_chunk": worst // CHUNK_SIZE,
+            })
+        return res
+    if seed is None and min_token_logprob is not None:
+        lp = token_logprobs(model, hidden, completion, temperature)  # (T,)
+        worst = int(lp.argmin())
+        if float(lp[worst]) < min_token_logprob:
+            return res.model_copy(update={
+                "ok": False,
+                "reason": ReasonCode.IMPLAUSIBLE_TOKEN,
+                "detail": f"completion token {worst} has log-probability {float(lp[worst]):.1f} "
+                f"< {min_token_logprob} at temperature {temperature}",
+                "failed_chunk": worst // CHUNK_SIZE,
+            })
+    return res
+
+
 def verify_samples(
     model: PreTrainedModel,
     samples: Sequence[Sample],
@@ -143,17 +206,23 @@ def verify_samples(
     *,
     min_token_logprob: float | None = DEFAULT_MIN_TOKEN_LOGPROB,
     temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
     max_batch_tokens: int = 16384,
 ) -> list[VerificationResult]:
-    """Check each (prompt_ids, completion_ids, proofs) against one batched prefill.
+    """Check each (prompt_ids, completion_ids, proofs[, seed]) against one batched prefill.
 
-    Two checks per sample: the TOPLOC proofs against the recomputed states (`thresholds`), then,
-    if `min_token_logprob` is not None, the sampling check: every completion token must have
-    log-probability >= `min_token_logprob` under the LM head at the pool's `temperature`.
-    TOPLOC commits to the states that *produced* each token, so a token altered late in a chunk
-    moves only a few top-k values (and the last token none): the sampling check catches those.
-    An honest sampler at temperature t draws a token with log p < L with probability at most
-    V·e^L per token (V = vocabulary size): for L = -30 and V = 49152, < 5e-9.
+    Two checks per sample: the TOPLOC proofs against the recomputed states (`thresholds`), then
+    the sampling check on the LM head's logits of the completion rows only:
+    - a sample with a `seed` (its `replay.sample_seed`): the seeded Gumbel-max sampler is
+      replayed at the pool's `temperature` / `top_k` / `top_p`; every completion token must be
+      the replayed argmax up to `thresholds.max_replay_margin` (floating-point slack between
+      the worker's and the validator's logits). An altered token, another prompt's completion
+      or another seed's draw fails with `replay_mismatch`, the last token included;
+    - a sample without a seed (an engine that cannot replay): every token must have
+      log-probability >= `min_token_logprob` (None disables). An honest sampler draws a token
+      with log p < L with probability at most V·e^L per token: for L = -30, V = 49152, < 5e-9.
+    TOPLOC commits to the states that *produced* each token, so it cannot see the token itself.
 
     Never raises for a bad sample: it gets ok=False with a reason, the others are still checked.
     """
@@ -161,7 +230,12 @@ def verify_samples(
     valid: list[int] = []
     for i, sample in enumerate(samples):
         try:
-            prompt, completion, _ = sample
+            prompt, completion = sample[0], sample[1]
+            if len(sample) not in (3, 4):
+                raise PrefillError(f"a sample is (prompt, completion, proofs[, seed]), got {len(sample)} items")
+            seed = sample[3] if len(sample) == 4 else None  # type: ignore[misc]
+            if seed is not None and not 0 <= int(seed) < 1 << 64:
+                raise PrefillError(f"sampler seed {seed} outside [0, 2^64)")
             _check(model, prompt, completion)
             valid.append(i)
         except (PrefillError, TypeError, ValueError) as exc:
@@ -174,18 +248,9 @@ def verify_samples(
             max_batch_tokens=max_batch_tokens,
         )
         checked = verify_proofs_many(states, [samples[i][2] for i in valid], thresholds=thresholds)
+        sampling = (temperature, top_k, top_p)
         for i, hidden, res in zip(valid, states, checked, strict=True):
-            if res.ok and min_token_logprob is not None:
-                lp = token_logprobs(model, hidden, samples[i][1], temperature)  # (T,)
-                worst = int(lp.argmin())
-                if float(lp[worst]) < min_token_logprob:
-                    res = VerificationResult(
-                        ok=False,
-                        reason=ReasonCode.IMPLAUSIBLE_TOKEN,
-                        detail=f"completion token {worst} has log-probability {float(lp[worst]):.1f} "
-                        f"< {min_token_logprob} at temperature {temperature}",
-                        chunks=res.chunks,
-                        failed_chunk=worst // CHUNK_SIZE,
-                    )
+            if res.ok:
+                res = _sampling_check(model, hidden, samples[i], res, thresholds, min_token_logprob, sampling)
             results[i] = res
     return [r for r in results if r is not None]

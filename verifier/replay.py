@@ -49,6 +49,7 @@ __all__ = [
     "gumbel_noise_many",
     "gumbel_sample",
     "masked_scores",
+    "problem_seed",
     "replay_margins",
     "sample_seed",
 ]
@@ -81,6 +82,20 @@ def sample_seed(base_seed: int, index: int) -> int:
         SEED_DOMAIN + int(base_seed).to_bytes(8, "big") + int(index).to_bytes(8, "big")
     ).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def problem_seed(claim_seed: bytes, index: int) -> int:
+    """Base seed of the generation call for problem `index` of a claim drawn with `claim_seed`.
+
+    u64be(claim_seed[:8]) mod 2^62 + index: the worker passes it as `SamplingParams.seed` for the
+    problem's group, whose completion i then samples with `sample_seed(problem_seed, i)`; a
+    validator recomputes both from the chain's claim seed and the row's place in the file.
+    """
+    if len(claim_seed) < 8:
+        raise ValueError(f"claim seed of {len(claim_seed)} bytes, need at least 8")
+    if index < 0:
+        raise ValueError(f"problem index must be >= 0, got {index}")
+    return int.from_bytes(claim_seed[:8], "big") % (1 << 62) + index
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:

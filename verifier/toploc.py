@@ -46,11 +46,13 @@ PROOFS_HASH_DOMAIN = b"intellect.toploc.proofs/v1"
 
 __all__ = [
     "CHUNK_SIZE",
+    "DEFAULT_MAX_REPLAY_MARGIN",
     "PRIME",
     "TOPK",
     "ChunkStats",
     "ProofFormatError",
     "ReasonCode",
+    "ReplayStats",
     "Thresholds",
     "ToplocError",
     "VerificationResult",
@@ -377,7 +379,12 @@ class ReasonCode(StrEnum):
     MANTISSA_MEAN = "mantissa_mean"  # mean mantissa error above threshold
     MANTISSA_MEDIAN = "mantissa_median"  # median mantissa error above threshold
     IMPLAUSIBLE_TOKEN = "implausible_token"  # a completion token the model would (almost) never sample
+    REPLAY_MISMATCH = "replay_mismatch"  # a completion token is not what the seeded sampler draws
     INVALID_SAMPLE = "invalid_sample"  # tokens outside the vocabulary, empty, or too long to prefill
+
+
+DEFAULT_MAX_REPLAY_MARGIN = 1.0
+"""Default replay tolerance; calibrated in docs/benchmarks-verifier.md (honest bf16 vs fp32 max ~0.x)."""
 
 
 class Thresholds(BaseModel):
@@ -400,6 +407,10 @@ class Thresholds(BaseModel):
     """Largest mean |mantissa difference| (7-bit bf16 mantissa units) over matching exponents."""
     max_mant_err_median: float = Field(default=8.0, ge=0)
     """Largest median of the same."""
+    max_replay_margin: float | None = Field(default=DEFAULT_MAX_REPLAY_MARGIN, ge=0)
+    """Largest replay margin (logit/T units) of any completion token of a seeded sample:
+    max_j score_j − score_token under the replayed Gumbel-max sampler (`intellect.verifier.replay`);
+    None disables the replay check."""
 
     @classmethod
     def fp32(cls) -> Thresholds:
@@ -413,6 +424,18 @@ class Thresholds(BaseModel):
 
 
 DEFAULT_THRESHOLDS = Thresholds()
+
+
+class ReplayStats(BaseModel):
+    """Replay of a seeded sample's sampler: margins (logit/T units) of its completion tokens."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_margin: float
+    mean_margin: float
+    flips: int
+    """positions whose token is not the replayed argmax (margin > 0)"""
+    positions: int
 
 
 class ChunkStats(BaseModel):
@@ -435,6 +458,8 @@ class VerificationResult(BaseModel):
     detail: str = ""
     chunks: list[ChunkStats] = Field(default_factory=list)
     failed_chunk: int | None = None
+    replay: ReplayStats | None = None
+    """set by `verify_samples` for samples that carry a sampler seed"""
 
 
 def _fp_parts(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

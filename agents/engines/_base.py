@@ -40,7 +40,9 @@ class SamplingParams(BaseModel):
     stop: tuple[str, ...] = ()
     """stop strings: generation ends once the decoded completion contains one (it is cut off)"""
     seed: int | None = None
-    """seed of the sampler's generator: same seed, prompts and weights → same tokens"""
+    """base seed of the replayable sampler: completion i of a call draws its Gumbel noise from
+    `intellect.verifier.replay.sample_seed(seed, i)` (same seed, prompts and weights → same
+    tokens; a validator replays the sampler from it); None draws a random base seed"""
     capture_proofs: bool = True
     """build TOPLOC proofs from the hidden states of this very pass"""
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,23 +30,19 @@ log = logging.getLogger(__name__)
 __all__ = ["TransformersEngine", "sample_next"]
 
 
-def sample_next(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None) -> torch.Tensor:
-    """Sample one token per row from logits (B, V) with temperature / top-k / top-p."""
-    if params.temperature == 0.0:
-        return logits.argmax(dim=-1)
-    logits = logits.float() / params.temperature
-    if params.top_k > 0 and params.top_k < logits.shape[-1]:
-        kth = torch.topk(logits, params.top_k, dim=-1).values[:, -1:]  # (B, 1)
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if params.top_p < 1.0:
-        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
-        cum = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)
-        # drop a token when the mass *before* it already reaches top_p (always keeps the first)
-        drop_sorted = (cum - torch.softmax(sorted_logits, dim=-1)) >= params.top_p
-        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-        logits = logits.masked_fill(drop, float("-inf"))
-    probs = torch.softmax(logits, dim=-1)
-    return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
+def sample_next(
+    logits: torch.Tensor, params: SamplingParams, seeds: Sequence[int], positions: Sequence[int]
+) -> torch.Tensor:
+    """One token per row of logits (B, V) with temperature / top-k / top-p, replayably.
+
+    Gumbel-max with the counter-based noise of `intellect.verifier.replay`: row b is
+    argmax(masked(logits/T) + gumbel_noise(seeds[b], positions[b])), exactly a draw from the
+    tempered, masked distribution that a validator can replay from the seed (temperature 0:
+    greedy).
+    """
+    from intellect.verifier.replay import gumbel_sample
+
+    return gumbel_sample(logits, seeds, positions, params.temperature, params.top_k, params.top_p)
 
 
 class TransformersEngine:
@@ -156,20 +154,23 @@ class TransformersEngine:
         for i, p in enumerate(ids):
             if not p:
                 raise EngineError(f"prompt {i} is empty")
-        generator = None
-        if params.seed is not None:
-            generator = torch.Generator(device=self.device).manual_seed(params.seed)
+        from intellect.verifier.replay import sample_seed
+
+        # completion i samples with the noise stream sample_seed(params.seed, i), whatever batch it is in
+        base = params.seed if params.seed is not None else secrets.randbits(63)
+        seeds = [sample_seed(base, i) for i in range(len(ids))]
         out: list[Generation] = []
         t0 = time.perf_counter()
         for start in range(0, len(ids), self.max_batch_size):
-            out += self._generate_batch(ids[start : start + self.max_batch_size], params, generator)
+            end = start + self.max_batch_size
+            out += self._generate_batch(ids[start:end], params, seeds[start:end])
         self.stats["generate_seconds"] += time.perf_counter() - t0
         self.stats["generated_tokens"] += sum(len(g.completion_ids) for g in out)
         return out
 
     @torch.no_grad()
     def _generate_batch(
-        self, prompts: list[list[int]], params: SamplingParams, generator: torch.Generator | None
+        self, prompts: list[list[int]], params: SamplingParams, seeds: list[int]
     ) -> list[Generation]:
         from transformers import DynamicCache
 
@@ -197,10 +198,10 @@ class TransformersEngine:
             past_key_values=cache, use_cache=True, logits_to_keep=1,
         ).logits[:, -1, :]  # (B, V)
         last_pos = positions[:, -1:]  # (B, 1)
-        for _ in range(params.max_tokens):
+        for step in range(params.max_tokens):
             h = self._captured.pop() if self._captured else None  # (B, H) rows that made `logits`
             self._captured.clear()
-            next_tok = sample_next(logits, params, generator)  # (B,)
+            next_tok = sample_next(logits, params, seeds, [step] * batch)  # (B,)
             lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, next_tok[:, None]).squeeze(-1)
             for i in range(batch):
                 if finish[i] is not None:

@@ -7,7 +7,7 @@ import torch
 
 from intellect.verifier.capture import generate_with_states
 from intellect.verifier.prefill import PrefillError, prefill_hidden_states, token_logprobs, verify_samples
-from intellect.verifier.toploc import ReasonCode, build_proofs
+from intellect.verifier.toploc import ReasonCode, Thresholds, build_proofs
 
 
 def _prompts(n: int, vocab: int = 300) -> list[list[int]]:
@@ -122,3 +122,54 @@ def test_verify_samples_sampling_check_flags_implausible_token(tiny_llama):
     (off,) = verify_samples(tiny_llama, [sample], min_token_logprob=None)
     assert ok.ok and off.ok
     assert not bad.ok and bad.reason is ReasonCode.IMPLAUSIBLE_TOKEN and "log-probability" in bad.detail
+
+
+def _seeded(gens):
+    return [(g.prompt_ids, g.completion_ids, build_proofs(g.hidden), g.seed) for g in gens]
+
+
+def test_verify_samples_replay_accepts_honest_seeded_samples(tiny_llama):
+    gens = generate_with_states(tiny_llama, _prompts(4), 40, seed=11, temperature=0.8)
+    results = verify_samples(tiny_llama, _seeded(gens), temperature=0.8)
+    assert all(r.ok for r in results), [r.detail for r in results]
+    assert all(r.replay is not None and r.replay.flips == 0 and r.replay.positions == 40 for r in results)
+
+
+def test_verify_samples_replay_catches_last_token_altered(tiny_llama):
+    """TOPLOC cannot see the last token (no state depends on it); the replayed sampler can."""
+    gens = generate_with_states(tiny_llama, _prompts(3), 32, seed=12)
+    samples = []
+    for p, c, proofs, s in _seeded(gens):
+        c = list(c)
+        c[-1] = (c[-1] + 1) % 300
+        samples.append((p, c, proofs, s))
+    assert all(r.ok for r in verify_samples(tiny_llama, [x[:3] for x in samples], min_token_logprob=None))
+    results = verify_samples(tiny_llama, samples)
+    assert [r.reason for r in results] == [ReasonCode.REPLAY_MISMATCH] * 3
+    assert all("token 31" in r.detail and r.failed_chunk == 0 for r in results)
+
+
+def test_verify_samples_replay_wrong_seed_or_temperature_fails(tiny_llama):
+    gens = generate_with_states(tiny_llama, _prompts(3), 32, seed=13)
+    samples = _seeded(gens)
+    shifted = [(p, c, pr, samples[(i + 1) % 3][3]) for i, (p, c, pr, _) in enumerate(samples)]
+    assert not any(r.ok for r in verify_samples(tiny_llama, shifted))
+    # the random tiny model's logits are nearly flat: another temperature flips tokens by small margins
+    assert sum(r.replay.flips for r in verify_samples(tiny_llama, samples, temperature=0.5)) > 0
+    off = verify_samples(tiny_llama, shifted, Thresholds(max_replay_margin=None), min_token_logprob=None)
+    assert all(r.ok and r.replay is None for r in off)
+
+
+def test_verify_samples_replay_accepts_bf16_worker(tiny_llama):
+    import copy
+
+    worker = copy.deepcopy(tiny_llama).to(torch.bfloat16)
+    gens = generate_with_states(worker, _prompts(6), 48, seed=14)
+    results = verify_samples(tiny_llama, _seeded(gens))
+    assert all(r.ok for r in results), [r.detail for r in results]
+
+
+def test_verify_samples_bad_seed_is_invalid_sample(tiny_llama):
+    (g,) = generate_with_states(tiny_llama, _prompts(1), 8, seed=15)
+    (r,) = verify_samples(tiny_llama, [(g.prompt_ids, g.completion_ids, build_proofs(g.hidden), -5)])
+    assert r.reason is ReasonCode.INVALID_SAMPLE and "seed" in r.detail
