@@ -1,0 +1,80 @@
+"""Trainer-level checks of the recipe: online filtering leaves the update unchanged, thinking-budget
+rewards end up in the rollout rows, the old log-probs are the trainer's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from intellect.agents.engines import SamplingParams, TransformersEngine
+from intellect.agents.grpo_trainer import GRPOConfig, GRPOTrainer, Sample
+from intellect.agents.learn import make_rollouts, prompt_text
+from intellect.agents.tasks import synthetic_task_set
+
+
+def _group(trainer: GRPOTrainer, pid: str, question: str, outs: list[str], advs: list[float]) -> list[Sample]:
+    tok = trainer.tokenizer
+    prompt = tok(question, add_special_tokens=False)["input_ids"]
+    return [Sample(pid, prompt, tok(o, add_special_tokens=False)["input_ids"] + [tok.eos_token_id], a, 0)
+            for o, a in zip(outs, advs, strict=True)]
+
+
+def _weights_after(tiny_dir: Path, out: Path, samples_of, **cfg) -> dict[str, torch.Tensor]:
+    trainer = GRPOTrainer(tiny_dir, out, GRPOConfig(lr=1e-2, optimizer_steps=1, max_completion_tokens=8, **cfg))
+    stats = trainer.train_step(samples_of(trainer))
+    return {"dropped": torch.tensor(stats.dropped_groups),
+            **{k: v.detach().clone() for k, v in trainer.model.state_dict().items()}}
+
+
+def test_train_step_flat_group_leaves_update_unchanged(tiny_dir: Path, tmp_path: Path) -> None:
+    def signal(t: GRPOTrainer) -> list[Sample]:
+        return _group(t, "p1", "What is 2 + 3?", [" 5", " 6", " 4"], [1.1547, -0.5774, -0.5774])
+
+    def with_flat(t: GRPOTrainer) -> list[Sample]:  # every completion of p0 earned the same reward
+        return _group(t, "p0", "What is 1 + 1?", [" 2", " 2", " 2"], [0.0, 0.0, 0.0]) + signal(t)
+
+    base = _weights_after(tiny_dir, tmp_path / "a", signal)
+    filtered = _weights_after(tiny_dir, tmp_path / "b", with_flat)
+    unfiltered = _weights_after(tiny_dir, tmp_path / "c", with_flat, filter_zero_advantage=False)
+    assert int(filtered["dropped"]) == 1 and int(unfiltered["dropped"]) == 0
+    names = [k for k in base if k != "dropped"]
+    # dropped before the step: neither its tokens nor its share of the constant denominator count
+    assert all(torch.allclose(base[k], filtered[k], atol=1e-7) for k in names)
+    # kept, the flat group dilutes the loss (denominator 6 × 8 instead of 3 × 8): another update
+    assert any(not torch.allclose(base[k], unfiltered[k], atol=1e-7) for k in names)
+
+
+def test_train_step_old_logprobs_are_the_trainers(tiny_dir: Path, tmp_path: Path) -> None:
+    """One optimizer step on the whole batch starts on-policy: ratio 1, no clipping, KL 0."""
+    trainer = GRPOTrainer(tiny_dir, tmp_path / "ckpt", GRPOConfig(lr=1e-2, optimizer_steps=1, max_completion_tokens=8))
+    samples = _group(trainer, "p1", "What is 2 + 3?", [" 5", " 6", " 4"], [1.1547, -0.5774, -0.5774])
+    stats = trainer.train_step(samples)
+    assert stats.approx_kl == pytest.approx(0.0, abs=1e-7) and stats.clip_fraction == 0.0
+    # a second mini-batch is trained after the first moved the weights: off-policy by then
+    trainer2 = GRPOTrainer(tiny_dir, tmp_path / "ckpt2", GRPOConfig(lr=1e-1, optimizer_steps=3, max_completion_tokens=8))
+    stats2 = trainer2.train_step(_group(trainer2, "p1", "What is 2 + 3?", [" 5", " 6", " 4"],
+                                        [1.1547, -0.5774, -0.5774]))
+    assert stats2.approx_kl > 0.0
+
+
+def test_make_rollouts_thinking_budget_rewards(tiny_dir: Path) -> None:
+    engine = TransformersEngine(tiny_dir)
+    tasks = list(synthetic_task_set(2, seed=4, max_operand=9, ops=("+",)))
+    rf = make_rollouts(engine, tasks, SamplingParams(max_tokens=6, temperature=1.0, capture_proofs=False),
+                       group_size=3, policy_step=0, task_id="budget", seed=9, target_lengths=(4, 16),
+                       length_alpha=0.05)
+    assert len(rf) == 6 and rf.meta.length_alpha == 0.05
+    tok = engine.tokenizer
+    for row in rf:
+        assert row.target_length in (4, 16)
+        task = next(t for t in tasks if t.id == row.problem_id)
+        # the prompt carried the budget suffix the reward was computed against
+        assert row.prompt_ids == tok(prompt_text(task, row.target_length), add_special_tokens=False)["input_ids"]
+        assert row.length_penalty == pytest.approx(0.05 * abs(row.target_length - len(row.completion_ids)))
+        assert row.reward == pytest.approx(row.task_reward - row.length_penalty)
+    # advantages are normalised over the total reward within each group
+    for pid in {r.problem_id for r in rf}:
+        group = [r for r in rf if r.problem_id == pid]
+        assert sum(r.advantage for r in group) == pytest.approx(0.0, abs=1e-5)
