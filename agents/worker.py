@@ -80,6 +80,7 @@ class CheckpointFollower:
         self.latest_onchain: int | None = None
         self.fetching: int | None = None
         self.error: str | None = None
+        self.fetches: list[dict[str, Any]] = []  # the last 10 fetches: step, manifest CID, shards per source
         self.changed = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="checkpoint-follower", daemon=True)
 
@@ -113,8 +114,14 @@ class CheckpointFollower:
         if out.exists():
             return out
         t0 = time.perf_counter()
-        Client(relays=self.sources(), ipfs=w.ipfs, fsync=False).fetch(cid, out)
+        res = Client(relays=self.sources(), ipfs=w.ipfs, fsync=False).fetch_detailed(cid, out)
         w.count("checkpoints_fetched")
+        if res.corrupt_dropped:  # a source served bytes that failed the manifest's sha256: benched by the client
+            w.count("corrupt_shards_dropped", res.corrupt_dropped)
+            log.warning("checkpoint step %d: dropped %d corrupt shard(s); verified shards came from %s", step,
+                        res.corrupt_dropped, res.per_source)
+        self.fetches = [*self.fetches[-9:], {"step": step, "manifest_cid": cid, "shards": res.downloaded_shards,
+                                             "corrupt_dropped": res.corrupt_dropped, "per_source": res.per_source}]
         log.info("fetched checkpoint step %d (%s) in %.2fs", step, cid, time.perf_counter() - t0)
         w.manifest_cids[step] = cid
         return out
@@ -160,7 +167,7 @@ class Worker(Agent):
         self.rewards_claimed = int(self.state.get("rewards_claimed", 0))
         self.last_reward_check = 0.0
         for name in ("tasks_claimed", "submissions", "stale_regenerated", "resumed", "checkpoints_fetched",
-                     "tokens_generated"):
+                     "corrupt_shards_dropped", "tokens_generated"):
             self.counters[name] = int(self.state.get(f"counter:{name}", 0))
         self.metrics.declare("submissions_total", "counter", "work submitted on-chain")
         self.metrics.declare("tokens_generated_total", "counter", "completion tokens generated")
@@ -442,6 +449,7 @@ class Worker(Agent):
             "policy_step": self.engine_step,
             "latest_onchain_step": getattr(getattr(self, "follower", None), "latest_onchain", None),
             "local_checkpoints": self.follower.local_steps() if hasattr(self, "follower") else [],
+            "checkpoint_fetches": list(self.follower.fetches) if hasattr(self, "follower") else [],
             "budgets": getattr(self, "budgets", None),
             "adversary": self.cfg.worker.adversary,
             "submissions": [{"task_id": int(r["id"]), "status": r["status"],

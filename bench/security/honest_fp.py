@@ -4,7 +4,10 @@ rejections. Any rejection of honest work would be a challenge upheld against an 
 
 Variations per submission (round-robin): generation batch size (1, 4, 8 completions per forward pass),
 torch threads on the worker side (1, 2) and on the validator side (2, 1), the validator's prefill batching
-(`max_batch_tokens` 64 or 16384), and thinking budgets (target lengths 24..96 tokens, so 1..3 proof chunks).
+(`max_batch_tokens` 64 or 16384). Each submission is `problems` × `group` completions (default 2 × 8 = 16)
+with short thinking budgets (target lengths 8..40 tokens: the pool's scale on CPU, a partial proof chunk,
+one full chunk, and a full + a partial chunk). Verification uses the validator's TOPLOC profile (`fp32`, the
+default of `validator.toploc_profile`; `--profile reference` for the mixed-precision bounds).
 
 Usage:
     .venv/bin/python bench/security/honest_fp.py --submissions 200 [--json out.json]
@@ -27,7 +30,12 @@ import torch
 log = logging.getLogger("bench.security.honest_fp")
 
 
-def run(submissions: int, problems: int = 2, group: int = 4, seed: int = 0,
+PROBLEMS, GROUP = 2, 8  # per submission: 16 completions
+BUDGETS = (8, 16, 32, 40)  # target lengths (proof chunks of 32 tokens: partial, full, full + partial)
+
+
+def run(submissions: int, problems: int = PROBLEMS, group: int = GROUP, seed: int = 0,
+        budgets: tuple[int, ...] = BUDGETS, profile: str = "fp32",
         max_seconds: float | None = None) -> dict[str, Any]:
     """Generate and verify `submissions` honest submissions (stop early after `max_seconds`)."""
     from intellect.agents.engines import SamplingParams, TransformersEngine
@@ -36,6 +44,9 @@ def run(submissions: int, problems: int = 2, group: int = 4, seed: int = 0,
     from intellect.agents.tasks import synthetic_task_set
     from intellect.verifier.prefill import verify_samples
     from intellect.verifier.tasks import sample_problems
+    from intellect.verifier.toploc import DEFAULT_THRESHOLDS, Thresholds
+
+    thresholds = {"fp32": Thresholds.fp32(), "reference": DEFAULT_THRESHOLDS}[profile]
 
     ckpt = tiny_model_dir()
     task_set = synthetic_task_set(64, seed)
@@ -43,19 +54,19 @@ def run(submissions: int, problems: int = 2, group: int = 4, seed: int = 0,
     for e in engines.values():
         e.load(ckpt)
     validator_model = load_model(ckpt)
-    budgets = [24, 48, 96]
     variations = list(itertools.product((1, 4, 8), (1, 2), (64, 16384)))
     samples_total = rejected = 0
     reasons: dict[str, int] = {}
     t0 = time.perf_counter()
     done = 0
+    threads0 = torch.get_num_threads()
     for k in range(submissions):
         if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
             log.warning("time budget of %.0f s spent after %d submissions", max_seconds, k)
             break
         batch, threads, max_batch_tokens = variations[k % len(variations)]
         claim_seed = hashlib.sha256(f"honest-{seed}-{k}".encode()).digest()
-        assigned = sample_problems(task_set, claim_seed, problems, budgets)
+        assigned = sample_problems(task_set, claim_seed, problems, list(budgets))
         samples = []
         torch.set_num_threads(threads)
         for j, a in enumerate(assigned):
@@ -64,7 +75,8 @@ def run(submissions: int, problems: int = 2, group: int = 4, seed: int = 0,
             gens = engines[batch].generate([prompt_text(task_set[a.task_id], a.target_len)] * group, params)
             samples += [(list(g.prompt_ids), list(g.completion_ids), list(g.proofs)) for g in gens]
         torch.set_num_threads(3 - threads)
-        results = verify_samples(validator_model, samples, temperature=1.0, max_batch_tokens=max_batch_tokens)
+        results = verify_samples(validator_model, samples, thresholds, temperature=1.0,
+                                 max_batch_tokens=max_batch_tokens)
         samples_total += len(results)
         for r in results:
             if not r.ok:
@@ -75,10 +87,12 @@ def run(submissions: int, problems: int = 2, group: int = 4, seed: int = 0,
         done = k + 1
         if (k + 1) % 10 == 0:
             log.info("%d/%d submissions, %d samples, %d rejected", k + 1, submissions, samples_total, rejected)
+    torch.set_num_threads(threads0)
     seconds = time.perf_counter() - t0
-    return {"submissions": done, "requested": submissions, "samples": samples_total, "rejected": rejected, "reasons": reasons,
-            "false_positive_rate": rejected / max(samples_total, 1), "seconds": round(seconds, 1),
-            "variations": len(variations)}
+    return {"submissions": done, "requested": submissions, "samples": samples_total, "rejected": rejected,
+            "reasons": reasons, "false_positive_rate": rejected / max(samples_total, 1),
+            "seconds": round(seconds, 1), "variations": len(variations), "profile": profile,
+            "samples_per_submission": problems * group, "budgets": list(budgets)}
 
 
 def main() -> None:
@@ -87,12 +101,19 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="also write the figures here")
     ap.add_argument("--max-seconds", type=float, default=None, help="stop early after this long")
+    ap.add_argument("--problems", type=int, default=PROBLEMS)
+    ap.add_argument("--group", type=int, default=GROUP)
+    ap.add_argument("--profile", choices=("fp32", "reference"), default="fp32",
+                    help="TOPLOC bounds (the validator's default: fp32)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    out = run(args.submissions, seed=args.seed, max_seconds=args.max_seconds)
+    out = run(args.submissions, args.problems, args.group, seed=args.seed, profile=args.profile,
+              max_seconds=args.max_seconds)
     print(f"honest false positives: {out['rejected']}/{out['samples']} samples "
-          f"({out['false_positive_rate']:.4%}; baseline 0) over {out['submissions']} submissions, "
-          f"{out['variations']} engine/thread/batch variations, {out['seconds']} s")
+          f"({out['false_positive_rate']:.4%}; baseline 0) over {out['submissions']} submissions of "
+          f"{out['samples_per_submission']} completions, {out['variations']} engine/thread/batch variations, "
+          f"TOPLOC profile {out['profile']}, {out['seconds']} s "
+          f"({out['submissions'] / max(out['seconds'], 1e-9):.2f} submissions/s)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2)

@@ -1,6 +1,8 @@
 """Honest false-positive check (issue 5): honest submissions across engine batch sizes, worker/validator
 thread counts and validator prefill batching, verified as a validator does; none may be rejected.
-Slow (opt-in): 200 submissions × 8 completions. The driver is bench/security/honest_fp.py."""
+Slow (opt-in): 200 submissions × 16 short completions (target lengths 8..40 tokens), 12 engine batch / thread /
+prefill-batching variations, verified with the validator's fp32 TOPLOC profile and the sampling check. The driver
+is bench/security/honest_fp.py."""
 
 from __future__ import annotations
 
@@ -24,10 +26,12 @@ def _driver():
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(5400)
+@pytest.mark.timeout(3600)
 def test_honest_submissions_200_zero_rejected():
-    out = _driver().run(200)
+    driver = _driver()
+    out = driver.run(200)
     print("honest false positives:", out)
-    assert out["samples"] == 200 * 8
+    assert out["submissions"] == 200 and out["profile"] == "fp32"
+    assert out["samples"] == 200 * driver.PROBLEMS * driver.GROUP
     assert out["rejected"] == 0, out["reasons"]
 
