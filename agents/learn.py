@@ -368,6 +368,9 @@ class LearnResult:
     wall_s: float
     warm_start_s: float
     step_stats: list[dict[str, Any]] = field(default_factory=list)
+    greedy_before: float = 0.0
+    """held-out solve rate of greedy decoding (one completion per problem) before RL"""
+    greedy_after: float = 0.0
 
 
 def _equations(cfg: LearnConfig) -> list[tuple[str, str]]:
@@ -419,6 +422,8 @@ def run_async_loop(cfg: LearnConfig) -> LearnResult:
     eval_engine = TransformersEngine()
     heldout_list = list(heldout)
 
+    greedy_params = eval_params.model_copy(update={"temperature": 0.0})
+
     def run_eval(step: int) -> float:
         eval_engine.load(trainer.checkpoint_path(step))
         score = evaluate(eval_engine, heldout_list, eval_params, cfg.eval_samples)
@@ -426,6 +431,7 @@ def run_async_loop(cfg: LearnConfig) -> LearnResult:
         return score
 
     curve = [(0, run_eval(0))]
+    greedy_before = evaluate(eval_engine, heldout_list, greedy_params, 1)
     rollouts_dir = cfg.run_dir / "rollouts"
     rollouts_dir.mkdir()
     out_q: queue.Queue[Path | BaseException] = queue.Queue()
@@ -483,6 +489,7 @@ def run_async_loop(cfg: LearnConfig) -> LearnResult:
         stop.set()
         worker.join(timeout=60)
     curve.append((cfg.steps, run_eval(cfg.steps)))
+    greedy_after = evaluate(eval_engine, heldout_list, greedy_params, 1)
     gen_tokens = int(gen_engine.stats["generated_tokens"])
     gen_s = float(gen_engine.stats["generate_seconds"])
     result = LearnResult(
@@ -492,6 +499,7 @@ def run_async_loop(cfg: LearnConfig) -> LearnResult:
         gen_tokens=gen_tokens, gen_seconds=gen_s, gen_tokens_per_s=gen_tokens / max(gen_s, 1e-9),
         train_tokens=train_tokens, train_seconds=busy, train_tokens_per_s=train_tokens / max(busy, 1e-9),
         wall_s=time.perf_counter() - t_start, warm_start_s=warm_s, step_stats=stats_log,
+        greedy_before=greedy_before, greedy_after=greedy_after,
     )
     (cfg.run_dir / "result.json").write_text(json.dumps(asdict(result), indent=2, default=str))
     return result

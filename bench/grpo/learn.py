@@ -55,31 +55,37 @@ def _proof_overhead(model_dir: Path) -> dict[str, float]:
 @click.option("--steps", type=int, default=LearnConfig.steps, show_default=True, help="GRPO steps of the learning run")
 @click.option("--lr", type=float, default=LearnConfig.lr, show_default=True)
 @click.option("--skip-learn", is_flag=True, help="only the throughput part")
-@click.option("--throughput", is_flag=True, help="also measure idle fraction with async level 0 vs 2")
-@click.option("--tp-steps", type=int, default=20, show_default=True, help="steps of each throughput run")
+@click.option("--seed", type=int, default=LearnConfig.seed, show_default=True,
+              help="seed of everything (train/held-out split, warm start, sampling)")
+@click.option("--throughput/--no-throughput", default=True, show_default=True,
+              help="also measure idle fraction and tokens/s with async level 0 vs 2")
+@click.option("--tp-steps", type=int, default=15, show_default=True, help="steps of each throughput run")
 @click.option("--model-dir", type=click.Path(path_type=Path, exists=True), default=None,
               help="with --skip-learn: a warm-started model dir to measure throughput on")
 @click.option("--proofs/--no-proofs", default=False, show_default=True,
               help="capture TOPLOC proofs in the loop's rollouts (the overhead is measured apart)")
-def main(out: Path, steps: int, lr: float, skip_learn: bool, throughput: bool, tp_steps: int,
+def main(out: Path, steps: int, lr: float, seed: int, skip_learn: bool, throughput: bool, tp_steps: int,
          model_dir: Path | None, proofs: bool) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, object] = {"load_before": _load()}
-    base = LearnConfig(run_dir=out / "learn", steps=steps, lr=lr, capture_proofs=proofs)
+    base = LearnConfig(run_dir=out / "learn", steps=steps, lr=lr, seed=seed, capture_proofs=proofs)
     if not skip_learn:
         t0 = time.perf_counter()
         result = run_async_loop(base)
         png = plot_curve(result, out / "grpo-learning-curve.png")
         report["learn"] = {
             "heldout_before": result.heldout_before, "heldout_after": result.heldout_after,
-            "curve": result.curve, "wall_s": time.perf_counter() - t0, "warm_start_s": result.warm_start_s,
+            "greedy_before": result.greedy_before, "greedy_after": result.greedy_after,
+            "train_reward_last20": sum(result.train_rewards[-20:]) / max(len(result.train_rewards[-20:]), 1),
+            "grpo_s": result.wall_s - result.warm_start_s, "curve": result.curve, "wall_s": time.perf_counter() - t0, "warm_start_s": result.warm_start_s,
             "gen_tokens_per_s": result.gen_tokens_per_s, "train_tokens_per_s": result.train_tokens_per_s,
             "idle_fraction": result.idle_fraction, "png": str(png), "load_after": _load(),
         }
         click.echo(f"held-out reward {result.heldout_before:.3f} -> {result.heldout_after:.3f} "
                    f"(x{result.heldout_after / max(result.heldout_before, 1e-9):.2f}) in "
-                   f"{report['learn']['wall_s']:.0f}s; curve {png}")  # type: ignore[index]
+                   f"{report['learn']['wall_s']:.0f}s (warm start {result.warm_start_s:.0f}s); greedy "
+                   f"{result.greedy_before:.2f} -> {result.greedy_after:.2f}; load {_load()}; curve {png}")  # type: ignore[index]
         model_dir = base.run_dir / "warm-start"
     if throughput:
         runs = {}
