@@ -1,6 +1,7 @@
 """Honest false-positive check: honest submissions generated under varied engine settings, verified the way a
-validator does (one batched prefill of the named checkpoint: TOPLOC proofs + the sampling check), counting
-rejections. Any rejection of honest work would be a challenge upheld against an honest worker.
+validator does (one batched prefill of the named checkpoint: TOPLOC proofs, the replay of each row's seeded
+sampler, and the submission-level aggregate check), counting rejections. Any rejection of honest work would
+be a challenge upheld against an honest worker.
 
 Variations per submission (round-robin): generation batch size (1, 4, 8 completions per forward pass),
 torch threads on the worker side (1, 2) and on the validator side (2, 1), the validator's prefill batching
@@ -42,9 +43,14 @@ def run(submissions: int, problems: int = PROBLEMS, group: int = GROUP, seed: in
     from intellect.agents.learn import prompt_text
     from intellect.agents.models import load_model, tiny_model_dir
     from intellect.agents.tasks import synthetic_task_set
+    from intellect.verifier import toploc
     from intellect.verifier.prefill import verify_samples
+    from intellect.verifier.replay import problem_seed, sample_seed
     from intellect.verifier.tasks import sample_problems
     from intellect.verifier.toploc import DEFAULT_THRESHOLDS, Thresholds
+
+    # the validator's submission-level check (small deviations everywhere), where this verifier has it
+    check_aggregate = getattr(toploc, "check_aggregate", None)
 
     thresholds = {"fp32": Thresholds.fp32(), "reference": DEFAULT_THRESHOLDS}[profile]
 
@@ -55,7 +61,7 @@ def run(submissions: int, problems: int = PROBLEMS, group: int = GROUP, seed: in
         e.load(ckpt)
     validator_model = load_model(ckpt)
     variations = list(itertools.product((1, 4, 8), (1, 2), (64, 16384)))
-    samples_total = rejected = 0
+    samples_total = rejected = submissions_rejected = 0
     reasons: dict[str, int] = {}
     t0 = time.perf_counter()
     done = 0
@@ -69,11 +75,12 @@ def run(submissions: int, problems: int = PROBLEMS, group: int = GROUP, seed: in
         assigned = sample_problems(task_set, claim_seed, problems, list(budgets))
         samples = []
         torch.set_num_threads(threads)
-        for j, a in enumerate(assigned):
-            params = SamplingParams(max_tokens=a.target_len, temperature=1.0,
-                                    seed=int.from_bytes(claim_seed[:8], "big") % 2**62 + j, capture_proofs=True)
+        for j, a in enumerate(assigned):  # seeded like the worker; the validator replays each row's sampler
+            params = SamplingParams(max_tokens=a.target_len, temperature=1.0, seed=problem_seed(claim_seed, j),
+                                    capture_proofs=True)
             gens = engines[batch].generate([prompt_text(task_set[a.task_id], a.target_len)] * group, params)
-            samples += [(list(g.prompt_ids), list(g.completion_ids), list(g.proofs)) for g in gens]
+            samples += [(list(g.prompt_ids), list(g.completion_ids), list(g.proofs),
+                         sample_seed(problem_seed(claim_seed, j), i)) for i, g in enumerate(gens)]
         torch.set_num_threads(3 - threads)
         results = verify_samples(validator_model, samples, thresholds, temperature=1.0,
                                  max_batch_tokens=max_batch_tokens)
@@ -84,13 +91,21 @@ def run(submissions: int, problems: int = PROBLEMS, group: int = GROUP, seed: in
                 reasons[str(r.reason)] = reasons.get(str(r.reason), 0) + 1
                 log.warning("submission %d (batch %d, threads %d): honest sample rejected: %s %s", k, batch,
                             threads, r.reason, r.detail)
+        agg = check_aggregate(results, thresholds) if check_aggregate is not None else None
+        if any(not r.ok for r in results) or (agg is not None and not agg.ok):
+            submissions_rejected += 1
+            if agg is not None and not agg.ok:
+                reasons[f"aggregate:{agg.reason}"] = reasons.get(f"aggregate:{agg.reason}", 0) + 1
+                log.warning("submission %d (batch %d, threads %d): honest submission rejected: %s %s", k, batch,
+                            threads, agg.reason, agg.detail)
         done = k + 1
         if (k + 1) % 10 == 0:
             log.info("%d/%d submissions, %d samples, %d rejected", k + 1, submissions, samples_total, rejected)
     torch.set_num_threads(threads0)
     seconds = time.perf_counter() - t0
     return {"submissions": done, "requested": submissions, "samples": samples_total, "rejected": rejected,
-            "reasons": reasons, "false_positive_rate": rejected / max(samples_total, 1),
+            "submissions_rejected": submissions_rejected, "aggregate_check": check_aggregate is not None,
+            "replayed_sampler": True, "reasons": reasons, "false_positive_rate": rejected / max(samples_total, 1),
             "seconds": round(seconds, 1), "variations": len(variations), "profile": profile,
             "samples_per_submission": problems * group, "budgets": list(budgets)}
 
@@ -110,7 +125,8 @@ def main() -> None:
     out = run(args.submissions, args.problems, args.group, seed=args.seed, profile=args.profile,
               max_seconds=args.max_seconds)
     print(f"honest false positives: {out['rejected']}/{out['samples']} samples "
-          f"({out['false_positive_rate']:.4%}; baseline 0) over {out['submissions']} submissions of "
+          f"({out['false_positive_rate']:.4%}; baseline 0), {out['submissions_rejected']}/{out['submissions']} "
+          f"submissions (aggregate check {'on' if out['aggregate_check'] else 'absent'}) of "
           f"{out['samples_per_submission']} completions, {out['variations']} engine/thread/batch variations, "
           f"TOPLOC profile {out['profile']}, {out['seconds']} s "
           f"({out['submissions'] / max(out['seconds'], 1e-9):.2f} submissions/s)")

@@ -76,4 +76,4 @@ def test_faults_rpc_restart_relay_kill_worker_kills_run_completes_books_balance(
     assert_books_balance(p)
     for a in swarm.agents.values():
         if a.name != "relay":
-            assert a.stop() == 0, a.name
+            assert a.stop(timeout=120) == 0, a.name
