@@ -1,11 +1,14 @@
 """Show that async GRPO learns on CPU: held-out reward before/after, a PNG curve, idle fractions.
 
 Usage (from the repository root):
-    .venv/bin/python bench/grpo/learn.py --out runs/bench-grpo            # learning run + PNG
-    .venv/bin/python bench/grpo/learn.py --out runs/bench-grpo --throughput  # + async 0 vs 2
+    .venv/bin/python bench/grpo/learn.py --out runs/bench-grpo                 # learning run + PNG + async 0 vs 2
+    .venv/bin/python bench/grpo/learn.py --out runs/bench-grpo-s1 --seed 1     # a second seed
+    .venv/bin/python bench/grpo/learn.py --out runs/x --no-throughput          # learning run only
 
-The learning run is `intellect.agents.learn` with its defaults (tiny Llama warm-started with
-noisy answers on `a + b`, a, b ≤ 20; 320 training problems, 100 held-out ones never trained on).
+The learning run is `intellect.agents.learn` with its defaults (tiny Llama warm-started on clean
+equations `a + b =` plus the question format answered right 20% of the time, a, b ≤ 20; 320
+training problems, 100 held-out ones never seen in question format; 400 async GRPO steps of 16
+problems × 8 completions, lr 3e-4).
 The throughput part runs the same loop without held-out evaluation for `--tp-steps` steps at
 async level 0 (the baseline: inference and training alternate) and 2, and prints the trainer's
 idle fraction of each and their ratio; generation and training tokens/s come from the same runs.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -67,6 +71,9 @@ def _proof_overhead(model_dir: Path) -> dict[str, float]:
 def main(out: Path, steps: int, lr: float, seed: int, skip_learn: bool, throughput: bool, tp_steps: int,
          model_dir: Path | None, proofs: bool) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # one "Writing model shards" bar per checkpoint otherwise
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, object] = {"load_before": _load()}
     base = LearnConfig(run_dir=out / "learn", steps=steps, lr=lr, seed=seed, capture_proofs=proofs)
@@ -93,10 +100,9 @@ def main(out: Path, steps: int, lr: float, seed: int, skip_learn: bool, throughp
             cfg = replace(base, run_dir=out / f"async-{level}", steps=tp_steps, async_level=level, eval_every=0,
                           model_dir=model_dir, heldout_tasks=16, eval_samples=1)
             if model_dir is not None:  # reuse the warm start: copy so the run dir wipe cannot touch it
-                import shutil
-
                 keep = out / "warm-start-copy"
-                if not keep.exists():
+                if model_dir.resolve() != keep.resolve():  # this run's model, never an older run's copy
+                    shutil.rmtree(keep, ignore_errors=True)
                     shutil.copytree(model_dir, keep)
                 cfg = replace(cfg, model_dir=keep)
             r = run_async_loop(cfg)
