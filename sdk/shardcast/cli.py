@@ -11,6 +11,7 @@ Mount with `cli.add_command(shardcast)` from `intellect.sdk.shardcast.cli`; also
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
@@ -168,19 +169,35 @@ def _manifest_arg(spec: str, relays: list[str], client: Client) -> Manifest | st
               help="Also re-hash the written files against the whole-stream sha256 (a second pass; every "
                    "shard is always checked, and with them the manifest's root).")
 @click.option("--fsync/--no-fsync", default=True, show_default=True, help="fsync files before the rename.")
+@click.option("--direct-io/--buffered-io", default=True, show_default=True,
+              help="Write shards with O_DIRECT where the file system allows it (no page-cache copy).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a tty).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 def fetch(manifest: str, out_dir: Path, relays: tuple[str, ...], ipfs_spec: str | None, workers: int,
-          overwrite: bool, verify_total: bool, fsync: bool, progress: bool | None, as_json: bool) -> None:
+          overwrite: bool, verify_total: bool, fsync: bool, direct_io: bool, progress: bool | None,
+          as_json: bool) -> None:
     """Fetch MANIFEST (a manifest JSON file, an IPFS CID with --ipfs, or 'latest' from the first relay)."""
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
-
     show = progress if progress is not None else sys.stderr.isatty()
-    bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                   TransferSpeedColumn(), TimeRemainingColumn(), disable=not show, transient=False)
-    task = bar.add_task("fetch", total=None)
+    bar: Any = contextlib.nullcontext()
+    on_progress = None
+    if show:  # rich is imported only for a visible bar: every fetch process pays the import otherwise
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                       TransferSpeedColumn(), TimeRemainingColumn(), transient=False)
+        task = bar.add_task("fetch", total=None)
+
+        def on_progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
     client = Client(list(relays), ipfs=_open_ipfs(ipfs_spec), workers=workers, verify_total=verify_total,
-                    fsync=fsync, on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+                    fsync=fsync, direct_io=direct_io, on_progress=on_progress)
     try:
         m = _manifest_arg(manifest, list(relays), client)
         with bar:
