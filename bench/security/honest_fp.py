@@ -8,7 +8,10 @@ torch threads on the worker side (1, 2) and on the validator side (2, 1), the va
 (`max_batch_tokens` 64 or 16384). Each submission is `problems` × `group` completions (default 2 × 8 = 16)
 with short thinking budgets (target lengths 8..40 tokens: the pool's scale on CPU, a partial proof chunk,
 one full chunk, and a full + a partial chunk). Verification uses the validator's TOPLOC profile (`fp32`, the
-default of `validator.toploc_profile`; `--profile reference` for the mixed-precision bounds).
+default of `validator.toploc_profile`; `--profile reference` for the mixed-precision bounds). A positive
+control runs in the same loop: every completion again with its middle token changed (proofs kept, the
+`altered_completions` cheat) must be rejected, so a zero false-positive count cannot come from a check that
+accepts everything.
 
 Usage:
     .venv/bin/python bench/security/honest_fp.py --submissions 200 [--json out.json]
@@ -35,8 +38,16 @@ PROBLEMS, GROUP = 2, 8  # per submission: 16 completions
 BUDGETS = (8, 16, 32, 40)  # target lengths (proof chunks of 32 tokens: partial, full, full + partial)
 
 
+def _altered(sample: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The sample with its middle completion token changed (the altered_completions cheat)."""
+    completion = list(sample[1])
+    k = len(completion) // 2
+    completion[k] = completion[k] - 1 if completion[k] > 0 else completion[k] + 1
+    return (sample[0], completion, *sample[2:])
+
+
 def run(submissions: int, problems: int = PROBLEMS, group: int = GROUP, seed: int = 0,
-        budgets: tuple[int, ...] = BUDGETS, profile: str = "fp32",
+        budgets: tuple[int, ...] = BUDGETS, profile: str = "fp32", control: bool = True,
         max_seconds: float | None = None) -> dict[str, Any]:
     """Generate and verify `submissions` honest submissions (stop early after `max_seconds`)."""
     from intellect.agents.engines import SamplingParams, TransformersEngine
@@ -62,6 +73,7 @@ def run(submissions: int, problems: int = PROBLEMS, group: int = GROUP, seed: in
     validator_model = load_model(ckpt)
     variations = list(itertools.product((1, 4, 8), (1, 2), (64, 16384)))
     samples_total = rejected = submissions_rejected = 0
+    control_total = control_caught = 0
     reasons: dict[str, int] = {}
     t0 = time.perf_counter()
     done = 0
@@ -84,6 +96,12 @@ def run(submissions: int, problems: int = PROBLEMS, group: int = GROUP, seed: in
         torch.set_num_threads(3 - threads)
         results = verify_samples(validator_model, samples, thresholds, temperature=1.0,
                                  max_batch_tokens=max_batch_tokens)
+        if control:  # positive control under the same variation: one token altered mid-completion, proofs kept
+            altered = [_altered(smp) for smp in samples if len(smp[1]) >= 2]
+            caught = verify_samples(validator_model, altered, thresholds, temperature=1.0,
+                                    max_batch_tokens=max_batch_tokens)
+            control_total += len(caught)
+            control_caught += sum(1 for r in caught if not r.ok)
         samples_total += len(results)
         for r in results:
             if not r.ok:
@@ -105,7 +123,8 @@ def run(submissions: int, problems: int = PROBLEMS, group: int = GROUP, seed: in
     seconds = time.perf_counter() - t0
     return {"submissions": done, "requested": submissions, "samples": samples_total, "rejected": rejected,
             "submissions_rejected": submissions_rejected, "aggregate_check": check_aggregate is not None,
-            "replayed_sampler": True, "reasons": reasons, "false_positive_rate": rejected / max(samples_total, 1),
+            "replayed_sampler": True, "reasons": reasons, "control_altered": control_total,
+            "control_caught": control_caught, "false_positive_rate": rejected / max(samples_total, 1),
             "seconds": round(seconds, 1), "variations": len(variations), "profile": profile,
             "samples_per_submission": problems * group, "budgets": list(budgets)}
 
@@ -130,6 +149,9 @@ def main() -> None:
           f"{out['samples_per_submission']} completions, {out['variations']} engine/thread/batch variations, "
           f"TOPLOC profile {out['profile']}, {out['seconds']} s "
           f"({out['submissions'] / max(out['seconds'], 1e-9):.2f} submissions/s)")
+    if out["control_altered"]:
+        print(f"positive control (same run): {out['control_caught']}/{out['control_altered']} samples with one "
+              f"altered token rejected ({out['control_caught'] / out['control_altered']:.2%})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2)

@@ -34,4 +34,6 @@ def test_honest_submissions_200_zero_rejected():
     assert out["submissions"] == 200 and out["profile"] == "fp32"
     assert out["samples"] == 200 * driver.PROBLEMS * driver.GROUP
     assert out["rejected"] == 0 and out["submissions_rejected"] == 0, out["reasons"]
+    # the same verification does bite: one altered token per completion (proofs kept) is rejected
+    assert out["control_caught"] >= 0.95 * out["control_altered"] > 0, out
 
