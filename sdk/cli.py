@@ -21,7 +21,6 @@ import json
 import logging
 import sys
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -125,12 +124,18 @@ def _when(ts: int) -> str:
 class IntellectGroup(click.Group):
     """A group that also offers PLUGINS and `intellect.cli` entry points, imported on use."""
 
-    def _plugin_targets(self) -> dict[str, str]:
+    def _plugin_targets(self, name: str | None = None) -> dict[str, str]:
+        """name -> target of the plugins; with `name` a built-in, without reading package metadata
+        (every `intellect shardcast fetch` process would pay for the entry-point scan)."""
         targets = {}
-        for name, target in PLUGINS.items():
+        for n, target in PLUGINS.items():
             if importlib.util.find_spec(target.split(":")[0].rsplit(".", 1)[0]) is not None:
-                targets[name] = target
+                targets[n] = target
+        if name is not None and name in targets:
+            return targets
         try:
+            from importlib.metadata import entry_points
+
             for ep in entry_points(group="intellect.cli"):
                 targets.setdefault(ep.name, ep.value)
         except Exception:  # broken metadata must not break the CLI
@@ -144,7 +149,7 @@ class IntellectGroup(click.Group):
         cmd = super().get_command(ctx, name)
         if cmd is not None:
             return cmd
-        target = self._plugin_targets().get(name)
+        target = self._plugin_targets(name).get(name)
         if target is None:
             return None
         module, _, attr = target.partition(":")

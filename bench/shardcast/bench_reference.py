@@ -8,9 +8,12 @@ OUTSIDE this repository:
 
 or alone: /tmp/refvenv/bin/python bench/shardcast/bench_reference.py --ckpt DIR [--poll 30 --poll 1]
 
-Quirk: the reference's ShardDownloader probes `data1.bin` on every server it is given when it
+Quirks: the reference's ShardDownloader probes `data1.bin` on every server it is given when it
 starts (and raises if that file is missing), so each origin/middle data dir gets a 1-byte
-`data1.bin`. It shards a single file, so the checkpoint's files are concatenated into one.
+`data1.bin`; and it downloads that probe to the fixed path `/tmp/dummy.bin` (via
+`/tmp/dummy.tmp`), which 8 clients and 2 middles started at once on one machine race for
+(rename/unlink of another process's file → "Failed to download dummy file"). The harness gives
+each process its own probe path (`PROBE_FIX`); the download code itself is untouched. It shards a single file, so the checkpoint's files are concatenated into one.
 Timing starts when `broadcast()` returns (the origin lists the version) and ends when every
 client has reassembled and blake3-checked the file; middles are already running (as
 relays are in ours), clients are started at that moment and poll for the version each second.
@@ -33,6 +36,16 @@ import textwrap
 import time
 import urllib.request
 from pathlib import Path
+
+# The one change to the reference: a per-process path for its start-up probe (see the docstring).
+PROBE_FIX = textwrap.dedent("""
+    import os, pathlib
+    import shardcast.client as _sc
+    def _probe_path(*parts):
+        p = pathlib.Path(*parts)
+        return pathlib.Path(f"/tmp/dummy-{os.getpid()}.bin") if str(p) == "/tmp/dummy.bin" else p
+    _sc.Path = _probe_path
+""")
 
 ORIGIN = textwrap.dedent("""
     import sys, time, pathlib, logging
@@ -63,6 +76,7 @@ MIDDLE = textwrap.dedent("""
     while True:
         time.sleep(1)
 """)
+MIDDLE = PROBE_FIX + MIDDLE
 
 CLIENT = textwrap.dedent("""
     import sys, time, logging
@@ -82,6 +96,7 @@ CLIENT = textwrap.dedent("""
             print("client restart after:", repr(e), flush=True)
             time.sleep(1)
 """)
+CLIENT = PROBE_FIX + CLIENT
 
 
 def free_port() -> int:

@@ -21,7 +21,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -79,23 +78,40 @@ class Run:
 
     def close(self) -> None:
         for p in self.procs:
-            if p.poll() is None:
+            if p.returncode is None and p.poll() is None:
                 p.terminate()
         for p in self.procs:
+            if p.returncode is not None:
+                continue
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
 
 
-def children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+def reap(p: subprocess.Popen[bytes]) -> float | None:
+    """If `p` has exited: reap it and return its user + system CPU seconds, else None."""
+    pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+    if not pid:
+        return None
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return ru.ru_utime + ru.ru_stime
+
+
+def wait_cpu(p: subprocess.Popen[bytes], timeout: float) -> float:
+    """Wait for `p` to exit (up to `timeout` s); its user + system CPU seconds."""
+    deadline = time.monotonic() + timeout
+    while (cpu := reap(p)) is None:
+        if time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired(p.args, timeout)
+        time.sleep(0.005)
+    return cpu
 
 
 def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: int, fetch_args: list[str]) -> dict:
     """Wall time from "origin serves" to "all clients done", and the CPU seconds (user+sys) that
-    the relays and clients used (the origin's sharding is excluded: it happened before)."""
+    the clients and, separately, the relays used (the origin is excluded: its sharding happened
+    before the clock starts, and its serving is the same for every topology)."""
     work.mkdir(parents=True)
     run = Run(work)
     try:
@@ -105,7 +121,6 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
                            "--url-file", str(work / "origin.url"), name="origin")
         o_url = wait_file(work / "origin.url", origin, timeout=300)
         t0 = time.monotonic()  # the origin now serves the version
-        cpu0 = children_cpu()
         if relays == 0:
             sources = [o_url]
         else:
@@ -115,18 +130,28 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
         relay_flags = [flag for s in sources for flag in ("--relay", s)]
         cps = [run.spawn("fetch", str(mf), str(work / f"client{i}"), *relay_flags,
                          "--no-progress", "--json", *fetch_args, name=f"client{i}") for i in range(clients)]
-        ends = []
-        for i, p in enumerate(cps):
-            if p.wait(timeout=600) != 0:
-                raise RuntimeError(f"client {i} failed: {(work / f'client{i}.log').read_text()[-2000:]}")
-            ends.append(time.monotonic())
+        ends, client_cpu = [], 0.0
+        pending = dict(enumerate(cps))
+        while pending:  # reap in completion order: a client's end time is when it exits
+            for i, p in list(pending.items()):
+                cpu = reap(p)
+                if cpu is None:
+                    continue
+                del pending[i]
+                ends.append(time.monotonic())
+                client_cpu += cpu
+                if p.returncode != 0:
+                    raise RuntimeError(f"client {i} failed: {(work / f'client{i}.log').read_text()[-2000:]}")
+            if time.monotonic() - t0 > 600:
+                raise RuntimeError("clients did not finish within 600 s")
+            time.sleep(0.005)
         total = max(ends) - t0
-        for p in run.procs[1:]:  # relays: stop them so that their CPU time is counted
+        relay_cpu = 0.0
+        for p in run.procs[1 : 1 + relays]:  # relays: stop them so that their CPU time is counted
             p.terminate()
-            p.wait(timeout=30)
-        cpu = children_cpu() - cpu0
+            relay_cpu += wait_cpu(p, 30)
         size = json.loads(mf.read_text())["total_size"]
-        return {"seconds": total, "bytes": size * clients, "cpu": cpu}
+        return {"seconds": total, "bytes": size * clients, "cpu": client_cpu, "relay_cpu": relay_cpu}
     finally:
         run.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -161,9 +186,10 @@ def main() -> None:
             t = one_run(ckpt, root / f"tree{r}", relays=args.relays, clients=args.clients,
                         shard_size=args.shard_mb * 1_000_000, fetch_args=args.fetch_arg)
             tree.append(t["seconds"])
-            cpu_tree.append(t["cpu"])
+            cpu_tree.append(t["cpu"] + t["relay_cpu"])
             print(f"run {r}: single {s['seconds']:.2f} s ({s['cpu']:.1f} CPU s), tree {t['seconds']:.2f} s "
-                  f"({t['cpu']:.1f} CPU s, {t['bytes'] / t['seconds'] / 1e9:.2f} GB/s aggregate)", flush=True)
+                  f"({t['cpu']:.1f} CPU s in {args.clients} clients + {t['relay_cpu']:.1f} in {args.relays} relays, "
+                  f"{t['bytes'] / t['seconds'] / 1e9:.2f} GB/s aggregate)", flush=True)
         ms, mt = statistics.median(single), statistics.median(tree)
         size = args.size_mib * 1024 * 1024
         print(f"single client from origin ({args.size_mib} MiB): {ms:.2f} s median ({size / ms / 1e9:.2f} GB/s, "

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._directio import DIRECT_MIN, DirectFile
+from ._directio import ALIGN, DIRECT_MIN, DirectFile
 from ._download import DownloadStats, SourcePool, download_shards
 from ._errors import FetchError, OutputExistsError, ShardcastError, UnknownSchemaVersionError
 from ._manifest import MAX_MANIFEST_BYTES, Manifest, ShardEntry, safe_relpath
@@ -185,6 +185,10 @@ class _ClientSink:
         self._journal = open(journal, "a", buffering=1)  # noqa: SIM115 - closed by close()
         self._lock = threading.Lock()
         self._on_verified = on_verified
+
+    def buffer_phase(self, shard: ShardEntry, pos: int) -> int:
+        spans = self.staging._spans(shard.offset + pos, 1)
+        return spans[0][1] % ALIGN if spans else 0
 
     def begin(self, shard: ShardEntry) -> None:
         pass

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._directio import DirectFile
+from ._directio import ALIGN, DirectFile
 from ._download import SourcePool, download_shards, http_get
 from ._errors import ManifestError, ShardcastError, UnknownSchemaVersionError, UpstreamError
 from ._manifest import Manifest, ShardEntry
@@ -47,6 +47,9 @@ class _RelaySink:
 
     def _part(self, shard: ShardEntry) -> Path:
         return self.state.directory / "shards" / f"{shard.index}.part"
+
+    def buffer_phase(self, shard: ShardEntry, pos: int) -> int:
+        return pos % ALIGN
 
     def begin(self, shard: ShardEntry) -> None:
         f = DirectFile(self._part(shard), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, direct=self.direct)
