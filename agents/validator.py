@@ -328,7 +328,7 @@ class Validator(Agent):
                                      "recomputed": {"task_reward": tr, "reward": total, "advantage": adv}})
                 worst = max(worst, *diffs.values())
         from intellect.verifier.replay import problem_seed, sample_seed
-        from intellect.verifier.toploc import DEFAULT_THRESHOLDS, Thresholds
+        from intellect.verifier.toploc import DEFAULT_THRESHOLDS, Thresholds, check_aggregate
 
         # the sampler's seed of row i of problem k, as the worker derived it (replayed by verify_samples)
         samples = [(list(r.prompt_ids), list(r.completion_ids), list(r.proofs), sample_seed(problem_seed(seed, k), i))
@@ -343,6 +343,9 @@ class Validator(Agent):
                                 {"row": i, "failed_chunk": res.failed_chunk,
                                  "chunk": chunk.model_dump() if chunk is not None else None,
                                  "failed_rows": sum(1 for r in results if not r.ok), "rows": len(results)})
+        agg = check_aggregate(results, thresholds)  # small deviations everywhere (a slightly different model)
+        if not agg.ok:
+            raise Rejection(f"toploc_{agg.reason}", agg.detail, {"rows": len(results)})
         return {"rows": len(rf.rows), "tokens": units, "max_reward_diff": worst,
                 "mean_reward": sum(r.reward for r in rf.rows) / len(rf.rows)}
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -58,6 +58,7 @@ __all__ = [
     "VerificationResult",
     "build_proofs",
     "build_proofs_many",
+    "check_aggregate",
     "check_proofs",
     "check_proofs_many",
     "decode_proof",
@@ -380,11 +381,17 @@ class ReasonCode(StrEnum):
     MANTISSA_MEDIAN = "mantissa_median"  # median mantissa error above threshold
     IMPLAUSIBLE_TOKEN = "implausible_token"  # a completion token the model would (almost) never sample
     REPLAY_MISMATCH = "replay_mismatch"  # a completion token is not what the seeded sampler draws
+    AGGREGATE_MANTISSA = "aggregate_mantissa"  # mean mantissa error over a whole submission too high
     INVALID_SAMPLE = "invalid_sample"  # tokens outside the vocabulary, empty, or too long to prefill
 
 
 DEFAULT_MAX_REPLAY_MARGIN = 1.0
 """Default replay tolerance; calibrated in docs/benchmarks-verifier.md (honest bf16 vs fp32 max ~0.x)."""
+
+
+DEFAULT_MAX_AGG_MANT_ERR_MEAN: float | None = None
+"""Default submission-level bound on the mean of the chunks' mantissa-error means (calibrated)."""
+DEFAULT_MIN_AGG_CHUNKS = 8
 
 
 class Thresholds(BaseModel):
@@ -411,6 +418,13 @@ class Thresholds(BaseModel):
     """Largest replay margin (logit/T units) of any completion token of a seeded sample:
     max_j score_j − score_token under the replayed Gumbel-max sampler (`intellect.verifier.replay`);
     None disables the replay check."""
+    max_agg_mant_err_mean: float | None = Field(default=DEFAULT_MAX_AGG_MANT_ERR_MEAN, ge=0)
+    """Largest mean, over all chunks of all samples of a submission, of the chunks' mantissa-error
+    means (`check_aggregate`). A model that differs a little everywhere (a 1 % weight perturbation)
+    raises every chunk a little: hidden in bf16 noise per chunk, plain in the mean of many chunks.
+    None disables."""
+    min_agg_chunks: int = Field(default=DEFAULT_MIN_AGG_CHUNKS, ge=1)
+    """`check_aggregate` judges only submissions with at least this many chunks (fewer: too noisy)."""
 
     @classmethod
     def fp32(cls) -> Thresholds:
@@ -593,6 +607,27 @@ def _judge(stats: list[ChunkStats], thresholds: Thresholds) -> VerificationResul
                 failed_chunk=i,
             )
     return VerificationResult(ok=True, chunks=stats)
+
+
+def check_aggregate(results: Sequence[VerificationResult], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> VerificationResult:
+    """Submission-level check over the per-sample results of one submission (e.g. `verify_samples`'s).
+
+    Fails with `aggregate_mantissa` if the mean over all their chunks of the chunks' mantissa-error
+    means exceeds `thresholds.max_agg_mant_err_mean` (chunks with no matching exponent are left
+    out; they already failed). Passes when disabled or with fewer than `min_agg_chunks` chunks.
+    """
+    bound = thresholds.max_agg_mant_err_mean
+    means = [c.mant_err_mean for r in results for c in r.chunks if c.mant_err_mean < 2.0**64]
+    if bound is None or len(means) < thresholds.min_agg_chunks:
+        return VerificationResult(ok=True)
+    mean = sum(means) / len(means)
+    if mean > bound:
+        return VerificationResult(
+            ok=False,
+            reason=ReasonCode.AGGREGATE_MANTISSA,
+            detail=f"mean mantissa error {mean:.2f} over the submission's {len(means)} chunks > {bound}",
+        )
+    return VerificationResult(ok=True, detail=f"mean mantissa error {mean:.2f} over {len(means)} chunks")
 
 
 def _error_result(exc: Exception) -> VerificationResult:

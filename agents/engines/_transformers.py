@@ -140,7 +140,8 @@ class TransformersEngine:
     # -- generation ------------------------------------------------------------------------
 
     def _capture_hook(self, _module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> None:
-        self._captured.append(args[0].detach()[:, -1, :])  # (B, H): the LM-head input of the last position
+        if args[0].dim() == 3:  # (B, S, H) in a decoding forward; other callers of the head (a validator's replay) pass
+            self._captured.append(args[0].detach()[:, -1, :])  # (B, H): the LM-head input of the last position
 
     def encode(self, prompt: str) -> list[int]:
         return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])

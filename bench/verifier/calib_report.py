@@ -1,9 +1,14 @@
-"""Markdown tables from a calibration run (results.json of calibrate_toploc.py).
+"""Markdown tables from a calibration run (results_*.json of calibrate_toploc.py).
 
 Usage:
-    .venv/bin/python bench/verifier/calib_report.py runs/verifier-calib/results.json
-    # detection/pass rates at other thresholds, from the stored per-sample statistics:
-    .venv/bin/python bench/verifier/calib_report.py runs/verifier-calib/results.json --exp 24 --mean 10 --median 8 --floor -30
+    .venv/bin/python bench/verifier/calib_report.py runs/verifier-calib/results_r2_200_32.json
+    # rates at other bounds, from the stored per-sample statistics:
+    .venv/bin/python bench/verifier/calib_report.py RESULTS --exp 24 --mean 10 --median 8 --margin 1.0
+
+Tables: per case the TOPLOC chunk statistics and the replay margins (min / p50 / p99 / max) and
+the pass / detection rate per profile; then the submission-level statistic of
+`toploc.check_aggregate` (mean over a submission's chunks of the chunks' mantissa-error means)
+for random submissions of k samples drawn from each case (fixed seed), to place its bound.
 """
 
 from __future__ import annotations
@@ -12,19 +17,21 @@ import json
 from pathlib import Path
 
 import click
+import numpy as np
+
+BIG = float(2**64)
 
 
-def rate(case: dict, exp: int, mean: float, median: float, floor: float | None) -> float:
-    acc = 0
-    for s in case["per_sample"]:
-        ok = s["structural"] is None and all(
-            e <= exp and m <= mean and md <= median for e, m, md in s["chunks"]
-        )
-        if ok and floor is not None and s["min_logprob"] < floor:
-            ok = False
-        acc += ok
-    n = len(case["per_sample"])
-    return (acc if case["honest"] else n - acc) / max(1, n)
+def accepted(s: dict, exp: int, mean: float, median: float, margin: float | None) -> bool:
+    if s["structural"] is not None:
+        return False
+    if margin is not None and s["max_margin"] > margin:
+        return False
+    return all(e <= exp and m <= mean and md <= median for e, m, md in s["chunks"])
+
+
+def fmt(v: list[float]) -> str:
+    return " / ".join(f"{x:.3g}" for x in v) if v else "—"
 
 
 @click.command()
@@ -32,30 +39,52 @@ def rate(case: dict, exp: int, mean: float, median: float, floor: float | None) 
 @click.option("--exp", type=int, default=None, help="max exponent mismatches (extra column)")
 @click.option("--mean", type=float, default=None)
 @click.option("--median", type=float, default=None)
-@click.option("--floor", type=float, default=None, help="min token log-prob (sampling check)")
-def main(
-    results: Path, exp: int | None, mean: float | None, median: float | None, floor: float | None
-) -> None:
+@click.option("--margin", type=float, default=None, help="max replay margin (extra column)")
+@click.option("--draws", default=2000, show_default=True, help="random submissions per case and size")
+def main(results: Path, exp: int | None, mean: float | None, median: float | None, margin: float | None,
+         draws: int) -> None:
     data = json.loads(results.read_text())
     profiles = data["profiles"]
     extra = exp is not None and mean is not None and median is not None
-    head = "| case | n | exp mismatches | mantissa mean | mantissa median | min token log-prob |"
+    head = "| case | n | exp mismatches | mantissa mean | mantissa median | max replay margin | flips / sample |"
     head += "".join(f" {p} |" for p in profiles) + (" custom |" if extra else "")
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))
     for c in data["cases"]:
         cells = [c["case"], str(c["samples"])]
-        for key in ("exp_mismatches", "mant_err_mean", "mant_err_median", "min_logprob"):
-            v = c.get(key) or []
-            cells.append(" / ".join(f"{x:g}" for x in v) if v else "—")
+        for key in ("exp_mismatches", "mant_err_mean", "mant_err_median", "max_margin", "flips"):
+            cells.append(fmt(c.get(key) or []))
         for p in profiles:
-            cells.append(f"{c[f'rate_{p}'] * 100:.1f}%")
+            cells.append(f"{c[f'rate_{p}'] * 100:.1f} %")
         if extra:
-            cells.append(f"{rate(c, exp, mean, median, floor) * 100:.1f}%")
+            acc = sum(accepted(s, exp, mean, median, margin) for s in c["per_sample"])  # type: ignore[arg-type]
+            n = len(c["per_sample"])
+            cells.append(f"{(acc if c['honest'] else n - acc) / max(1, n) * 100:.1f} %")
         print("| " + " | ".join(cells) + " |")
     print()
-    print("statistics: min / p50 / p99 / max over chunks (log-prob: over samples); rates: pass rate for")
-    print("honest cases, detection rate for attacks. Profiles:", json.dumps(profiles))
+    print("statistics: min / p50 / p99 / max over chunks (margins, flips: over samples); rates: pass rate")
+    print("for honest cases, detection rate for attacks. Profiles:", json.dumps(profiles))
+    print()
+
+    rng = np.random.default_rng(0)
+    sizes = (1, 4, 8, 16)
+    print("submission-level mean of chunk mantissa-error means, random submissions of k samples "
+          f"({draws} draws per k): min / p1 / p50 / p99 / max")
+    print()
+    print("| case | " + " | ".join(f"k = {k}" for k in sizes) + " |")
+    print("|" + " --- |" * (len(sizes) + 1))
+    for c in data["cases"]:
+        per = [[m for _, m, _ in s["chunks"] if m < BIG] for s in c["per_sample"] if s["chunks"]]
+        per = [p for p in per if p]
+        if not per:
+            continue
+        cells = [c["case"]]
+        for k in sizes:
+            picks = rng.integers(0, len(per), size=(draws, k))
+            vals = [float(np.mean([m for i in row for m in per[i]])) for row in picks]
+            q = np.percentile(vals, [0, 1, 50, 99, 100])
+            cells.append(" / ".join(f"{x:.2f}" for x in q))
+        print("| " + " | ".join(cells) + " |")
     print()
     print("overhead:", json.dumps(data["overhead"]))
 

@@ -137,3 +137,20 @@ def test_train_step_moves_probability_toward_positive_advantage(tiny_dir: Path, 
                             for s in samples])
     lp1 = [sum(x) for x in trainer.logprobs(samples)]
     assert lp1[0] > lp0[0] and lp1[1] < lp0[1]
+
+
+def test_generate_replayable_by_validator_across_batches(tiny_dir: Path) -> None:
+    """Completion i of a call samples with sample_seed(seed, i) whatever batch it lands in: a validator replays it."""
+    from intellect.verifier.prefill import verify_samples
+    from intellect.verifier.replay import sample_seed
+
+    params = SamplingParams(max_tokens=24, temperature=0.9, top_k=40, seed=21)
+    small = TransformersEngine(tiny_dir, max_batch_size=2)
+    gens = small.generate(PROMPTS, params)
+    assert [g.completion_ids for g in gens] == [g.completion_ids for g in TransformersEngine(tiny_dir).generate(
+        PROMPTS, params)]
+    samples = [(g.prompt_ids, g.completion_ids, g.proofs, sample_seed(21, i)) for i, g in enumerate(gens)]
+    results = verify_samples(small.model, samples, temperature=0.9, top_k=40)
+    assert all(r.ok and r.replay is not None and r.replay.flips == 0 for r in results), [r.detail for r in results]
+    swapped = [(p, c, pr, sample_seed(21, (i + 1) % 3)) for i, (p, c, pr, _) in enumerate(samples)]
+    assert sum(r.replay.flips for r in verify_samples(small.model, swapped, temperature=0.9, top_k=40)) > 0

@@ -180,3 +180,20 @@ def test_proofs_hash_is_32_bytes_and_order_sensitive():
     assert proofs_hash(p) != proofs_hash(p[::-1])
     assert proofs_hash([p[0] + p[1]]) != proofs_hash(p)  # length prefixes: no ambiguity
     assert proofs_hash([]) != proofs_hash([b""])
+
+
+def test_check_aggregate_bounds_the_submission_mean():
+    from intellect.verifier.toploc import ChunkStats, VerificationResult, check_aggregate
+
+    def results(mean: float, n: int) -> list[VerificationResult]:
+        return [VerificationResult(ok=True, chunks=[ChunkStats(exp_mismatches=0, mant_err_mean=mean,
+                                                               mant_err_median=1.0)]) for _ in range(n)]
+
+    th = Thresholds(max_agg_mant_err_mean=2.5, min_agg_chunks=8)
+    assert check_aggregate(results(1.4, 16), th).ok
+    bad = check_aggregate(results(3.0, 16), th)
+    assert not bad.ok and bad.reason is ReasonCode.AGGREGATE_MANTISSA and "16 chunks" in bad.detail
+    assert check_aggregate(results(3.0, 7), th).ok  # too few chunks to judge
+    assert check_aggregate(results(3.0, 16), Thresholds(max_agg_mant_err_mean=None)).ok
+    # chunks without a matching exponent (mean 2^64) already failed per chunk; they do not swamp the mean
+    assert check_aggregate(results(1.0, 8) + results(2.0**64, 1), th).ok
