@@ -84,6 +84,7 @@ def main(out: Path, steps: int, lr: float, seed: int, skip_learn: bool, throughp
         report["learn"] = {
             "heldout_before": result.heldout_before, "heldout_after": result.heldout_after,
             "greedy_before": result.greedy_before, "greedy_after": result.greedy_after,
+            "equations_before": result.equations_before, "equations_after": result.equations_after,
             "train_reward_last20": sum(result.train_rewards[-20:]) / max(len(result.train_rewards[-20:]), 1),
             "grpo_s": result.wall_s - result.warm_start_s, "curve": result.curve, "wall_s": time.perf_counter() - t0, "warm_start_s": result.warm_start_s,
             "gen_tokens_per_s": result.gen_tokens_per_s, "train_tokens_per_s": result.train_tokens_per_s,
@@ -92,7 +93,8 @@ def main(out: Path, steps: int, lr: float, seed: int, skip_learn: bool, throughp
         click.echo(f"held-out reward {result.heldout_before:.3f} -> {result.heldout_after:.3f} "
                    f"(x{result.heldout_after / max(result.heldout_before, 1e-9):.2f}) in "
                    f"{report['learn']['wall_s']:.0f}s (warm start {result.warm_start_s:.0f}s); greedy "
-                   f"{result.greedy_before:.2f} -> {result.greedy_after:.2f}; load {_load()}; curve {png}")  # type: ignore[index]
+                   f"{result.greedy_before:.2f} -> {result.greedy_after:.2f}; equations {result.equations_before:.2f} -> "
+                   f"{result.equations_after:.2f}; load {_load()}; curve {png}")  # type: ignore[index]
         model_dir = base.run_dir / "warm-start"
     if throughput:
         runs = {}
