@@ -385,34 +385,37 @@ class ReasonCode(StrEnum):
     INVALID_SAMPLE = "invalid_sample"  # tokens outside the vocabulary, empty, or too long to prefill
 
 
-DEFAULT_MAX_REPLAY_MARGIN = 1.0
-"""Default replay tolerance; calibrated in docs/benchmarks-verifier.md (honest bf16 vs fp32 max ~0.x)."""
+DEFAULT_MAX_REPLAY_MARGIN = 2.0
+"""Default replay tolerance (logit/T units): honest bf16-vs-fp32 margins reach 0.84, the smallest
+margin of a replay-caught attack is 4.0 (docs/benchmarks-verifier.md)."""
 
 
-DEFAULT_MAX_AGG_MANT_ERR_MEAN: float | None = None
-"""Default submission-level bound on the mean of the chunks' mantissa-error means (calibrated)."""
+DEFAULT_MAX_AGG_MANT_ERR_MEAN: float | None = 2.5
+"""Default submission-level bound on the mean of the chunks' mantissa-error means: honest bf16
+submissions of >= 8 chunks reach 1.7, a 1 % weight perturbation starts at 3.3 (docs/benchmarks-verifier.md)."""
 DEFAULT_MIN_AGG_CHUNKS = 8
 
 
 class Thresholds(BaseModel):
-    """Acceptance bounds per chunk of 128 top-k values (a chunk passes if all hold).
+    """Acceptance bounds: per chunk of 128 top-k values, per sample (replay), per submission (aggregate).
 
     Defaults from the calibration in docs/benchmarks-verifier.md (SmolLM2-135M, 200 samples per
-    case): honest variation (generation vs prefill, batch 1 vs 50, 1 vs 2 threads) gives 0
-    mismatches; bf16 vs fp32 compute gives at most 10 exponent mismatches, mantissa mean 2.5,
-    median 2. The defaults leave a wide margin above that (never accuse an honest worker) and
-    catch other models, int8 quantisation, copied proofs and most foreign-prompt completions;
-    they do not catch a 1 % weight perturbation or most single-token alterations, which overlap
-    bf16 noise: use `Thresholds.fp32()` where the pool requires fp32 compute.
+    case, the replayable sampler): honest variation (generation vs prefill, batch 1 vs 50, 1 vs 2
+    threads) gives 0 mismatches and 0 replay margin; bf16 vs fp32 compute gives at most 9 exponent
+    mismatches, mantissa mean 2.27, median 2 per chunk, replay margins up to 0.84 and a submission
+    mean (≥ 8 chunks) up to 1.7. The defaults sit about 2x above that (never accuse an honest bf16
+    worker) and catch every attack measured at 100 %: other models and int8 per chunk, altered,
+    foreign or cherry-picked tokens by the replay, a 1 % weight perturbation by the aggregate.
+    `Thresholds.fp32()` is the strict per-chunk profile for pools that require fp32 compute.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_exp_mismatches: int = Field(default=24, ge=0)
+    max_exp_mismatches: int = Field(default=18, ge=0)
     """Most top-k values whose bf16 exponent may differ (of 128)."""
-    max_mant_err_mean: float = Field(default=10.0, ge=0)
+    max_mant_err_mean: float = Field(default=5.0, ge=0)
     """Largest mean |mantissa difference| (7-bit bf16 mantissa units) over matching exponents."""
-    max_mant_err_median: float = Field(default=8.0, ge=0)
+    max_mant_err_median: float = Field(default=4.0, ge=0)
     """Largest median of the same."""
     max_replay_margin: float | None = Field(default=DEFAULT_MAX_REPLAY_MARGIN, ge=0)
     """Largest replay margin (logit/T units) of any completion token of a seeded sample:
@@ -431,8 +434,8 @@ class Thresholds(BaseModel):
         """Strict profile for pools that require fp32 compute from workers and validators.
 
         bf16 rounding of fp32 states hides kernel, batch and thread differences almost entirely,
-        so the bounds can be tight; this also catches small weight perturbations that the
-        mixed-precision default cannot tell from bf16 compute (docs/benchmarks-verifier.md).
+        so the bounds can be tight: a 1 % weight perturbation fails per chunk, not only in the
+        submission aggregate; ~27 % of honest bf16 workers fail it (docs/benchmarks-verifier.md).
         """
         return cls(max_exp_mismatches=4, max_mant_err_mean=1.5, max_mant_err_median=1.0)
 

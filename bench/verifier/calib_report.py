@@ -6,9 +6,12 @@ Usage:
     .venv/bin/python bench/verifier/calib_report.py RESULTS --exp 24 --mean 10 --median 8 --margin 1.0
 
 Tables: per case the TOPLOC chunk statistics and the replay margins (min / p50 / p99 / max) and
-the pass / detection rate per profile; then the submission-level statistic of
-`toploc.check_aggregate` (mean over a submission's chunks of the chunks' mantissa-error means)
-for random submissions of k samples drawn from each case (fixed seed), to place its bound.
+the per-sample pass / detection rate for the profiles of the CURRENT code (`Thresholds()`, the
+same without replay and aggregate, `Thresholds.fp32()`), recomputed from the stored per-sample
+statistics; then the submission-level statistic of `toploc.check_aggregate` (mean over a
+submission's chunks of the chunks' mantissa-error means) for random submissions of k samples
+drawn from each case (fixed seed), and the submission-level rates (a submission of k samples
+fails if any sample fails or its aggregate does).
 """
 
 from __future__ import annotations
@@ -19,7 +22,30 @@ from pathlib import Path
 import click
 import numpy as np
 
+from intellect.verifier.toploc import Thresholds
+
 BIG = float(2**64)
+
+
+def profiles_now() -> dict[str, Thresholds]:
+    return {
+        "default": Thresholds(),
+        "toploc-only": Thresholds(max_replay_margin=None, max_agg_mant_err_mean=None),
+        "fp32": Thresholds.fp32(),
+    }
+
+
+def ok_sample(s: dict, th: Thresholds) -> bool:
+    return accepted(s, th.max_exp_mismatches, th.max_mant_err_mean, th.max_mant_err_median, th.max_replay_margin)
+
+
+def ok_submission(samples: list[dict], th: Thresholds) -> bool:
+    if not all(ok_sample(s, th) for s in samples):
+        return False
+    means = [m for s in samples for _, m, _ in s["chunks"] if m < BIG]
+    if th.max_agg_mant_err_mean is None or len(means) < th.min_agg_chunks:
+        return True
+    return float(np.mean(means)) <= th.max_agg_mant_err_mean
 
 
 def accepted(s: dict, exp: int, mean: float, median: float, margin: float | None) -> bool:
@@ -44,7 +70,7 @@ def fmt(v: list[float]) -> str:
 def main(results: Path, exp: int | None, mean: float | None, median: float | None, margin: float | None,
          draws: int) -> None:
     data = json.loads(results.read_text())
-    profiles = data["profiles"]
+    profiles = profiles_now()
     extra = exp is not None and mean is not None and median is not None
     head = "| case | n | exp mismatches | mantissa mean | mantissa median | max replay margin | flips / sample |"
     head += "".join(f" {p} |" for p in profiles) + (" custom |" if extra else "")
@@ -54,8 +80,10 @@ def main(results: Path, exp: int | None, mean: float | None, median: float | Non
         cells = [c["case"], str(c["samples"])]
         for key in ("exp_mismatches", "mant_err_mean", "mant_err_median", "max_margin", "flips"):
             cells.append(fmt(c.get(key) or []))
-        for p in profiles:
-            cells.append(f"{c[f'rate_{p}'] * 100:.1f} %")
+        n = len(c["per_sample"])
+        for th in profiles.values():
+            acc = sum(ok_sample(s, th) for s in c["per_sample"])
+            cells.append(f"{(acc if c['honest'] else n - acc) / max(1, n) * 100:.1f} %")
         if extra:
             acc = sum(accepted(s, exp, mean, median, margin) for s in c["per_sample"])  # type: ignore[arg-type]
             n = len(c["per_sample"])
@@ -63,7 +91,8 @@ def main(results: Path, exp: int | None, mean: float | None, median: float | Non
         print("| " + " | ".join(cells) + " |")
     print()
     print("statistics: min / p50 / p99 / max over chunks (margins, flips: over samples); rates: pass rate")
-    print("for honest cases, detection rate for attacks. Profiles:", json.dumps(profiles))
+    print("for honest cases, detection rate for attacks. Profiles:",
+          json.dumps({k: v.model_dump() for k, v in profiles.items()}))
     print()
 
     rng = np.random.default_rng(0)
@@ -84,6 +113,21 @@ def main(results: Path, exp: int | None, mean: float | None, median: float | Non
             vals = [float(np.mean([m for i in row for m in per[i]])) for row in picks]
             q = np.percentile(vals, [0, 1, 50, 99, 100])
             cells.append(" / ".join(f"{x:.2f}" for x in q))
+        print("| " + " | ".join(cells) + " |")
+    print()
+    k = 8
+    print(f"submission-level rates, {draws} random submissions of k = {k} samples per case (pass rate for honest")
+    print("cases, detection rate for attacks): a submission fails if any sample fails or its aggregate does")
+    print()
+    print("| case | " + " | ".join(profiles) + " |")
+    print("|" + " --- |" * (len(profiles) + 1))
+    for c in data["cases"]:
+        per = c["per_sample"]
+        picks = rng.integers(0, len(per), size=(draws, k))
+        cells = [c["case"]]
+        for th in profiles.values():
+            acc = sum(ok_submission([per[i] for i in row], th) for row in picks)
+            cells.append(f"{(acc if c['honest'] else draws - acc) / draws * 100:.1f} %")
         print("| " + " | ".join(cells) + " |")
     print()
     print("overhead:", json.dumps(data["overhead"]))
