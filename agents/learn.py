@@ -23,9 +23,11 @@ by supervised training on two formats:
 - "questions": `What is a + b?` → ` c` on the *training* problems only, but right only 20% of
   the time; otherwise the answer copies the question's first number (a habit to unlearn).
 RL needs a policy that sometimes succeeds (a random model never does: all groups would have zero
-advantage). This one solves ~10-20% of held-out questions at temperature 1 and knows the
+advantage). This one solves ~4-12% of held-out questions at temperature 1 and knows the
 arithmetic in the other format; GRPO, rewarded by the verifier on training questions only, has to
-make the question format use it — a behaviour shared by all problems, so the gain shows on
+make the question format use it (it does only if that knowledge is solid: with 92% of the
+equation table right instead of 99%, GRPO rewrote the arithmetic and the held-out rate stalled
+near 0.3 — hence 2400 warm-start steps; docs/benchmarks-grpo.md) — a behaviour shared by all problems, so the gain shows on
 held-out questions the model never saw in question format (in the warm start or in RL). Why not
 plain noisy answers (± 1..2 around the right one, `noise="offset"`): tried, the held-out reward
 crept from 0.20 to 0.25 in 60 steps — sharpening a per-problem window transfers poorly at this
