@@ -211,7 +211,8 @@ def _noisy_max(scores: np.ndarray, keys: np.ndarray, vh: np.ndarray) -> tuple[np
 def gumbel_noise_many(seed: int, positions: Sequence[int] | np.ndarray, vocab_size: int) -> torch.Tensor:
     """(P, V) float32 Gumbel(0, 1) noise, row r = `gumbel_noise(seed, positions[r], vocab_size)`.
 
-    Vectorised over positions (in blocks that stay in cache): what replay and sampling call.
+    Vectorised over positions (in blocks that stay in cache). The definition of the noise;
+    sampling and replay compute the same values only where they can matter (`_noisy_max`).
     """
     import torch
 
