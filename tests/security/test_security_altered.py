@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from intellect.verifier.replay import sample_seed
 from intellect.verifier.toploc import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -22,7 +23,10 @@ def honest():
     eng = TransformersEngine(device="cpu", max_batch_size=4)
     eng.load(ckpt)
     gens = eng.generate(["What is 12 + 30? Think for 24 tokens."] * 4, SamplingParams(max_tokens=24, seed=7))
-    samples = [(list(g.prompt_ids), list(g.completion_ids), list(g.proofs)) for g in gens]
+    # each row with its sampler seed, as the validator passes it (the engine seeds completion i of a call
+    # seeded s with sample_seed(s, i))
+    samples = [(list(g.prompt_ids), list(g.completion_ids), list(g.proofs), sample_seed(7, i))
+               for i, g in enumerate(gens)]
     eng1 = TransformersEngine(device="cpu", max_batch_size=1)
     eng1.load(ckpt)
     threads = torch.get_num_threads()
@@ -31,17 +35,20 @@ def honest():
         gens1 = eng1.generate(["What is 7 * 6? Think for 48 tokens."] * 4, SamplingParams(max_tokens=48, seed=3))
     finally:
         torch.set_num_threads(threads)
-    samples += [(list(g.prompt_ids), list(g.completion_ids), list(g.proofs)) for g in gens1]
+    samples += [(list(g.prompt_ids), list(g.completion_ids), list(g.proofs), sample_seed(3, i))
+                for i, g in enumerate(gens1)]
     return load_model(ckpt), samples
 
 
-def _altered(samples, frac: float):
+def _altered(samples, frac: float, *, seeded: bool = True):
+    """Each completion with the token at `frac` of its length changed (1.0: the last token), proofs kept;
+    `seeded=False` drops the sampler seed (TOPLOC and the log-prob floor only, no sampler replay)."""
     out = []
-    for prompt, completion, proofs in samples:
+    for prompt, completion, proofs, seed in samples:
         c = list(completion)
-        k = int(len(c) * frac)
+        k = min(int(len(c) * frac), len(c) - 1)
         c[k] = c[k] - 1 if c[k] > 0 else c[k] + 1
-        out.append((prompt, c, proofs))
+        out.append((prompt, c, proofs, seed) if seeded else (prompt, c, proofs))
     return out
 
 
@@ -53,12 +60,25 @@ def test_verify_samples_fp32_profile_accepts_honest_batch_and_thread_variations(
     assert all(r.ok for r in verify_samples(model, samples, Thresholds.fp32(), max_batch_tokens=64))
 
 
-@pytest.mark.parametrize("frac", [0.0, 0.5, 0.75])
+@pytest.mark.parametrize("frac", [0.0, 0.5, 0.75, 1.0])
 def test_verify_samples_fp32_profile_rejects_altered_token(honest, frac):
+    """As the validator verifies (fp32 bounds + replay of each row's seeded sampler): any altered token,
+    the last one included, is rejected."""
     from intellect.verifier.prefill import verify_samples
 
     model, samples = honest
     results = verify_samples(model, _altered(samples, frac), Thresholds.fp32())
+    assert not any(r.ok for r in results), [(r.ok, r.detail) for r in results]
+
+
+@pytest.mark.parametrize("frac", [0.0, 0.5])
+def test_verify_samples_fp32_toploc_alone_rejects_early_altered_token(honest, frac):
+    """Without the sampler replay the fp32 TOPLOC bounds still catch a token altered early or mid-chunk (later
+    tokens of a chunk move few top-k values: those are the replay's, see docs/security.md Known limits)."""
+    from intellect.verifier.prefill import verify_samples
+
+    model, samples = honest
+    results = verify_samples(model, _altered(samples, frac, seeded=False), Thresholds.fp32())
     assert not any(r.ok for r in results), [(r.ok, r.detail) for r in results]
 
 
@@ -67,7 +87,7 @@ def test_verify_samples_reference_profile_misses_altered_token(honest):
     from intellect.verifier.prefill import verify_samples
 
     model, samples = honest
-    results = verify_samples(model, _altered(samples, 0.0), DEFAULT_THRESHOLDS)
+    results = verify_samples(model, _altered(samples, 0.0, seeded=False), DEFAULT_THRESHOLDS)
     assert sum(r.ok for r in results) >= len(results) // 2
 
 
