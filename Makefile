@@ -7,7 +7,7 @@ export PATH := $(ROOT)/.venv/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: bootstrap test test-all demo deploy gas lint slither clean
+.PHONY: bootstrap test test-all test-security-slow test-vllm demo deploy gas lint slither clean
 
 bootstrap:
 	@bash tools/bootstrap.sh
@@ -19,6 +19,10 @@ test: bootstrap
 ## the default tests plus the opt-in slow markers
 test-all: bootstrap
 	pytest -q -m "slow or not slow"
+
+## the slow adversarial suite CI also runs (cheater matrix, faults, 200 honest submissions; ~12 min on 2 cores)
+test-security-slow: bootstrap
+	pytest -q -m slow tests/security
 
 demo: bootstrap
 	python -m intellect.agents.demo
