@@ -27,7 +27,7 @@ advantage). This one solves ~4-12% of held-out questions at temperature 1 and kn
 arithmetic in the other format; GRPO, rewarded by the verifier on training questions only, has to
 make the question format use it (it does only if that knowledge is solid: with 92% of the
 equation table right instead of 99%, GRPO rewrote the arithmetic and the held-out rate stalled
-near 0.3 — hence 2400 warm-start steps; docs/benchmarks-grpo.md) — a behaviour shared by all problems, so the gain shows on
+near 0.3 — hence 2400 warm-start steps; even then one seed in two stalls, docs/benchmarks-grpo.md) — a behaviour shared by all problems, so the gain shows on
 held-out questions the model never saw in question format (in the warm start or in RL). Why not
 plain noisy answers (± 1..2 around the right one, `noise="offset"`): tried, the held-out reward
 crept from 0.20 to 0.25 in 60 steps — sharpening a per-problem window transfers poorly at this
@@ -344,7 +344,8 @@ class LearnConfig:
     warm_start_steps: int = 2400
     """1200 left the equation table 92-99% right depending on the random stream, and with 92% RL
     rewrote the arithmetic instead of reusing it (held-out 0.05 -> 0.29, equations 0.92 -> 0.33);
-    with 99% it reused it (0.10 -> 0.68, equations 0.99 -> 0.81): the knowledge must be solid"""
+    with 99% it reused it (0.10 -> 0.68, equations 0.99 -> 0.81). 2400 steps: 100% on seeds 0 and 1,
+    held-out 0.14 -> 0.73 (seed 0) but 0.04 -> 0.23 (seed 1): necessary, not sufficient"""
     warm_start_correct: float = 0.2
     warm_start_noise: Literal["offset", "copy"] = "copy"
     """wrong warm-start answers: "copy" repeats the question's first number, "offset" is ± 1..max_offset"""
