@@ -59,22 +59,17 @@ class _RelaySink:
     def write(self, shard: ShardEntry, pos: int, data: memoryview) -> None:
         self._files[shard.index].pwrite(pos, data)
 
-    def _close(self, shard: ShardEntry) -> None:
+    def _close(self, shard: ShardEntry, *, prefetch: bool = False) -> None:
         with self._lock:
             f = self._files.pop(shard.index, None)
         if f is not None:
+            if prefetch and hasattr(os, "posix_fadvise"):
+                os.posix_fadvise(f.fd, 0, shard.size, os.POSIX_FADV_WILLNEED)
             f.close()
 
     def commit(self, shard: ShardEntry) -> None:
-        self._close(shard)
-        path = self.state.shard_path(shard.index)
-        os.replace(self._part(shard), path)
-        if hasattr(os, "posix_fadvise"):
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, shard.size, os.POSIX_FADV_WILLNEED)
-            finally:
-                os.close(fd)
+        self._close(shard, prefetch=True)  # the read-ahead survives the rename: same inode
+        os.replace(self._part(shard), self.state.shard_path(shard.index))
         self.store.mark_present(self.state.manifest.id, shard.index)
 
     def abort(self, shard: ShardEntry) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import brownie
+from brownie import ZERO_ADDRESS as ZERO
 from brownie import accounts, chain
 from conftest import (
     C_OPEN,
@@ -24,8 +25,6 @@ from conftest import (
     event,
     reverts,
 )
-
-ZERO = "0x0000000000000000000000000000000000000000"
 
 
 def pool_params(net, **over):

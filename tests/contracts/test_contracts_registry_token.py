@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from brownie import ZERO_ADDRESS as ZERO
 from brownie import IntellectToken, accounts, chain
 from conftest import (
     RELAY,
@@ -17,8 +18,6 @@ from conftest import (
 from eth_account import Account
 
 from scripts._eip712 import permit_signature
-
-ZERO = "0x0000000000000000000000000000000000000000"
 
 
 def _register(net, node, owner, role=WORKER, deadline=None, sig=None, gpu="H100", endpoint="http://n:1"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from brownie import ZERO_ADDRESS as ZERO
 from brownie import accounts, chain
 from conftest import (
     MIN_STAKE,
@@ -15,8 +16,6 @@ from conftest import (
 )
 
 from scripts._eip712 import permit_signature
-
-ZERO = "0x0000000000000000000000000000000000000000"
 
 
 def test_stake_by_anyone_for_active_node(net):

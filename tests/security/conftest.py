@@ -228,25 +228,38 @@ def _roles_helpers() -> Any:
     return module
 
 
-@pytest.fixture
-def big_devnet(tmp_path):
-    """anvil with 24 funded dev accounts (a swarm of many cheaters) and the real dev deployment."""
+@contextlib.contextmanager
+def running_devnet(tmp_path: Path, **anvil_kw: Any) -> Iterator[Any]:
+    """anvil with 24 funded dev accounts (a swarm of many cheaters) and the real dev deployment;
+    `anvil_kw` go to `devnet.Anvil` (e.g. `state_file` for a chain that survives a restart)."""
     from intellect.sdk import devnet as dn
 
-    anvil = dn.Anvil(extra_args=["--accounts", "24"]).start()
+    anvil = dn.Anvil(extra_args=["--accounts", "24"], **anvil_kw).start()
     try:
         dep = dn.deploy(anvil.url, tmp_path / "deployments")
-        net = dn.Devnet(anvil, dep, tmp_path / "deployments", False)
-        yield net
+        yield dn.Devnet(anvil, dep, tmp_path / "deployments", False)
     finally:
         anvil.stop()
 
 
-@pytest.fixture
-def sec_swarm(big_devnet, tmp_path):
-    s = _roles_helpers().Swarm(big_devnet, tmp_path / "swarm")
+@contextlib.contextmanager
+def running_swarm(devnet: Any, tmp_path: Path) -> Iterator[Any]:
+    """The roles tests' Swarm of agent processes on `devnet`, stopped on exit."""
+    s = _roles_helpers().Swarm(devnet, tmp_path / "swarm")
     s.root.mkdir()
     try:
         yield s
     finally:
         s.stop()
+
+
+@pytest.fixture
+def big_devnet(tmp_path):
+    with running_devnet(tmp_path) as net:
+        yield net
+
+
+@pytest.fixture
+def sec_swarm(big_devnet, tmp_path):
+    with running_swarm(big_devnet, tmp_path) as s:
+        yield s

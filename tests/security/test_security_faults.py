@@ -9,7 +9,7 @@ import random
 import time
 
 import pytest
-from conftest import _roles_helpers  # type: ignore[import-not-found]
+from conftest import running_devnet, running_swarm  # type: ignore[import-not-found]
 from test_security_cheaters import assert_books_balance  # type: ignore[import-not-found]
 
 from intellect.sdk import ChallengeStatus
@@ -17,24 +17,14 @@ from intellect.sdk import ChallengeStatus
 
 @pytest.fixture
 def stateful_devnet(tmp_path):
-    from intellect.sdk import devnet as dn
-
-    anvil = dn.Anvil(state_file=tmp_path / "anvil-state.json", extra_args=["--accounts", "24"]).start()
-    try:
-        dep = dn.deploy(anvil.url, tmp_path / "deployments")
-        yield dn.Devnet(anvil, dep, tmp_path / "deployments", False)
-    finally:
-        anvil.stop()
+    with running_devnet(tmp_path, state_file=tmp_path / "anvil-state.json") as net:
+        yield net
 
 
 @pytest.fixture
 def fault_swarm(stateful_devnet, tmp_path):
-    s = _roles_helpers().Swarm(stateful_devnet, tmp_path / "swarm")
-    s.root.mkdir()
-    try:
+    with running_swarm(stateful_devnet, tmp_path) as s:
         yield s
-    finally:
-        s.stop()
 
 
 @pytest.mark.slow
