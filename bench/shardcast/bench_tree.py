@@ -8,7 +8,9 @@ Usage:
 Figures (each the median of --repeat runs, all in the same invocation):
 - single: one client downloading the checkpoint alone, straight from the origin (baseline);
 - tree: from the moment the origin serves the new version until all clients have a verified
-  checkpoint installed; relays and clients are started at that moment (process start included);
+  checkpoint installed. The origin and the relays are already running (relays long-polling the
+  origin), as in a deployment and as bench_reference.py runs the reference's middles; clients are
+  started at that moment (their process start-up is inside the clock);
 - tree / single: the tree's cost relative to the baseline; aggregate throughput = clients × size / tree;
 - sha256 of one core on this machine (the hashing ceiling), measured here too.
 The reference implementation (PyPI shardcast 0.3.2) is driven by bench_reference.py when
@@ -30,6 +32,7 @@ import time
 from pathlib import Path
 
 CLI = [sys.executable, "-m", "intellect.sdk.shardcast.cli"]
+DRIVER = Path(__file__).with_name("origin_driver.py")
 
 
 def make_checkpoint(d: Path, size: int) -> None:
@@ -76,6 +79,12 @@ class Run:
         self.procs.append(p)
         return p
 
+    def spawn_script(self, script: Path, *args: str, name: str) -> subprocess.Popen[bytes]:
+        log = open(self.work / f"{name}.log", "wb")  # noqa: SIM115
+        p = subprocess.Popen([sys.executable, str(script), *args], stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        return p
+
     def close(self) -> None:
         for p in self.procs:
             if p.returncode is None and p.poll() is None:
@@ -108,25 +117,37 @@ def wait_cpu(p: subprocess.Popen[bytes], timeout: float) -> float:
     return cpu
 
 
+def proc_cpu(pid: int) -> float:
+    """User + system CPU seconds a live process has used so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: int, fetch_args: list[str]) -> dict:
-    """Wall time from "origin serves" to "all clients done", and the CPU seconds (user+sys) that
-    the clients and, separately, the relays used (the origin is excluded: its sharding happened
-    before the clock starts, and its serving is the same for every topology)."""
+    """Wall time from "origin serves the new version" to "all clients done", and the CPU seconds
+    (user+sys) that the clients and, separately, the relays used in that time.
+
+    As in a deployment (and in bench_reference.py's harness for the reference), the origin and the
+    relays are already running when the version is published: relays long-poll the origin and
+    start pulling the moment it serves the version. The clock starts when the origin's publish
+    (sharding + hashing, the trainer's part) has returned; clients are started at that moment,
+    so their process start-up is inside the clock. The origin's CPU is not counted: its
+    sharding happened before the clock, and its serving is the same for every topology."""
     work.mkdir(parents=True)
     run = Run(work)
     try:
-        mf = work / "manifest.json"
-        origin = run.spawn("publish", str(ckpt), "--step", "1", "--model-name", "bench", "--data-dir",
-                           str(work / "origin"), "--shard-size", str(shard_size), "--manifest-out", str(mf),
-                           "--url-file", str(work / "origin.url"), name="origin")
-        o_url = wait_file(work / "origin.url", origin, timeout=300)
+        mf, go = work / "manifest.json", work / "go"
+        origin = run.spawn_script(DRIVER, str(work / "origin"), str(ckpt), str(work / "origin.url"), str(go), str(mf),
+                                  str(shard_size), name="origin")
+        o_url = wait_file(work / "origin.url", origin)
+        rps = [run.spawn("relay", "--upstream", o_url, "--data-dir", str(work / f"relay{i}"), "--url-file",
+                         str(work / f"relay{i}.url"), "--port", "0", name=f"relay{i}") for i in range(relays)]
+        sources = [wait_file(work / f"relay{i}.url", p) for i, p in enumerate(rps)] if relays else [o_url]
+        time.sleep(0.5 if relays else 0.0)  # let the relays' first long-poll reach the origin
+        relay_cpu0 = sum(proc_cpu(p.pid) for p in rps)
+        go.touch()
+        wait_file(mf, origin, timeout=300)
         t0 = time.monotonic()  # the origin now serves the version
-        if relays == 0:
-            sources = [o_url]
-        else:
-            rps = [run.spawn("relay", "--upstream", o_url, "--data-dir", str(work / f"relay{i}"), "--url-file",
-                             str(work / f"relay{i}.url"), "--port", "0", name=f"relay{i}") for i in range(relays)]
-            sources = [wait_file(work / f"relay{i}.url", p) for i, p in enumerate(rps)]
         relay_flags = [flag for s in sources for flag in ("--relay", s)]
         cps = [run.spawn("fetch", str(mf), str(work / f"client{i}"), *relay_flags,
                          "--no-progress", "--json", *fetch_args, name=f"client{i}") for i in range(clients)]
@@ -147,11 +168,11 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
             time.sleep(0.005)
         total = max(ends) - t0
         relay_cpu = 0.0
-        for p in run.procs[1 : 1 + relays]:  # relays: stop them so that their CPU time is counted
+        for p in rps:  # stop the relays so that their CPU time is counted
             p.terminate()
             relay_cpu += wait_cpu(p, 30)
         size = json.loads(mf.read_text())["total_size"]
-        return {"seconds": total, "bytes": size * clients, "cpu": client_cpu, "relay_cpu": relay_cpu}
+        return {"seconds": total, "bytes": size * clients, "cpu": client_cpu, "relay_cpu": relay_cpu - relay_cpu0}
     finally:
         run.close()
         shutil.rmtree(work, ignore_errors=True)

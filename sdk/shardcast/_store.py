@@ -74,10 +74,15 @@ class ShardStore:
             return next(reversed(self._versions), None) if self._versions else None
 
     def wait_for_change(self, after: str | None, timeout: float) -> list[VersionState]:
-        """Long-poll: return as soon as the latest version differs from `after` (or on timeout)."""
+        """Long-poll: return as soon as the latest version differs from `after` (or on timeout).
+
+        `after=None` means "I know of no version": an empty store holds the request until its
+        first version arrives, so a relay started before the origin's first publish learns of it
+        at once instead of re-polling.
+        """
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self.latest_id() == after and after is not None:
+            while self.latest_id() == after:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
