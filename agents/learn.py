@@ -17,18 +17,23 @@ always gets rollouts of policy ≥ t − async_level; with async_level 0 the two
 with 2 inference runs up to two steps ahead and its time hides behind training.
 
 The model: a tiny Llama (hidden 128, 2 layers, tokenizer trained locally), first *warm-started*
-by supervised training on two formats:
-- "knowledge": clean equations `a + b =` → ` c` over the whole operand range (what pretraining
-  would give a model), half of the examples;
+by supervised training on two kinds of examples:
+- "knowledge": the clean addition table over the whole operand range (what pretraining would give
+  a model) in four phrasings, `a + b =`, `a + b equals`, `Calculate a + b:` and `The sum of a
+  and b is` → ` c`, three quarters of the examples;
 - "questions": `What is a + b?` → ` c` on the *training* problems only, but right only 20% of
   the time; otherwise the answer copies the question's first number (a habit to unlearn).
 RL needs a policy that sometimes succeeds (a random model never does: all groups would have zero
-advantage). This one solves ~4-12% of held-out questions at temperature 1 and knows the
-arithmetic in the other format; GRPO, rewarded by the verifier on training questions only, has to
-make the question format use it (it does only if that knowledge is solid: with 92% of the
-equation table right instead of 99%, GRPO rewrote the arithmetic and the held-out rate stalled
-near 0.3 — hence 2400 warm-start steps; even then one seed in two stalls, docs/benchmarks-grpo.md) — a behaviour shared by all problems, so the gain shows on
-held-out questions the model never saw in question format (in the warm start or in RL). Why not
+advantage). This one solves ~10-20% of held-out questions at temperature 1 and knows the
+arithmetic in other phrasings; GRPO, rewarded by the verifier on training questions only, has to
+make the question format use it — a behaviour shared by all problems, so the gain shows on
+held-out questions the model never saw in question format (in the warm start or in RL).
+Why four phrasings: with the single `a + b =` format the question format learnt its own,
+imprecise sums in one seed of two (held-out answers within ±2 of the right one, reward stalled
+at 0.23); an arithmetic the model uses from several phrasings is one the question format can
+reuse. Why 3600 steps at 75% knowledge: the transfer only works if the table is solid (with 85-96%
+of `a + b =` right, held-out stalled at 0.54-0.58; with 100%, 0.82-0.95), and 2400 steps at 50%
+left two seeds of four short of it (docs/benchmarks-grpo.md). Why not
 plain noisy answers (± 1..2 around the right one, `noise="offset"`): tried, the held-out reward
 crept from 0.20 to 0.25 in 60 steps — sharpening a per-problem window transfers poorly at this
 size. Why not SmolLM2-135M: one GRPO step of 16 × 128 tokens costs ~15 s on 2 idle cores, so 15
@@ -341,17 +346,29 @@ class LearnConfig:
     """evaluate the held-out set every k steps (0: only before and after)"""
     max_operand: int = 20
     ops: tuple[str, ...] = ("+",)
-    warm_start_steps: int = 2400
-    """1200 left the equation table 92-99% right depending on the random stream, and with 92% RL
-    rewrote the arithmetic instead of reusing it (held-out 0.05 -> 0.29, equations 0.92 -> 0.33);
-    with 99% it reused it (0.10 -> 0.68, equations 0.99 -> 0.81). 2400 steps: 100% on seeds 0 and 1,
-    held-out 0.14 -> 0.73 (seed 0) but 0.04 -> 0.23 (seed 1): necessary, not sufficient"""
+    warm_start_steps: int = 3600
+    """the transfer needs the whole table right: 2400 steps at knowledge fraction 0.5 left the
+    `a + b =` table 85-96% right on seeds 0 and 2 and their held-out reward stalled at 0.54-0.58;
+    3600 steps at 0.75 (cost: about 1.5x) gave 100% and 0.21 -> 0.95 on seed 2"""
     warm_start_correct: float = 0.2
     warm_start_noise: Literal["offset", "copy"] = "copy"
     """wrong warm-start answers: "copy" repeats the question's first number, "offset" is ± 1..max_offset"""
     warm_start_max_offset: int = 2
     warm_start_knowledge: bool = True
     """mix clean equations `a op b = c` over all operands into the warm start (see module doc)"""
+    warm_start_knowledge_fraction: float = 0.75
+    """share of warm-start examples drawn from the knowledge (the rest: training questions, whose
+    copy habit is easy to fit); more knowledge examples per step converge the table sooner"""
+    knowledge_formats: tuple[str, ...] = ("{a} {op} {b} =", "{a} {op} {b} equals", "Calculate {a} {op} {b}:",
+                                          "The {name} of {a} and {b} is")
+    """phrasings of the warm start's knowledge (every pair in each; `_equations` names the fields).
+    One phrasing (`a op b =`) let one seed in two learn separate, imprecise sums for the question
+    format (held-out 0.04 -> 0.23); four made the arithmetic one the question format reuses
+    (seed 1: 0.14 -> 0.82 in 200 steps). None is the held-out question format `What is a op b?`"""
+    model_layers: int = 2
+    model_hidden: int = 128
+    """the tiny Llama's size (`TinyModelSpec`, intermediate = 3 x hidden); 2 x 128 keeps a 400-step
+    run near 8 minutes on 2 cores, and the four phrasings made more layers unnecessary"""
     target_lengths: tuple[int, ...] = ()
     length_alpha: float = 0.0
     capture_proofs: bool = True
@@ -386,10 +403,13 @@ class LearnResult:
     equations_after: float = 0.0
 
 
-def _equations(cfg: LearnConfig) -> list[tuple[str, str]]:
-    """The operation table in equation format: `a op b =` → value, for all operands in range."""
+def _equations(cfg: LearnConfig, formats: Sequence[str] = ("{a} {op} {b} =",)) -> list[tuple[str, str]]:
+    """The operation table: `a op b =` → value, for all operands in range, once per template of
+    `formats` (fields `{a}`, `{b}`, `{op}` and `{name}`: sum / difference / product)."""
     fns = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
-    return [(f"{a} {op} {b} =", str(fns[op](a, b)))
+    names = {"+": "sum", "-": "difference", "*": "product"}
+    return [(fmt.format(a=a, op=op, b=b, name=names[op]), str(fns[op](a, b)))
+            for fmt in formats
             for op in cfg.ops for a in range(cfg.max_operand + 1) for b in range(cfg.max_operand + 1)
             if op != "-" or a >= b]
 
@@ -405,13 +425,16 @@ def equation_accuracy(engine: TransformersEngine, cfg: LearnConfig) -> float:
 def _base_model(cfg: LearnConfig, train: TaskSet) -> tuple[Path, float]:
     if cfg.model_dir is not None:
         return Path(cfg.model_dir), 0.0
-    from intellect.agents.models import tiny_model_dir
+    from intellect.agents.models import TinyModelSpec, tiny_model_dir
 
     t0 = time.perf_counter()
-    out = warm_start(tiny_model_dir(), cfg.run_dir / "warm-start", train, steps=cfg.warm_start_steps,
+    spec = TinyModelSpec(num_layers=cfg.model_layers, hidden_size=cfg.model_hidden,
+                         intermediate_size=3 * cfg.model_hidden)
+    knowledge = _equations(cfg, cfg.knowledge_formats) if cfg.warm_start_knowledge else []
+    out = warm_start(tiny_model_dir(spec), cfg.run_dir / "warm-start", train, steps=cfg.warm_start_steps,
                      correct=cfg.warm_start_correct, max_offset=cfg.warm_start_max_offset,
-                     noise=cfg.warm_start_noise, knowledge=_equations(cfg) if cfg.warm_start_knowledge else (),
-                     seed=cfg.seed)
+                     noise=cfg.warm_start_noise, knowledge=knowledge,
+                     knowledge_fraction=cfg.warm_start_knowledge_fraction, seed=cfg.seed)
     return out, time.perf_counter() - t0
 
 

@@ -78,3 +78,19 @@ def test_make_rollouts_thinking_budget_rewards(tiny_dir: Path) -> None:
     for pid in {r.problem_id for r in rf}:
         group = [r for r in rf if r.problem_id == pid]
         assert sum(r.advantage for r in group) == pytest.approx(0.0, abs=1e-5)
+
+
+def test_equations_default_formats_never_use_the_question_format() -> None:
+    """The learning run's warm-start knowledge: every pair in each phrasing, none of them the
+    held-out question format `What is a + b?` (held-out questions stay unseen in that format)."""
+    from intellect.agents.learn import LearnConfig, _equations
+
+    cfg = LearnConfig()
+    table = _equations(cfg, cfg.knowledge_formats)
+    pairs = (cfg.max_operand + 1) ** 2
+    assert len(table) == len(cfg.knowledge_formats) * pairs and len(cfg.knowledge_formats) >= 2
+    assert ("The sum of 3 and 4 is", "7") in table and ("3 + 4 equals", "7") in table
+    questions = {t.prompt for t in synthetic_task_set(pairs, seed=0, max_operand=cfg.max_operand, ops=cfg.ops)}
+    assert len(questions) == pairs  # every question of the range ...
+    assert not questions & {p for p, _ in table}  # ... and none is a knowledge prompt
+    assert all("What is" not in p and "?" not in p for p, _ in table)
