@@ -23,6 +23,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -123,6 +124,22 @@ def proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def disk_stats() -> dict[str, float]:
+    """Bytes read/written and seconds busy of the disk holding the scratch directory (whole-disk
+    counters from /proc/diskstats: every process's I/O, not only this benchmark's)."""
+    out = {"read": 0.0, "written": 0.0, "busy": 0.0}
+    try:
+        for line in Path("/proc/diskstats").read_text().splitlines():
+            f = line.split()
+            if len(f) >= 13 and re.fullmatch(r"(?:[sv]d|xvd)[a-z]+|nvme\d+n\d+", f[2]):
+                out["read"] += int(f[5]) * 512
+                out["written"] += int(f[9]) * 512
+                out["busy"] += int(f[12]) / 1000
+    except OSError:
+        pass
+    return out
+
+
 def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: int, fetch_args: list[str]) -> dict:
     """Wall time from "origin serves the new version" to "all clients done", and the CPU seconds
     (user+sys) that the clients and, separately, the relays used in that time.
@@ -148,6 +165,7 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
         go.touch()
         wait_file(mf, origin, timeout=300)
         t0 = time.monotonic()  # the origin now serves the version
+        disk0 = disk_stats()
         relay_flags = [flag for s in sources for flag in ("--relay", s)]
         cps = [run.spawn("fetch", str(mf), str(work / f"client{i}"), *relay_flags,
                          "--no-progress", "--json", *fetch_args, name=f"client{i}") for i in range(clients)]
@@ -167,12 +185,14 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
                 raise RuntimeError("clients did not finish within 600 s")
             time.sleep(0.005)
         total = max(ends) - t0
+        disk1 = disk_stats()
         relay_cpu = 0.0
         for p in rps:  # stop the relays so that their CPU time is counted
             p.terminate()
             relay_cpu += wait_cpu(p, 30)
         size = json.loads(mf.read_text())["total_size"]
-        return {"seconds": total, "bytes": size * clients, "cpu": client_cpu, "relay_cpu": relay_cpu - relay_cpu0}
+        return {"seconds": total, "bytes": size * clients, "cpu": client_cpu, "relay_cpu": relay_cpu - relay_cpu0,
+                "first": min(ends) - t0, "disk": {k: disk1[k] - disk0[k] for k in disk0}}
     finally:
         run.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -210,7 +230,9 @@ def main() -> None:
             cpu_tree.append(t["cpu"] + t["relay_cpu"])
             print(f"run {r}: single {s['seconds']:.2f} s ({s['cpu']:.1f} CPU s), tree {t['seconds']:.2f} s "
                   f"({t['cpu']:.1f} CPU s in {args.clients} clients + {t['relay_cpu']:.1f} in {args.relays} relays, "
-                  f"{t['bytes'] / t['seconds'] / 1e9:.2f} GB/s aggregate)", flush=True)
+                  f"{t['bytes'] / t['seconds'] / 1e9:.2f} GB/s aggregate; first client done at {t['first']:.2f} s; "
+                  f"disk {t['disk']['written'] / 1e9:.1f} GB written, {t['disk']['read'] / 1e9:.1f} GB read, "
+                  f"busy {t['disk']['busy']:.1f} s)", flush=True)
         ms, mt = statistics.median(single), statistics.median(tree)
         size = args.size_mib * 1024 * 1024
         print(f"single client from origin ({args.size_mib} MiB): {ms:.2f} s median ({size / ms / 1e9:.2f} GB/s, "

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._directio import ALIGN, DIRECT_MIN, DirectFile
+from ._directio import ALIGN, DIRECT_MIN, DirectFile, preallocate
 from ._download import DownloadStats, SourcePool, download_shards
 from ._errors import FetchError, OutputExistsError, ShardcastError, UnknownSchemaVersionError
 from ._manifest import MAX_MANIFEST_BYTES, Manifest, ShardEntry, safe_relpath
@@ -104,6 +104,8 @@ class _Staging:
                 self.files.append(df)
                 if os.fstat(df.fd).st_size != f.size:
                     os.ftruncate(df.fd, f.size)
+                if df.direct:
+                    preallocate(df.fd, f.size)
         except BaseException:
             self.close()
             raise

@@ -20,9 +20,10 @@ import logging
 import mmap
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["ALIGN", "DirectFile"]
+__all__ = ["ALIGN", "DirectFile", "preallocate"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,33 @@ def _bounce() -> memoryview:
     if buf is None:
         buf = _local.buf = memoryview(mmap.mmap(-1, _BOUNCE))  # anonymous maps are page-aligned
     return buf
+
+
+def _load_fallocate() -> Callable[[int, int, int, int], int] | None:
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_fallocate = _load_fallocate()
+
+
+def preallocate(fd: int, size: int) -> bool:
+    """Reserve disk blocks for bytes [0, size) of `fd` (Linux `fallocate`, mode 0: holes become
+    unwritten extents, data already there is kept). Aligned O_DIRECT writes into allocated blocks
+    are overwrites, which ext4 and xfs run under a shared inode lock: parallel shard writers no
+    longer serialise on the file, and a full disk fails here rather than mid-download. False
+    where the file system or platform cannot (the writes then allocate as they go)."""
+    if _fallocate is None or size <= 0:
+        return False
+    if _fallocate(fd, 0, 0, size) != 0:
+        log.debug("fallocate refused (%s): blocks are allocated as shards arrive", os.strerror(ctypes.get_errno()))
+        return False
+    return True
 
 
 def _aligned(view: memoryview) -> bool:

@@ -175,7 +175,10 @@ def _fetch_one(conn: http.client.HTTPConnection, url: str, vid: str, shard: Shar
     pos = 0
     while pos < shard.size:
         phase = sink.buffer_phase(shard, pos) % 4096
-        want = min(CHUNK, shard.size - pos)
+        # Receive up to the next 4 KiB boundary of the file (CHUNK is a multiple of 4096): every
+        # chunk after a shard's first then starts aligned, so only a shard's two ends are ever
+        # unaligned writes (see _directio).
+        want = min(CHUNK - phase, shard.size - pos)
         n = resp.readinto(buf[phase : phase + want])
         if not n:
             raise UpstreamError(url, f"shard {shard.index}: connection closed after {pos} of {shard.size} bytes")
