@@ -11,7 +11,8 @@ right padding leaves every real position's causal context and position id unchan
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from intellect.verifier.toploc import (
@@ -36,6 +37,7 @@ __all__ = [
     "decoder_of",
     "lm_logits",
     "prefill_hidden_states",
+    "replay_margins_many",
     "token_logprobs",
     "verify_samples",
 ]
@@ -81,13 +83,17 @@ def prefill_hidden_states(
     completion_ids: Sequence[Sequence[int]],
     *,
     max_batch_tokens: int = 16384,
+    share_prompts: bool = True,
 ) -> list[torch.Tensor]:
     """Last hidden states (T_i, H) for each sample, T_i = len(completion_ids[i]).
 
-    Raises PrefillError naming the first invalid sample; `verify_samples` handles them one by one.
+    `share_prompts` (default): each distinct prompt is prefilled once and its KV cache reused by
+    every completion of it (a GRPO group: n completions of the same prompt), so prompt tokens are
+    computed once per group instead of once per sample. False: one right-padded pass over
+    `prompt + completion[:-1]` per sample (the reference path; the states agree to fp32 kernel
+    noise, tests/verifier check it). Raises PrefillError naming the first invalid sample;
+    `verify_samples` handles them one by one.
     """
-    import torch
-
     if len(prompt_ids) != len(completion_ids):
         raise PrefillError(f"{len(prompt_ids)} prompts but {len(completion_ids)} completions")
     for i, (p, c) in enumerate(zip(prompt_ids, completion_ids, strict=True)):
@@ -95,34 +101,138 @@ def prefill_hidden_states(
             _check(model, p, c)
         except PrefillError as exc:
             raise PrefillError(f"sample {i}: {exc}") from None
-    seqs = [
-        list(map(int, p)) + list(map(int, c))[:-1] for p, c in zip(prompt_ids, completion_ids, strict=True)
-    ]
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    prompts = [list(map(int, p)) for p in prompt_ids]
+    comps = [list(map(int, c)) for c in completion_ids]
+    if share_prompts:
+        return _prefill_shared(model, prompts, comps, max_batch_tokens)
+    return _prefill_full(model, prompts, comps, max_batch_tokens)
+
+
+def _batches(lengths: Sequence[int], cost: Callable[[list[int]], int], max_batch_tokens: int) -> list[list[int]]:
+    """Indices sorted by length, cut into batches whose `cost` (padded tokens) fits the budget.
+
+    A batch also stops growing when right padding would exceed a quarter of its real tokens
+    (lengths that differ a lot go to separate, smaller forwards instead of computing padding).
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    out: list[list[int]] = []
+    for i in order:
+        if out:
+            cand = [*out[-1], i]
+            real = sum(lengths[j] for j in cand)
+            if cost(cand) <= max_batch_tokens and len(cand) * lengths[i] <= 1.25 * real:
+                out[-1] = cand
+                continue
+        out.append([i])
+    return out
+
+
+def _prefill_full(
+    model: PreTrainedModel, prompts: list[list[int]], comps: list[list[int]], max_batch_tokens: int
+) -> list[torch.Tensor]:
+    """One right-padded pass over prompt + completion[:-1] per sample (no prefix sharing)."""
+    import torch
+
+    seqs = [p + c[:-1] for p, c in zip(prompts, comps, strict=True)]
+    lengths = [len(s) for s in seqs]
     out: list[torch.Tensor | None] = [None] * len(seqs)
     decoder = decoder_of(model)
     device = next(model.parameters()).device
-    pad = 0
     with torch.inference_mode():
-        start = 0
-        while start < len(order):
-            # grow the batch while (batch × longest) stays within the token budget
-            end = start + 1
-            while end < len(order) and (end + 1 - start) * len(seqs[order[end]]) <= max_batch_tokens:
-                end += 1
-            idx = order[start:end]
-            width = len(seqs[idx[-1]])
-            ids = torch.full((len(idx), width), pad, dtype=torch.long)  # (B, S)
+        for idx in _batches(lengths, lambda b: len(b) * max(lengths[j] for j in b), max_batch_tokens):
+            width = max(lengths[i] for i in idx)
+            ids = torch.zeros((len(idx), width), dtype=torch.long)  # (B, S) right-padded with id 0
             mask = torch.zeros((len(idx), width), dtype=torch.long)  # (B, S)
             for row, i in enumerate(idx):
-                ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
-                mask[row, : len(seqs[i])] = 1
+                ids[row, : lengths[i]] = torch.tensor(seqs[i])
+                mask[row, : lengths[i]] = 1
             hidden = decoder(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=False)
             states = hidden.last_hidden_state  # (B, S, H), after the final norm
             for row, i in enumerate(idx):
-                p, c = len(prompt_ids[i]), len(completion_ids[i])
+                p, c = len(prompts[i]), len(comps[i])
                 out[i] = states[row, p - 1 : p - 1 + c].detach().to("cpu")  # (T_i, H)
-            start = end
+    return [t for t in out if t is not None]
+
+
+def _prefill_shared(
+    model: PreTrainedModel, prompts: list[list[int]], comps: list[list[int]], max_batch_tokens: int
+) -> list[torch.Tensor]:
+    """Prefill each distinct prompt once, then all completions against the prompts' KV caches.
+
+    1. the distinct prompts, right-padded, one pass (use_cache): per prompt its keys/values of
+       every layer (its real positions only) and its last state (row 0 of each completion);
+    2. the completions' inputs `completion[:-1]`, right-padded, batched, each row attending to its
+       own prompt's cache (left-padded to the batch's longest prompt and masked), positions
+       continuing after its prompt.
+    """
+    import torch
+    from transformers import DynamicCache
+
+    decoder = decoder_of(model)
+    device = next(model.parameters()).device
+    keys: dict[tuple[int, ...], int] = {}
+    group = [keys.setdefault(tuple(p), len(keys)) for p in prompts]  # sample -> distinct prompt
+    distinct = [list(k) for k in keys]
+    plen = [len(p) for p in distinct]
+    kv: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in distinct]  # per prompt, per layer (kvh, P, d)
+    last: list[torch.Tensor | None] = [None] * len(distinct)  # (H,) the prompt's last state
+    out: list[torch.Tensor | None] = [None] * len(prompts)
+    with torch.inference_mode():
+        for idx in _batches(plen, lambda b: len(b) * max(plen[j] for j in b), max_batch_tokens):
+            width = max(plen[i] for i in idx)
+            ids = torch.zeros((len(idx), width), dtype=torch.long)  # (B, P) right-padded
+            mask = torch.zeros((len(idx), width), dtype=torch.long)
+            for row, i in enumerate(idx):
+                ids[row, : plen[i]] = torch.tensor(distinct[i])
+                mask[row, : plen[i]] = 1
+            res = decoder(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=True)
+            cache = res.past_key_values
+            for row, i in enumerate(idx):
+                last[i] = res.last_hidden_state[row, plen[i] - 1]  # (H,)
+                kv[i] = [(layer.keys[row, :, : plen[i]], layer.values[row, :, : plen[i]]) for layer in cache.layers]
+        clen = [len(c) - 1 for c in comps]  # completion inputs; a 1-token completion has only row 0
+        todo = [i for i, n in enumerate(clen) if n > 0]
+        for i in range(len(prompts)):
+            if clen[i] == 0:
+                out[i] = last[group[i]][None].detach().to("cpu")  # type: ignore[index]
+        sub_len = [clen[i] for i in todo]
+
+        def cost(b: list[int]) -> int:
+            return len(b) * (max(sub_len[j] for j in b) + max(plen[group[todo[j]]] for j in b))
+
+        for sub in _batches(sub_len, cost, max_batch_tokens):
+            idx = [todo[j] for j in sub]
+            width = max(clen[i] for i in idx)
+            pw = max(plen[group[i]] for i in idx)
+            ids = torch.zeros((len(idx), width), dtype=torch.long)  # (B, S) right-padded
+            mask = torch.zeros((len(idx), pw + width), dtype=torch.long)  # (B, Pmax + S)
+            pos = torch.zeros((len(idx), width), dtype=torch.long)
+            for row, i in enumerate(idx):
+                p = plen[group[i]]
+                ids[row, : clen[i]] = torch.tensor(comps[i][:-1])
+                mask[row, pw - p : pw + clen[i]] = 1  # prompt left-padded in the cache, completion right-padded
+                pos[row] = torch.arange(p, p + width)
+            layers = []
+            for layer in range(len(kv[group[idx[0]]])):
+                k0, _ = kv[group[idx[0]]][layer]
+                k = k0.new_zeros((len(idx), k0.shape[0], pw, k0.shape[-1]))  # (B, kvh, Pmax, d)
+                v = torch.zeros_like(k)
+                for row, i in enumerate(idx):
+                    pk, pv = kv[group[i]][layer]
+                    k[row, :, pw - pk.shape[1] :] = pk
+                    v[row, :, pw - pv.shape[1] :] = pv
+                layers.append((k, v))
+            res = decoder(
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                position_ids=pos.to(device),
+                past_key_values=DynamicCache(layers, config=model.config),
+                use_cache=True,
+            )
+            states = res.last_hidden_state  # (B, S, H)
+            for row, i in enumerate(idx):
+                row0 = last[group[i]][None]  # type: ignore[index]
+                out[i] = torch.cat([row0, states[row, : clen[i]]]).detach().to("cpu")  # (T_i, H)
     return [t for t in out if t is not None]
 
 
@@ -148,6 +258,48 @@ def lm_logits(model: PreTrainedModel, hidden: torch.Tensor) -> torch.Tensor:
         return head(hidden.to(head.weight.device, head.weight.dtype)).float()
 
 
+def replay_margins_many(
+    model: PreTrainedModel,
+    hiddens: Sequence[torch.Tensor],
+    completions: Sequence[Sequence[int]],
+    seeds: Sequence[int],
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    *,
+    head_rows: int = 512,
+) -> list[torch.Tensor]:
+    """`replay_margins(lm_logits(model, hiddens[i]), completions[i], seeds[i], ...)` for many samples.
+
+    The LM head runs on the rows of several samples at once (about `head_rows` rows per GEMM:
+    one (R, H) x (H, V) product instead of one per sample, at most R x V float32 logits alive),
+    and the samples' replays (numpy, which releases the GIL) run on `torch.get_num_threads()`
+    Python threads while the next block waits. Same margins, bit for bit, as the per-sample calls.
+    """
+    import torch
+
+    from intellect.verifier.replay import replay_margins
+
+    if not len(hiddens) == len(completions) == len(seeds):
+        raise ValueError(f"{len(hiddens)} states, {len(completions)} completions, {len(seeds)} seeds")
+    out: list[torch.Tensor] = []
+    start = 0
+    with ThreadPoolExecutor(max_workers=max(1, torch.get_num_threads())) as pool:
+        while start < len(hiddens):
+            end, rows = start, 0
+            while end < len(hiddens) and (end == start or rows + len(hiddens[end]) <= head_rows):
+                rows += len(hiddens[end])
+                end += 1
+            logits = lm_logits(model, torch.cat(list(hiddens[start:end])))  # (R, V)
+            parts = logits.split([len(h) for h in hiddens[start:end]])
+            out += pool.map(
+                lambda lg, toks, seed: replay_margins(lg, toks, seed, temperature, top_k, top_p),
+                parts, completions[start:end], seeds[start:end],
+            )
+            start = end
+    return out
+
+
 def _sampling_check(
     model: PreTrainedModel,
     hidden: torch.Tensor,
@@ -156,8 +308,12 @@ def _sampling_check(
     thresholds: Thresholds,
     min_token_logprob: float | None,
     sampling: tuple[float, int, float],
+    margins: torch.Tensor | None = None,
 ) -> VerificationResult:
-    """Replay the seeded sampler (seeded samples) or apply the log-prob floor (unseeded ones)."""
+    """Replay the seeded sampler (seeded samples) or apply the log-prob floor (unseeded ones).
+
+    `margins`: the sample's replay margins when `replay_margins_many` computed them already.
+    """
     import torch
 
     from intellect.verifier.replay import replay_margins
@@ -166,7 +322,8 @@ def _sampling_check(
     seed = sample[3] if len(sample) > 3 else None  # type: ignore[misc]
     temperature, top_k, top_p = sampling
     if seed is not None and thresholds.max_replay_margin is not None:
-        margins = replay_margins(lm_logits(model, hidden), completion, int(seed), temperature, top_k, top_p)  # (T,)
+        if margins is None:
+            margins = replay_margins(lm_logits(model, hidden), completion, int(seed), temperature, top_k, top_p)  # (T,)
         stats = ReplayStats(
             max_margin=float(margins.max()),
             mean_margin=float(torch.nan_to_num(margins, posinf=1e9).mean()),
@@ -249,8 +406,23 @@ def verify_samples(
         )
         checked = verify_proofs_many(states, [samples[i][2] for i in valid], thresholds=thresholds)
         sampling = (temperature, top_k, top_p)
-        for i, hidden, res in zip(valid, states, checked, strict=True):
+        # replay every seeded sample that passed TOPLOC at once: LM head over many samples' rows per GEMM
+        replay = [
+            k for k, (i, res) in enumerate(zip(valid, checked, strict=True))
+            if res.ok and len(samples[i]) > 3 and samples[i][3] is not None  # type: ignore[misc]
+            and thresholds.max_replay_margin is not None
+        ]
+        margins: dict[int, torch.Tensor] = dict(zip(replay, replay_margins_many(
+            model,
+            [states[k] for k in replay],
+            [samples[valid[k]][1] for k in replay],
+            [int(samples[valid[k]][3]) for k in replay],  # type: ignore[misc]
+            temperature, top_k, top_p,
+        ), strict=True))
+        for k, (i, hidden, res) in enumerate(zip(valid, states, checked, strict=True)):
             if res.ok:
-                res = _sampling_check(model, hidden, samples[i], res, thresholds, min_token_logprob, sampling)
+                res = _sampling_check(
+                    model, hidden, samples[i], res, thresholds, min_token_logprob, sampling, margins.get(k)
+                )
             results[i] = res
     return [r for r in results if r is not None]

@@ -173,3 +173,33 @@ def test_verify_samples_bad_seed_is_invalid_sample(tiny_llama):
     (g,) = generate_with_states(tiny_llama, _prompts(1), 8, seed=15)
     (r,) = verify_samples(tiny_llama, [(g.prompt_ids, g.completion_ids, build_proofs(g.hidden), -5)])
     assert r.reason is ReasonCode.INVALID_SAMPLE and "seed" in r.detail
+
+
+def test_prefill_hidden_states_shared_prompts_equal_one_pass_per_sample(tiny_llama):
+    """GRPO groups (completions of the same prompt) reuse the prompt's KV cache: same states."""
+    p = _prompts(3)
+    prompts = [p[0], p[0], p[1], p[0], p[2], p[2], p[1]]
+    g = torch.Generator().manual_seed(6)
+    comps = [torch.randint(1, 300, (k,), generator=g).tolist() for k in (1, 7, 33, 40, 2, 5, 60)]
+    shared = prefill_hidden_states(tiny_llama, prompts, comps)
+    full = prefill_hidden_states(tiny_llama, prompts, comps, share_prompts=False)
+    tiny_batches = prefill_hidden_states(tiny_llama, prompts, comps, max_batch_tokens=1)
+    for a, b, c, comp in zip(shared, full, tiny_batches, comps, strict=True):
+        assert a.shape == b.shape == (len(comp), 128)
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(c, b, atol=1e-5, rtol=1e-5)
+
+
+def test_replay_margins_many_equal_per_sample_calls(tiny_llama):
+    from intellect.verifier.prefill import lm_logits, replay_margins_many
+    from intellect.verifier.replay import replay_margins
+
+    gens = generate_with_states(tiny_llama, _prompts(5), 20, seed=4)
+    hiddens = [g.hidden for g in gens]
+    comps = [list(g.completion_ids) for g in gens]
+    comps[2][-1] = (comps[2][-1] + 1) % 300  # one altered last token: a positive margin
+    seeds = [g.seed for g in gens]
+    many = replay_margins_many(tiny_llama, hiddens, comps, seeds, 0.8, head_rows=30)  # several GEMM blocks
+    for h, c, s, m in zip(hiddens, comps, seeds, many, strict=True):
+        assert torch.equal(m, replay_margins(lm_logits(tiny_llama, h), c, s, 0.8))
+    assert float(many[2][-1]) > 0

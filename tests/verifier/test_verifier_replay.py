@@ -156,3 +156,24 @@ def test_replay_margins_bad_input_raises():
     with pytest.raises(ValueError, match="seeds"):
         gumbel_noise_many(-1, [0], 10)
     assert np.isinf(replay_margins(torch.full((1, 10), float("nan")), [1], 0, 1.0).numpy()).all()
+
+
+@pytest.mark.parametrize("shape", ["gaussian", "peaked", "ties"])
+def test_replay_margins_and_sample_equal_full_noise(shape):
+    """The staged search (prefilter, bucket bounds, exact noise) equals the brute-force max."""
+    g = torch.Generator().manual_seed(4)
+    logits = torch.randn(24, V, generator=g) * 3
+    if shape == "peaked":  # an LM's shape: a few tokens far above the bulk
+        logits[:, :20] += 25 * torch.rand(24, 20, generator=g)
+    if shape == "ties":  # coarse values: many equal scores, ties go to the lowest index
+        logits = (logits * 2).round() / 2
+    seed = sample_seed(3, 1)
+    positions = list(range(24))
+    tokens = torch.randint(0, V, (24,), generator=g).tolist()
+    for temp, kw in ((1.0, {}), (0.7, {"top_k": 300}), (1.0, {"top_p": 0.95})):
+        scores = masked_scores(logits, temp, **kw) + gumbel_noise_many(seed, positions, V)  # (T, V)
+        own = scores[torch.arange(24), torch.tensor(tokens)]
+        want = torch.where(torch.isneginf(own), float("inf"), scores.max(dim=1).values - own)
+        assert torch.equal(replay_margins(logits, tokens, seed, temp, **kw), want)
+        drawn = gumbel_sample(logits, [seed] * 24, positions, temp, **kw)
+        assert drawn.tolist() == scores.argmax(dim=1).tolist()
