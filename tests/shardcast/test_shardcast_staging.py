@@ -59,3 +59,22 @@ def test_staging_rewrite_after_failed_attempt_overwrites_range(tmp_path: Path) -
         staging.pwrite(sh.offset, memoryview(stream[sh.offset : sh.offset + sh.size]))
     staging.sync_and_close(True)
     assert (tmp_path / "out" / m.files[0].path).read_bytes() == stream
+
+
+def test_staging_direct_preallocates_blocks(tmp_path: Path) -> None:
+    from intellect.sdk.shardcast._directio import preallocate
+
+    probe = tmp_path / "probe"
+    with open(probe, "wb") as f:
+        if not preallocate(f.fileno(), 1 << 20):
+            pytest.skip("this file system does not fallocate")
+    stream = _checkpoint(tmp_path / "ckpt", [3_000_001], 4)
+    m = build_shards(tmp_path / "ckpt", tmp_path / "shards", step=1, model_name="t", shard_size=1_000_003)
+    staging = _Staging(m, tmp_path / "out", direct=True)
+    st = _client.os.fstat(staging.files[0].fd)
+    direct = staging.direct
+    staging.close()
+    if not direct:
+        pytest.skip("no O_DIRECT on this file system")
+    # every block reserved up front (a sparse ftruncate'd file would have ~0 blocks)
+    assert st.st_size == len(stream) and st.st_blocks * 512 >= len(stream)

@@ -211,3 +211,32 @@ def test_relay_restart_serves_verified_shards_from_disk(tmp_path: Path, origin: 
         assert_same_tree(random_checkpoint, tmp_path / "out")
     finally:
         r2.stop()
+
+
+def test_versions_long_poll_on_empty_store_parks_until_first_publish(origin: Origin,
+                                                                     random_checkpoint: Path) -> None:
+    u = urlsplit(origin.url)
+    # No version and nothing published: the request is held for its whole `wait`.
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    t0 = time.monotonic()
+    conn.request("GET", f"{API_PREFIX}/versions?wait=0.6")
+    assert json.loads(conn.getresponse().read())["versions"] == []
+    assert time.monotonic() - t0 >= 0.5
+    # A publish during the wait answers it at once, with the new version.
+    published: list[str] = []
+
+    def publish_later() -> None:
+        time.sleep(0.4)
+        published.append(origin.publish(random_checkpoint, step=3, model_name="tiny")[0].id)
+
+    import threading
+
+    t = threading.Thread(target=publish_later)
+    t.start()
+    t0 = time.monotonic()
+    conn.request("GET", f"{API_PREFIX}/versions?wait=20")
+    doc = json.loads(conn.getresponse().read())
+    t.join()
+    assert [v["id"] for v in doc["versions"]] == published
+    assert time.monotonic() - t0 < 10
+    conn.close()
