@@ -167,6 +167,7 @@ def _gumbel_of_words(words: np.ndarray) -> np.ndarray:
     return -_log(-_log(u))
 
 
+_DENSE_FRACTION = 0.2  # above this share of a block passing stage 1, stage 2 runs dense (measured crossover)
 _BUCKET_SHIFT = np.uint32(20)  # 4096 buckets by the top 12 bits of a word; g is increasing in the word
 
 
@@ -210,18 +211,27 @@ def _noisy_max(
     for start in range(0, p_all, step):
         s = scores[start : start + step]  # (p, V)
         f0 = floor0[start : start + step]  # (p,)
-        rows, cols = np.nonzero(s >= (f0 - g_max)[:, None])  # stage 1 (sorted by row, then column)
-        if rows.size == 0:
+        mask = s >= (f0 - g_max)[:, None]  # stage 1
+        kept = int(np.count_nonzero(mask))
+        if kept == 0:
             continue
-        sc = s[rows, cols]  # (n,)
-        words = _lowbias32(keys[start + rows] ^ vh[cols])  # (n,)
-        bucket = words >> _BUCKET_SHIFT
-        firsts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])  # each present row's first entry
-        floor = np.full(s.shape[0], np.inf, dtype=np.float32)
-        floor[rows[firsts]] = np.maximum(np.maximum.reduceat(sc + lo_t[bucket], firsts), f0[rows[firsts]])
-        keep = np.flatnonzero(sc + hi_t[bucket] >= floor[rows])  # stage 2
-        rows, cols = rows[keep], cols[keep]
-        exact = sc[keep] + _gumbel_of_words(words[keep])  # stage 3, (n,)
+        if kept > _DENSE_FRACTION * mask.size:
+            # flat logits keep most of the row: contiguous passes over all of it beat gathers
+            bucket = _words(keys[start : start + step], vh) >> _BUCKET_SHIFT  # (p, V)
+            floor = np.maximum((s + lo_t[bucket]).max(axis=1), f0)  # (p,)
+            rows, cols = np.nonzero(s + hi_t[bucket] >= floor[:, None])  # stage 2
+            exact = s[rows, cols] + _gumbel_of_words(_lowbias32(keys[start + rows] ^ vh[cols]))  # stage 3
+        else:
+            rows, cols = np.nonzero(mask)  # sorted by row, then column
+            sc = s[rows, cols]  # (n,)
+            words = _lowbias32(keys[start + rows] ^ vh[cols])  # (n,)
+            bucket = words >> _BUCKET_SHIFT
+            firsts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])  # each present row's first entry
+            floor = np.full(s.shape[0], np.inf, dtype=np.float32)
+            floor[rows[firsts]] = np.maximum(np.maximum.reduceat(sc + lo_t[bucket], firsts), f0[rows[firsts]])
+            keep = np.flatnonzero(sc + hi_t[bucket] >= floor[rows])  # stage 2
+            rows, cols = rows[keep], cols[keep]
+            exact = sc[keep] + _gumbel_of_words(words[keep])  # stage 3, (n,)
         # per row: the largest exact score, ties to the lowest index (rows, cols come sorted)
         order = np.lexsort((cols, -exact, rows))
         first = np.ones(order.size, dtype=bool)

@@ -120,10 +120,12 @@ def find_injective_modulus(x: np.ndarray) -> np.ndarray:
     if x.ndim == 1:
         return find_injective_modulus(x[None, :])[0:1]
     out = np.zeros(x.shape[0], dtype=np.int64)
-    for row in range(x.shape[0]):
+    if x.size and not np.all(np.diff(np.sort(x, axis=1), axis=1) != 0):  # all rows at once
+        raise ToplocError("top-k indices are not distinct")
+    small = x.max(axis=1, initial=0) < PRIME  # (C,) distinct indices below the prime: m = PRIME
+    out[small] = PRIME
+    for row in np.flatnonzero(~small):
         xs = x[row]
-        if len(np.unique(xs)) != len(xs):
-            raise ToplocError("top-k indices are not distinct")
         start = PRIME
         block = 64
         while start >= 1:
@@ -355,7 +357,8 @@ def build_proofs_many(
     hiddens: list[torch.Tensor], chunk_size: int = CHUNK_SIZE, topk: int = TOPK
 ) -> list[list[bytes]]:
     """`build_proofs` for many samples, interpolating all their chunks as one batch."""
-    parts = [_build_inputs(h, chunk_size, topk) for h in hiddens]
+    with _torch_threads(1):  # once for all samples: switching the OpenMP team per sample costs more than a chunk
+        parts = [_build_inputs(h, chunk_size, topk) for h in hiddens]
     if not parts:
         return []
     flat = _polys(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
@@ -542,11 +545,12 @@ def check_proofs_many(
 ) -> list[list[ChunkStats] | ToplocError]:
     """`check_proofs` for many samples in one vectorised pass; a bad sample yields its error."""
     prepared: list[tuple[np.ndarray, ...] | ToplocError] = []
-    for h, p in zip(hiddens, proofs, strict=True):
-        try:
-            prepared.append(_prepare(h, p, chunk_size, topk))
-        except ToplocError as exc:
-            prepared.append(exc)
+    with _torch_threads(1):
+        for h, p in zip(hiddens, proofs, strict=True):
+            try:
+                prepared.append(_prepare(h, p, chunk_size, topk))
+            except ToplocError as exc:
+                prepared.append(exc)
     good = [x for x in prepared if not isinstance(x, ToplocError)]
     stats = _chunk_stats(*(np.concatenate(parts) for parts in zip(*good, strict=True))) if good else []
     out: list[list[ChunkStats] | ToplocError] = []

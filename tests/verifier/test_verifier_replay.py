@@ -158,9 +158,13 @@ def test_replay_margins_bad_input_raises():
     assert np.isinf(replay_margins(torch.full((1, 10), float("nan")), [1], 0, 1.0).numpy()).all()
 
 
+@pytest.mark.parametrize("stage2", ["dense", "sparse"])
 @pytest.mark.parametrize("shape", ["gaussian", "peaked", "ties"])
-def test_replay_margins_and_sample_equal_full_noise(shape):
+def test_replay_margins_and_sample_equal_full_noise(shape, stage2, monkeypatch):
     """The staged search (prefilter, bucket bounds, exact noise) equals the brute-force max."""
+    import intellect.verifier.replay as replay
+
+    monkeypatch.setattr(replay, "_DENSE_FRACTION", 0.0 if stage2 == "dense" else 2.0)
     g = torch.Generator().manual_seed(4)
     logits = torch.randn(24, V, generator=g) * 3
     if shape == "peaked":  # an LM's shape: a few tokens far above the bulk
