@@ -49,6 +49,12 @@ Sample = tuple[Sequence[int], Sequence[int], list[bytes]] | tuple[Sequence[int],
 """(prompt_ids, completion_ids, proofs) or (..., seed): the completion's `replay.sample_seed`."""
 
 
+SHARE_MIN_SAVING = 0.1
+"""`share_prompts` takes the shared-prompt path only when it skips at least this share of the tokens:
+it costs a second forward and an explicit attention mask, which short or distinct prompts do not
+repay (docs/benchmarks-verifier.md: equal at 9 % saved, 1.6x faster at 84 %)."""
+
+
 class PrefillError(ValueError):
     """A sample cannot be prefilled (empty completion, token ids outside the vocabulary, too long)."""
 
@@ -89,7 +95,8 @@ def prefill_hidden_states(
 
     `share_prompts` (default): each distinct prompt is prefilled once and its KV cache reused by
     every completion of it (a GRPO group: n completions of the same prompt), so prompt tokens are
-    computed once per group instead of once per sample. False: one right-padded pass over
+    computed once per group instead of once per sample; taken when that skips at least
+    `SHARE_MIN_SAVING` of the tokens. False: one right-padded pass over
     `prompt + completion[:-1]` per sample (the reference path; the states agree to fp32 kernel
     noise, tests/verifier check it). Raises PrefillError naming the first invalid sample;
     `verify_samples` handles them one by one.
@@ -103,7 +110,9 @@ def prefill_hidden_states(
             raise PrefillError(f"sample {i}: {exc}") from None
     prompts = [list(map(int, p)) for p in prompt_ids]
     comps = [list(map(int, c)) for c in completion_ids]
-    if share_prompts:
+    total = sum(len(p) + len(c) - 1 for p, c in zip(prompts, comps, strict=True))
+    saved = sum(map(len, prompts)) - sum(map(len, {tuple(p) for p in prompts}))
+    if share_prompts and saved >= SHARE_MIN_SAVING * total:
         return _prefill_shared(model, prompts, comps, max_batch_tokens)
     return _prefill_full(model, prompts, comps, max_batch_tokens)
 

@@ -175,8 +175,11 @@ def test_verify_samples_bad_seed_is_invalid_sample(tiny_llama):
     assert r.reason is ReasonCode.INVALID_SAMPLE and "seed" in r.detail
 
 
-def test_prefill_hidden_states_shared_prompts_equal_one_pass_per_sample(tiny_llama):
+def test_prefill_hidden_states_shared_prompts_equal_one_pass_per_sample(tiny_llama, monkeypatch):
     """GRPO groups (completions of the same prompt) reuse the prompt's KV cache: same states."""
+    import intellect.verifier.prefill as prefill
+
+    monkeypatch.setattr(prefill, "SHARE_MIN_SAVING", 0.0)  # short prompts here: force the shared path
     p = _prompts(3)
     prompts = [p[0], p[0], p[1], p[0], p[2], p[2], p[1]]
     g = torch.Generator().manual_seed(6)
