@@ -93,6 +93,7 @@ class Validator(Agent):
         self.metrics.declare("verify_seconds_total", "counter", "time spent verifying")
         self._models: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
         self._model_lock = threading.Lock()
+        self._shardcast_reputation: Any = None
         self._inflight: dict[int, Future[Any]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._claims: dict[int, bytes] = {}
@@ -180,7 +181,7 @@ class Validator(Agent):
                 return self._models[step]
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            from intellect.sdk.shardcast import Client
+            from intellect.sdk.shardcast import Client, SourceReputation
 
             cid = self.protocol.checkpoint(self.pool_id, step).manifest_cid
             out = self.data_dir / "checkpoints" / f"step-{step}"
@@ -191,7 +192,9 @@ class Validator(Agent):
                 sources += self.directory.services("shardcast", roles=("relay",))
                 self.refresh_ipfs_peers(extra=[self.directory.service(trainer, "ipfs") or ""])
                 out.parent.mkdir(parents=True, exist_ok=True)
-                Client(relays=sources, ipfs=self.ipfs, fsync=False).fetch(cid, out)
+                if self._shardcast_reputation is None:  # corrupt-shard benches outlive one fetch
+                    self._shardcast_reputation = SourceReputation()
+                Client(relays=sources, ipfs=self.ipfs, fsync=False, reputation=self._shardcast_reputation).fetch(cid, out)
             model = AutoModelForCausalLM.from_pretrained(str(out)).eval()
             tok = AutoTokenizer.from_pretrained(str(out))
             self._models[step] = (model, tok, cid)  # type: ignore[assignment]

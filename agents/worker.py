@@ -81,6 +81,7 @@ class CheckpointFollower:
         self.fetching: int | None = None
         self.error: str | None = None
         self.fetches: list[dict[str, Any]] = []  # the last 10 fetches: step, manifest CID, shards per source
+        self.reputation: Any = None  # intellect.sdk.shardcast.SourceReputation, made on the first fetch
         self.changed = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="checkpoint-follower", daemon=True)
 
@@ -105,16 +106,19 @@ class CheckpointFollower:
         return out
 
     def fetch(self, step: int) -> Path:
-        from intellect.sdk.shardcast import Client
+        from intellect.sdk.shardcast import Client, SourceReputation
 
         w = self.w
+        if self.reputation is None:  # relays that served corrupt shards stay benched across checkpoints
+            self.reputation = SourceReputation()
         cid = w.protocol.checkpoint(w.pool_id, step).manifest_cid
         w.refresh_ipfs_peers(extra=[w.directory.service(w.pool.params.trainer, "ipfs")])  # type: ignore[union-attr]
         out = self.path(step)
         if out.exists():
             return out
         t0 = time.perf_counter()
-        res = Client(relays=self.sources(), ipfs=w.ipfs, fsync=False).fetch_detailed(cid, out)
+        res = Client(relays=self.sources(), ipfs=w.ipfs, fsync=False, reputation=self.reputation).fetch_detailed(
+            cid, out)
         w.count("checkpoints_fetched")
         if res.corrupt_dropped:  # a source served bytes that failed the manifest's sha256: benched by the client
             w.count("corrupt_shards_dropped", res.corrupt_dropped)

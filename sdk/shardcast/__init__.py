@@ -10,7 +10,7 @@ canonical bytes) names the version on the wire, its IPFS CID names it on-chain.
 """
 
 from ._client import Client, FetchResult
-from ._download import SourcePool
+from ._download import SourcePool, SourceReputation
 from ._errors import (
     FetchError,
     InconsistentManifestError,
@@ -46,6 +46,7 @@ __all__ = [
     "ShardVerificationError",
     "ShardcastError",
     "SourcePool",
+    "SourceReputation",
     "UnknownSchemaVersionError",
     "UnsafePathError",
     "UpstreamError",

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._directio import ALIGN, DIRECT_MIN, DirectFile, preallocate
-from ._download import DownloadStats, SourcePool, download_shards
+from ._download import DownloadStats, SourcePool, SourceReputation, download_shards
 from ._errors import FetchError, OutputExistsError, ShardcastError, UnknownSchemaVersionError
 from ._manifest import MAX_MANIFEST_BYTES, Manifest, ShardEntry, safe_relpath
 from ._origin import IpfsLike
@@ -278,6 +278,7 @@ class Client:
         direct_io: bool = True,
         use_relay_hints: bool = True,
         on_progress: Callable[[int, int], None] | None = None,
+        reputation: SourceReputation | None = None,
     ) -> None:
         """relays: base URLs (origin URLs work too). workers: parallel shard downloads.
         wait: how long a relay may hold a request for a shard still on its way to it.
@@ -287,7 +288,9 @@ class Client:
         fsync: make the files durable before the atomic rename.
         direct_io: write shard bytes with O_DIRECT where the file system allows it (no page-cache
             copy); off: through the page cache.
-        on_progress: called with (verified bytes, total bytes)."""
+        on_progress: called with (verified bytes, total bytes).
+        reputation: sources that served corrupt shards, remembered across this client's fetches
+            (a new one per client when not given; share one between clients to pool it)."""
         self.relays = [r.rstrip("/") for r in relays]
         self.ipfs = ipfs
         self.workers = workers
@@ -298,6 +301,7 @@ class Client:
         self.direct_io = direct_io
         self.use_relay_hints = use_relay_hints
         self.on_progress = on_progress
+        self.reputation = reputation if reputation is not None else SourceReputation()
         self.last_result: FetchResult | None = None
 
     def resolve(self, manifest_or_cid: Manifest | str | bytes | Path) -> Manifest:
@@ -360,7 +364,8 @@ class Client:
         sink = _ClientSink(staging, side / "journal", on_verified, settle=self.fsync and not self.verify_total)
         missing = [s.index for s in manifest.shards if s.index not in resumed]
         try:
-            stats = (download_shards(manifest, missing, SourcePool(sources), sink, workers=self.workers,
+            pool = SourcePool(sources, reputation=self.reputation)
+            stats = (download_shards(manifest, missing, pool, sink, workers=self.workers,
                                      wait=self.wait, stall_timeout=self.stall_timeout)
                      if missing else DownloadStats())
         except BaseException:

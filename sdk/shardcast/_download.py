@@ -58,15 +58,54 @@ class _Source:
     bad: int = 0
 
 
-class SourcePool:
-    """Relays/origins to download from, scored by measured throughput and success."""
+class SourceReputation:
+    """What a long-lived downloader remembers about sources across downloads: which ones served
+    bytes that failed their sha256, and until when they are avoided. One offence benches a source
+    for `BAD_DATA_BENCH_S`; each further one doubles it (capped at a day). A worker that keeps one
+    reputation across checkpoints therefore pays a tampering relay's wasted shards once, not on
+    every checkpoint. Thread-safe."""
 
-    def __init__(self, urls: Iterable[str]) -> None:
+    MAX_BENCH_S = 86_400.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._offences: dict[str, int] = {}
+        self._benched_until: dict[str, float] = {}
+
+    def bad_data(self, url: str) -> float:
+        """Record a corrupt shard from `url`; returns the monotonic time it is benched until."""
+        url = url.rstrip("/")
+        with self._lock:
+            n = self._offences.get(url, 0) + 1
+            self._offences[url] = n
+            until = time.monotonic() + min(self.MAX_BENCH_S, BAD_DATA_BENCH_S * 2 ** (n - 1))
+            self._benched_until[url] = max(until, self._benched_until.get(url, 0.0))
+            return self._benched_until[url]
+
+    def benched_until(self, url: str) -> float:
+        """Monotonic time until which `url` is avoided (0.0: never benched or bench over)."""
+        with self._lock:
+            return self._benched_until.get(url.rstrip("/"), 0.0)
+
+    def offences(self, url: str) -> int:
+        with self._lock:
+            return self._offences.get(url.rstrip("/"), 0)
+
+
+class SourcePool:
+    """Relays/origins to download from, scored by measured throughput and success.
+
+    `reputation` carries bad-data benches over from earlier downloads (and records new ones);
+    without it they last as long as this pool."""
+
+    def __init__(self, urls: Iterable[str], *, reputation: SourceReputation | None = None) -> None:
         urls = [u.rstrip("/") for u in urls]
         if not urls:
             raise ValueError("at least one source URL is needed")
         random.shuffle(urls)  # spread many clients' first picks over the relays
-        self._sources = {u: _Source(u) for u in urls}
+        self._reputation = reputation
+        self._sources = {u: _Source(u, down_until=reputation.benched_until(u) if reputation else 0.0)
+                         for u in urls}
         self._lock = threading.Lock()
 
     def pick(self) -> tuple[str | None, float]:
@@ -102,8 +141,9 @@ class SourcePool:
             now = time.monotonic()
             if bad_data:
                 s.bad += 1
-                s.down_until = now + BAD_DATA_BENCH_S
-                log.warning("source %s served a corrupt shard: marked down for %.0f s", url, BAD_DATA_BENCH_S)
+                until = self._reputation.bad_data(url) if self._reputation else now + BAD_DATA_BENCH_S
+                s.down_until = max(s.down_until, until)
+                log.warning("source %s served a corrupt shard: marked down for %.0f s", url, s.down_until - now)
             elif not_ready:
                 s.down_until = max(s.down_until, now + 0.2)
             else:

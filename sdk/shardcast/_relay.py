@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._directio import ALIGN, DirectFile
-from ._download import SourcePool, download_shards, http_get
+from ._download import SourcePool, SourceReputation, download_shards, http_get
 from ._errors import ManifestError, ShardcastError, UnknownSchemaVersionError, UpstreamError
 from ._manifest import Manifest, ShardEntry
 from ._server import VERSIONS_SCHEMA, ShardServer
@@ -102,6 +102,7 @@ class Relay:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._syncing: set[str] = set()
+        self.reputation = SourceReputation()  # upstreams that served corrupt shards, across versions
         self._lock = threading.Lock()
 
     @property
@@ -205,7 +206,8 @@ class Relay:
         missing = [s.index for s in manifest.shards if s.index not in st.present]
         while missing and not self._stop.is_set() and not st.removed:
             try:
-                stats = download_shards(manifest, missing, SourcePool(self.upstreams), _RelaySink(self.store, st),
+                pool = SourcePool(self.upstreams, reputation=self.reputation)
+                stats = download_shards(manifest, missing, pool, _RelaySink(self.store, st),
                                         workers=self.workers, wait=10.0,
                                         cancelled=lambda: self._stop.is_set() or st.removed)
                 log.info("relay has version %s (step %d): %d shards, %.1f MB in %.2f s, %d corrupt dropped",

@@ -39,3 +39,23 @@ def test_failure_benches_source_and_bad_data_longer() -> None:
     assert url is None and 0 < wait <= 0.5  # b is back after its first backoff, a is out for 300 s
     snap = pool.snapshot()
     assert snap["http://a"]["bad"] == 1 and snap["http://b"]["failures"] == 1
+
+
+def test_source_reputation_benches_across_pools_and_escalates() -> None:
+    from intellect.sdk.shardcast import SourceReputation
+
+    rep = SourceReputation()
+    pool = SourcePool(["http://a", "http://b"], reputation=rep)
+    pool.failure("http://a", bad_data=True)
+    first = rep.benched_until("http://a")
+    assert first > 0 and rep.offences("http://a") == 1
+    # A new pool (the next download) starts with `a` benched: only `b` is picked.
+    later = SourcePool(["http://a/", "http://b"], reputation=rep)
+    picks = {later.pick()[0] for _ in range(5)}
+    assert picks == {"http://b"}
+    # A second offence doubles the bench.
+    later.failure("http://a", bad_data=True)
+    assert rep.offences("http://a") == 2
+    assert rep.benched_until("http://a") - first > 250
+    # Without a reputation, the bench lives and dies with the pool.
+    assert SourcePool(["http://a"]).pick()[0] == "http://a"

@@ -240,3 +240,33 @@ def test_versions_long_poll_on_empty_store_parks_until_first_publish(origin: Ori
     assert [v["id"] for v in doc["versions"]] == published
     assert time.monotonic() - t0 < 10
     conn.close()
+
+
+def test_fetch_reused_client_keeps_corrupting_relay_benched(tmp_path: Path, origin: Origin,
+                                                           random_checkpoint: Path) -> None:
+    bad = _relay(tmp_path, "bad", [origin.url])
+    good = _relay(tmp_path, "good", [origin.url])
+    try:
+        m1, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
+        (random_checkpoint / "config.json").write_text('{"step": 2}')
+        m2, _ = origin.publish(random_checkpoint, step=2, model_name="tiny")
+        wait_for(lambda: all(_complete(r, m.id) for r in (bad, good) for m in (m1, m2)), what="relays complete")
+        for m in (m1, m2):  # `bad` serves flipped bits for every shard of both versions
+            for s in m.shards:
+                p = bad.store.get(m.id).shard_path(s.index)  # type: ignore[union-attr]
+                data = bytearray(p.read_bytes())
+                data[0] ^= 0x01
+                p.write_bytes(bytes(data))
+        client = Client([bad.url, good.url], workers=2)
+        r1 = client.fetch_detailed(m1, tmp_path / "out1")
+        assert r1.corrupt_dropped >= 1 and client.reputation.offences(bad.url) >= 1
+        # The next checkpoint: the bench outlives the first fetch, so `bad` gets no request at all.
+        r2 = client.fetch_detailed(m2, tmp_path / "out2")
+        assert r2.corrupt_dropped == 0 and r2.failures == 0
+        assert r2.per_source == {good.url: len(m2.shards)}
+        # A fresh client (no shared reputation) has to find out again.
+        r3 = Client([bad.url, good.url], workers=2).fetch_detailed(m2, tmp_path / "out3")
+        assert r3.corrupt_dropped >= 1
+    finally:
+        bad.stop()
+        good.stop()
