@@ -5,7 +5,7 @@ from __future__ import annotations
 import brownie
 from brownie import ZERO_ADDRESS as ZERO
 from brownie import accounts, chain
-from conftest import (
+from contracts_helpers import (
     C_OPEN,
     C_REJECTED,
     C_UPHELD,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from brownie import ZERO_ADDRESS as ZERO
 from brownie import IntellectToken, accounts, chain
-from conftest import (
+from contracts_helpers import (
     RELAY,
     TOKEN,
     TRAINER,

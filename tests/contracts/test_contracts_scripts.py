@@ -6,7 +6,7 @@ import json
 
 import pytest
 from brownie import accounts, chain, web3
-from conftest import MIN_STAKE, ROOT, TOKEN, WORKER
+from contracts_helpers import MIN_STAKE, ROOT, TOKEN, WORKER
 
 from scripts import stake as stake_script
 from scripts._deployment import DEPLOYMENT_SCHEMA, Deployment, DeploymentError, params_for_network

@@ -23,7 +23,15 @@ from dataclasses import dataclass, field
 import pytest
 from brownie import accounts, chain, web3
 from brownie.exceptions import VirtualMachineError
-from conftest import MIN_STAKE, PROOFS_HASH, ROLLOUTS_CID, TOKEN, VALIDATOR, WORKER, brownie_state_machine
+from contracts_helpers import (
+    MIN_STAKE,
+    PROOFS_HASH,
+    ROLLOUTS_CID,
+    TOKEN,
+    VALIDATOR,
+    WORKER,
+    brownie_state_machine,
+)
 from hypothesis import strategies as st
 
 WINDOW, VOTE, LEASE, UNBOND = 300, 120, 600, 3600

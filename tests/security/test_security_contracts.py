@@ -8,7 +8,8 @@ from __future__ import annotations
 import brownie
 import pytest
 from brownie import ReentrantOwner, accounts, chain, web3
-from conftest import (  # type: ignore[import-not-found]
+from eth_utils import keccak
+from security_helpers import (  # type: ignore[import-not-found]
     C_REJECTED,
     C_UPHELD,
     MIN_STAKE,
@@ -27,7 +28,6 @@ from conftest import (  # type: ignore[import-not-found]
     reverts,
     selector,
 )
-from eth_utils import keccak
 
 REENTRANT = selector("ReentrancyGuardReentrantCall()")
 

@@ -9,7 +9,7 @@ import random
 import time
 
 import pytest
-from conftest import running_devnet, running_swarm  # type: ignore[import-not-found]
+from security_helpers import running_devnet, running_swarm  # type: ignore[import-not-found]
 from test_security_cheaters import assert_books_balance  # type: ignore[import-not-found]
 
 from intellect.sdk import ChallengeStatus
