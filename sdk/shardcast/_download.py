@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 CHUNK = 4 * 1024 * 1024
 BAD_DATA_BENCH_S = 300.0  # a source that served wrong bytes is avoided for this long
+PROBATION_AFTER_S = 10.0  # every source benched for longer than this: retry the least-bad one every 10 s
 
 
 class ShardSink(Protocol):
@@ -107,6 +108,7 @@ class SourcePool:
         self._sources = {u: _Source(u, down_until=reputation.benched_until(u) if reputation else 0.0)
                          for u in urls}
         self._lock = threading.Lock()
+        self._last_probe = -PROBATION_AFTER_S
 
     def pick(self) -> tuple[str | None, float]:
         """(best available source, 0) or (None, seconds until one comes back)."""
@@ -114,7 +116,16 @@ class SourcePool:
         with self._lock:
             up = [s for s in self._sources.values() if s.down_until <= now]
             if not up:
-                return None, min(s.down_until for s in self._sources.values()) - now
+                wait = min(s.down_until for s in self._sources.values()) - now
+                if wait <= PROBATION_AFTER_S or now - self._last_probe < PROBATION_AFTER_S:
+                    return None, min(wait, PROBATION_AFTER_S)
+                # Every source is benched for long (e.g. the only upstream once served a bad shard):
+                # rather than stall, give the least-bad one another try now and then. Its bytes are
+                # verified like any other's; a source that keeps failing only costs the probe.
+                self._last_probe = now
+                best = min(self._sources.values(), key=lambda s: (s.bad, s.down_until))
+                best.inflight += 1
+                return best.url, 0.0
             unmeasured = [s for s in up if s.tput is None]
             if unmeasured:
                 best = min(unmeasured, key=lambda s: s.inflight)

@@ -59,3 +59,17 @@ def test_source_reputation_benches_across_pools_and_escalates() -> None:
     assert rep.benched_until("http://a") - first > 250
     # Without a reputation, the bench lives and dies with the pool.
     assert SourcePool(["http://a"]).pick()[0] == "http://a"
+
+
+def test_pick_all_sources_benched_long_probes_least_bad_every_10_s() -> None:
+    from intellect.sdk.shardcast import SourceReputation
+
+    rep = SourceReputation()
+    rep.bad_data("http://only")  # the only upstream once served a corrupt shard: benched 300 s
+    pool = SourcePool(["http://only"], reputation=rep)
+    # Rather than stalling for the whole bench, it gets one probation request now ...
+    assert pool.pick() == ("http://only", 0.0)
+    pool.release("http://only")
+    # ... and the next one only after PROBATION_AFTER_S.
+    url, wait = pool.pick()
+    assert url is None and 0 < wait <= 10.0
