@@ -34,6 +34,8 @@ def _use_private_anvil_port() -> None:
 
     if network.is_connected() or "development" not in CONFIG.networks:
         return
+    if CONFIG.networks["development"].get("cmd_settings", {}).get("port") not in (None, 8545):
+        return  # chosen already (this module and the security suite's share this)
     port = os.environ.get("INTELLECT_ANVIL_PORT")
     if not port:
         with socket.socket() as sock:

@@ -1,18 +1,17 @@
 """Shared helpers of the security suite (constants, revert matcher, `Net`, devnet and swarm context
 managers): a module with its own name, so that `pytest tests/contracts tests/security` does not mix up the
-two directories' `conftest` modules. The contract helpers mirror tests/contracts/contracts_helpers.py."""
+two directories' `conftest` modules. The chain constants and small helpers come from
+tests/contracts/contracts_helpers.py; `reverts` here compares case-insensitively."""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from brownie import accounts, chain, web3
+from brownie import accounts, chain
 from brownie.exceptions import VirtualMachineError
 from eth_utils import keccak
 
@@ -23,45 +22,64 @@ if str(ROOT) not in sys.path:
 from scripts._deployment import TOKEN  # noqa: E402
 from scripts._eip712 import registration_signature  # noqa: E402
 
+# The chain constants, `_fmt`, `set_balance` and the private anvil port are the contract tests' own:
+# tests/contracts/contracts_helpers.py (importing it picks the port before brownie connects).
+if str(ROOT / "tests" / "contracts") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tests" / "contracts"))
+from contracts_helpers import (  # noqa: E402
+    C_NONE,
+    C_OPEN,
+    C_REJECTED,
+    C_UPHELD,
+    MANIFEST_CID,
+    MIN_STAKE,
+    PROOFS_HASH,
+    RELAY,
+    ROLLOUTS_CID,
+    T_CHALLENGED,
+    T_CLAIMED,
+    T_NONE,
+    T_PAID,
+    T_SUBMITTED,
+    T_UPHELD,
+    T_VOIDED,
+    TRAINER,
+    VALIDATOR,
+    WORKER,
+    _fmt,
+    set_balance,
+)
 
-def _use_private_anvil_port() -> None:
-    """brownie's development network launches anvil on 8545 and attaches to whatever listens there; other
-    engineers' test sessions on this machine would share (and kill) one chain. Pick a free port first."""
-    from brownie import network
-    from brownie._config import CONFIG
-
-    if network.is_connected() or "development" not in CONFIG.networks:
-        return
-    dev = CONFIG.networks["development"]
-    if dev.get("cmd_settings", {}).get("port") not in (None, 8545):
-        return  # another conftest already chose one
-    port = os.environ.get("INTELLECT_ANVIL_PORT")
-    if not port:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = str(sock.getsockname()[1])
-    dev["host"] = "http://127.0.0.1"
-    dev.setdefault("cmd_settings", {})["port"] = int(port)
-
-
-_use_private_anvil_port()
-
-WORKER, VALIDATOR, TRAINER, RELAY = 1, 2, 3, 4
-T_NONE, T_CLAIMED, T_SUBMITTED, T_CHALLENGED, T_UPHELD, T_PAID, T_VOIDED = range(7)
-C_NONE, C_OPEN, C_UPHELD, C_REJECTED = range(4)
-
-MIN_STAKE = 100 * TOKEN
-ROLLOUTS_CID = "bafkreicysg23kiwv34eg2d7qweipxwosdo2py4ldv42nbauguluen5v6am"
-MANIFEST_CID = "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"
-PROOFS_HASH = "0x" + keccak(b"proofs").hex()
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, str) and value.startswith("0x") and len(value) == 42:
-        return value.lower()
-    if hasattr(value, "address"):
-        return value.address.lower()
-    return str(value)
+__all__ = [
+    "C_NONE",
+    "C_OPEN",
+    "C_REJECTED",
+    "C_UPHELD",
+    "MANIFEST_CID",
+    "MIN_STAKE",
+    "PROOFS_HASH",
+    "RELAY",
+    "ROLLOUTS_CID",
+    "TOKEN",
+    "TRAINER",
+    "T_CHALLENGED",
+    "T_CLAIMED",
+    "T_NONE",
+    "T_PAID",
+    "T_SUBMITTED",
+    "T_UPHELD",
+    "T_VOIDED",
+    "VALIDATOR",
+    "WORKER",
+    "Net",
+    "new_key_account",
+    "registration_signature",
+    "reverts",
+    "running_devnet",
+    "running_swarm",
+    "selector",
+    "set_balance",
+]
 
 
 @contextlib.contextmanager
@@ -82,10 +100,6 @@ def reverts(error: str, *args: Any) -> Iterator[None]:
 
 def selector(signature: str) -> bytes:
     return keccak(text=signature)[:4]
-
-
-def set_balance(address: str, wei: int = 10**21) -> None:
-    web3.provider.make_request("anvil_setBalance", [address, hex(wei)])
 
 
 def new_key_account(seed: str) -> Any:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -15,6 +17,7 @@ from intellect.sdk.shardcast import (
     API_PREFIX,
     Client,
     FetchError,
+    Manifest,
     Origin,
     OutputExistsError,
     Relay,
@@ -44,6 +47,15 @@ def _relay(tmp_path: Path, name: str, upstreams: list[str], **kw) -> Relay:  # t
 def _complete(relay: Relay, vid: str) -> bool:
     st = relay.store.get(vid)
     return st is not None and st.complete
+
+
+def _corrupt_every_shard(relay: Relay, manifest: Manifest, where: Callable[[int], int], mask: int) -> None:
+    """XOR byte `where(shard size)` of every verified shard of `manifest` on `relay`'s disk with `mask`."""
+    for s in manifest.shards:
+        p = relay.store.get(manifest.id).shard_path(s.index)  # type: ignore[union-attr]
+        data = bytearray(p.read_bytes())
+        data[where(len(data))] ^= mask
+        p.write_bytes(bytes(data))
 
 
 def test_fetch_by_cid_through_two_level_tree_byte_identical(tmp_path: Path, origin: Origin, ipfs,
@@ -95,11 +107,7 @@ def test_fetch_corrupt_shard_at_relay_dropped_and_fetched_elsewhere(tmp_path: Pa
         manifest, _ = origin.publish(random_checkpoint, step=3, model_name="tiny")
         wait_for(lambda: _complete(bad, manifest.id) and _complete(good, manifest.id), what="relays complete")
         # Corrupt every shard on `bad`'s disk after it verified them (bit rot, or a malicious relay).
-        for s in manifest.shards:
-            p = bad.store.get(manifest.id).shard_path(s.index)  # type: ignore[union-attr]
-            data = bytearray(p.read_bytes())
-            data[len(data) // 2] ^= 0xFF
-            p.write_bytes(bytes(data))
+        _corrupt_every_shard(bad, manifest, lambda n: n // 2, 0xFF)
         client = Client([bad.url, good.url], workers=2)
         result = client.fetch_detailed(manifest, tmp_path / "out")
         assert result.corrupt_dropped >= 1
@@ -229,8 +237,6 @@ def test_versions_long_poll_on_empty_store_parks_until_first_publish(origin: Ori
         time.sleep(0.4)
         published.append(origin.publish(random_checkpoint, step=3, model_name="tiny")[0].id)
 
-    import threading
-
     t = threading.Thread(target=publish_later)
     t.start()
     t0 = time.monotonic()
@@ -252,11 +258,7 @@ def test_fetch_reused_client_keeps_corrupting_relay_benched(tmp_path: Path, orig
         m2, _ = origin.publish(random_checkpoint, step=2, model_name="tiny")
         wait_for(lambda: all(_complete(r, m.id) for r in (bad, good) for m in (m1, m2)), what="relays complete")
         for m in (m1, m2):  # `bad` serves flipped bits for every shard of both versions
-            for s in m.shards:
-                p = bad.store.get(m.id).shard_path(s.index)  # type: ignore[union-attr]
-                data = bytearray(p.read_bytes())
-                data[0] ^= 0x01
-                p.write_bytes(bytes(data))
+            _corrupt_every_shard(bad, m, lambda n: 0, 0x01)
         client = Client([bad.url, good.url], workers=2)
         r1 = client.fetch_detailed(m1, tmp_path / "out1")
         assert r1.corrupt_dropped >= 1 and client.reputation.offences(bad.url) >= 1
