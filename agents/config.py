@@ -172,6 +172,9 @@ class RelaySettings(_Section):
     upstreams: list[str] = Field(default_factory=list)
     """Upstream Shardcast URLs; discovered from the registry (trainer and relays) if empty."""
     keep_versions: int = Field(3, ge=1)
+    ram_mib: int = Field(0, ge=0)
+    """RAM arena for the newest shards (MiB, allocated at start; 0: every shard via the disk).
+    Size it to a checkpoint to keep the relay's own copy off the disk while clients fetch."""
 
 
 class AgentConfig(_Section):

@@ -48,7 +48,8 @@ class RelayAgent(Agent):
         if self.relay is not None:
             self.relay.stop()
         self.relay = Relay(upstreams=ups, data_dir=self.data_dir / "shardcast", keep=self.cfg.relay.keep_versions,
-                           host=self.cfg.server.host, port=0, poll_wait=5.0).start()
+                           host=self.cfg.server.host, port=0, poll_wait=5.0,
+                           ram_bytes=self.cfg.relay.ram_mib * 2**20).start()
         self.upstreams = ups
         log.info("relay serving at %s from %s", self.relay.url, ups)
 

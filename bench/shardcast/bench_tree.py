@@ -30,10 +30,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 CLI = [sys.executable, "-m", "intellect.sdk.shardcast.cli"]
 DRIVER = Path(__file__).with_name("origin_driver.py")
+CLIENT_DRIVER = Path(__file__).with_name("client_driver.py")
 
 
 def make_checkpoint(d: Path, size: int) -> None:
@@ -80,9 +82,9 @@ class Run:
         self.procs.append(p)
         return p
 
-    def spawn_script(self, script: Path, *args: str, name: str) -> subprocess.Popen[bytes]:
+    def spawn_script(self, script: Path, *args: str, name: str, stdin: int | None = None) -> subprocess.Popen[bytes]:
         log = open(self.work / f"{name}.log", "wb")  # noqa: SIM115
-        p = subprocess.Popen([sys.executable, str(script), *args], stdout=log, stderr=subprocess.STDOUT)
+        p = subprocess.Popen([sys.executable, str(script), *args], stdout=log, stderr=subprocess.STDOUT, stdin=stdin)
         self.procs.append(p)
         return p
 
@@ -140,16 +142,38 @@ def disk_stats() -> dict[str, float]:
     return out
 
 
-def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: int, fetch_args: list[str]) -> dict:
+def relays_persisted(urls: list[str], timeout: float = 120) -> float:
+    """Wait until every relay has written its RAM-held shards to disk; seconds waited."""
+    t0 = time.monotonic()
+    while urls:
+        left = []
+        for u in urls:
+            with urllib.request.urlopen(f"{u}/shardcast/v1/health", timeout=10) as r:
+                if json.loads(r.read()).get("unpersisted_bytes", 0):
+                    left.append(u)
+        urls = left
+        if urls:
+            if time.monotonic() - t0 > timeout:
+                raise TimeoutError(f"relays {urls} did not write their shards behind within {timeout} s")
+            time.sleep(0.05)
+    return time.monotonic() - t0
+
+
+def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: int, fetch_args: list[str],
+            ram_mib: int = 0, warm: bool = False) -> dict:
     """Wall time from "origin serves the new version" to "all clients done", and the CPU seconds
     (user+sys) that the clients and, separately, the relays used in that time.
 
     As in a deployment (and in bench_reference.py's harness for the reference), the origin and the
     relays are already running when the version is published: relays long-poll the origin and
     start pulling the moment it serves the version. The clock starts when the origin's publish
-    (sharding + hashing, the trainer's part) has returned; clients are started at that moment,
-    so their process start-up is inside the clock. The origin's CPU is not counted: its
-    sharding happened before the clock, and its serving is the same for every topology."""
+    (sharding + hashing, the trainer's part) has returned. Cold clients (`intellect shardcast
+    fetch`) are started at that moment, so their process start-up is inside the clock; warm ones
+    (`client_driver.py`, like a worker agent) were started before and are handed the manifest then.
+    The origin's CPU is not counted: its sharding happened before the clock, and its serving is the
+    same for every topology. With `ram_mib`, relays hold shards in a RAM arena of that size and
+    write them to disk once idle: the run also reports when they had ("relays on disk"), counting
+    that write-behind's CPU in the relays' figure."""
     work.mkdir(parents=True)
     run = Run(work)
     try:
@@ -157,18 +181,33 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
         origin = run.spawn_script(DRIVER, str(work / "origin"), str(ckpt), str(work / "origin.url"), str(go), str(mf),
                                   str(shard_size), name="origin")
         o_url = wait_file(work / "origin.url", origin)
+        ram = ["--ram-mib", str(ram_mib)] if ram_mib else []
         rps = [run.spawn("relay", "--upstream", o_url, "--data-dir", str(work / f"relay{i}"), "--url-file",
-                         str(work / f"relay{i}.url"), "--port", "0", name=f"relay{i}") for i in range(relays)]
+                         str(work / f"relay{i}.url"), "--port", "0", *ram, name=f"relay{i}") for i in range(relays)]
         sources = [wait_file(work / f"relay{i}.url", p) for i, p in enumerate(rps)] if relays else [o_url]
+        cps: list[subprocess.Popen[bytes]] = []
+        if warm:
+            cps = [run.spawn_script(CLIENT_DRIVER, str(work / f"client{i}"), str(work / f"client{i}.ready"), *sources,
+                                    name=f"client{i}", stdin=subprocess.PIPE) for i in range(clients)]
+            for i, p in enumerate(cps):
+                wait_file(work / f"client{i}.ready", p)
         time.sleep(0.5 if relays else 0.0)  # let the relays' first long-poll reach the origin
         relay_cpu0 = sum(proc_cpu(p.pid) for p in rps)
+        client_cpu0 = [proc_cpu(p.pid) for p in cps]
         go.touch()
         wait_file(mf, origin, timeout=300)
         t0 = time.monotonic()  # the origin now serves the version
         disk0 = disk_stats()
-        relay_flags = [flag for s in sources for flag in ("--relay", s)]
-        cps = [run.spawn("fetch", str(mf), str(work / f"client{i}"), *relay_flags,
-                         "--no-progress", "--json", *fetch_args, name=f"client{i}") for i in range(clients)]
+        if warm:
+            for p in cps:
+                assert p.stdin is not None
+                p.stdin.write(f"{mf}\n".encode())
+                p.stdin.flush()
+        else:
+            relay_flags = [flag for s in sources for flag in ("--relay", s)]
+            cps = [run.spawn("fetch", str(mf), str(work / f"client{i}"), *relay_flags,
+                             "--no-progress", "--json", *fetch_args, name=f"client{i}") for i in range(clients)]
+            client_cpu0 = [0.0] * clients
         ends, client_cpu = [], 0.0
         pending = dict(enumerate(cps))
         while pending:  # reap in completion order: a client's end time is when it exits
@@ -178,7 +217,7 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
                     continue
                 del pending[i]
                 ends.append(time.monotonic())
-                client_cpu += cpu
+                client_cpu += cpu - client_cpu0[i]
                 if p.returncode != 0:
                     raise RuntimeError(f"client {i} failed: {(work / f'client{i}.log').read_text()[-2000:]}")
             if time.monotonic() - t0 > 600:
@@ -186,13 +225,14 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
             time.sleep(0.005)
         total = max(ends) - t0
         disk1 = disk_stats()
+        persisted = total + relays_persisted(sources) if ram_mib and relays else None
         relay_cpu = 0.0
         for p in rps:  # stop the relays so that their CPU time is counted
             p.terminate()
             relay_cpu += wait_cpu(p, 30)
         size = json.loads(mf.read_text())["total_size"]
         return {"seconds": total, "bytes": size * clients, "cpu": client_cpu, "relay_cpu": relay_cpu - relay_cpu0,
-                "first": min(ends) - t0, "disk": {k: disk1[k] - disk0[k] for k in disk0}}
+                "first": min(ends) - t0, "disk": {k: disk1[k] - disk0[k] for k in disk0}, "persisted": persisted}
     finally:
         run.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -205,10 +245,17 @@ def main() -> None:
     ap.add_argument("--relays", type=int, default=2)
     ap.add_argument("--shard-mb", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--relay-ram-mib", type=int, default=None,
+                    help="relays' RAM arena (default: the checkpoint's size + 16 MiB; 0: relays use the disk only)")
+    ap.add_argument("--client-mode", choices=("cold", "warm", "both"), default="both",
+                    help="cold: `fetch` processes started when the version is out; warm: already-running clients "
+                         "handed the manifest (a worker agent's case)")
     ap.add_argument("--workdir", type=Path, default=None, help="scratch directory (default: a temp dir)")
     ap.add_argument("--fetch-arg", action="append", default=[], help="extra `fetch` flag, e.g. --no-fsync")
     ap.add_argument("--reference", default=None, help="python of a venv with PyPI shardcast 0.3.2")
     args = ap.parse_args()
+    ram_mib = args.size_mib + 16 if args.relay_ram_mib is None else args.relay_ram_mib
+    modes = ["cold", "warm"] if args.client_mode == "both" else [args.client_mode]
 
     root = Path(tempfile.mkdtemp(prefix="shardcast-bench-", dir=args.workdir))
     try:
@@ -218,31 +265,38 @@ def main() -> None:
         print(f"# load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} cores")
         sha = sha256_core_gbps()
         print(f"sha256, one core: {sha:.2f} GB/s")
-        single, tree, cpu_single, cpu_tree = [], [], [], []
+        print(f"relays: {'RAM arena of ' + str(ram_mib) + ' MiB, written to disk when idle' if ram_mib else 'disk only'}")
+        single: list[float] = []
+        tree: dict[str, list[float]] = {m: [] for m in modes}
+        cpu_tree: dict[str, list[float]] = {m: [] for m in modes}
+        shard_size = args.shard_mb * 1_000_000
         for r in range(args.repeat):
-            s = one_run(ckpt, root / f"single{r}", relays=0, clients=1, shard_size=args.shard_mb * 1_000_000,
+            s = one_run(ckpt, root / f"single{r}", relays=0, clients=1, shard_size=shard_size,
                         fetch_args=args.fetch_arg)
             single.append(s["seconds"])
-            cpu_single.append(s["cpu"])
-            t = one_run(ckpt, root / f"tree{r}", relays=args.relays, clients=args.clients,
-                        shard_size=args.shard_mb * 1_000_000, fetch_args=args.fetch_arg)
-            tree.append(t["seconds"])
-            cpu_tree.append(t["cpu"] + t["relay_cpu"])
-            print(f"run {r}: single {s['seconds']:.2f} s ({s['cpu']:.1f} CPU s), tree {t['seconds']:.2f} s "
-                  f"({t['cpu']:.1f} CPU s in {args.clients} clients + {t['relay_cpu']:.1f} in {args.relays} relays, "
-                  f"{t['bytes'] / t['seconds'] / 1e9:.2f} GB/s aggregate; first client done at {t['first']:.2f} s; "
-                  f"disk {t['disk']['written'] / 1e9:.1f} GB written, {t['disk']['read'] / 1e9:.1f} GB read, "
-                  f"busy {t['disk']['busy']:.1f} s)", flush=True)
-        ms, mt = statistics.median(single), statistics.median(tree)
+            print(f"run {r}: single {s['seconds']:.2f} s ({s['cpu']:.1f} CPU s)", flush=True)
+            for mode in modes:
+                t = one_run(ckpt, root / f"tree{r}{mode}", relays=args.relays, clients=args.clients,
+                            shard_size=shard_size, fetch_args=args.fetch_arg, ram_mib=ram_mib, warm=mode == "warm")
+                tree[mode].append(t["seconds"])
+                cpu_tree[mode].append(t["cpu"] + t["relay_cpu"])
+                on_disk = f"; relays on disk at {t['persisted']:.2f} s" if t["persisted"] is not None else ""
+                print(f"run {r}: tree, {mode} clients {t['seconds']:.2f} s "
+                      f"({t['cpu']:.1f} CPU s in {args.clients} clients + {t['relay_cpu']:.1f} in {args.relays} "
+                      f"relays, {t['bytes'] / t['seconds'] / 1e9:.2f} GB/s aggregate; first client done at "
+                      f"{t['first']:.2f} s; disk {t['disk']['written'] / 1e9:.1f} GB written, "
+                      f"{t['disk']['read'] / 1e9:.1f} GB read, busy {t['disk']['busy']:.1f} s{on_disk})", flush=True)
+        ms = statistics.median(single)
         size = args.size_mib * 1024 * 1024
         print(f"single client from origin ({args.size_mib} MiB): {ms:.2f} s median ({size / ms / 1e9:.2f} GB/s, "
               f"{size / ms / 1e9 / sha:.2f}x one core's sha256)")
-        print(f"origin -> {args.relays} relays -> {args.clients} clients: {mt:.2f} s median to all complete, "
-              f"aggregate {args.clients * size / mt / 1e9:.2f} GB/s")
-        print(f"tree / single: {mt / ms:.2f}x")
-        ct = statistics.median(cpu_tree)
-        print(f"CPU used by relays + clients in the tree: {ct:.1f} s = {ct / (args.clients * size / 2**30):.2f} CPU s "
-              f"per GiB delivered; floor on {os.cpu_count()} idle cores: {ct / (os.cpu_count() or 1):.1f} s")
+        for mode in modes:
+            mt, ct = statistics.median(tree[mode]), statistics.median(cpu_tree[mode])
+            print(f"origin -> {args.relays} relays -> {args.clients} {mode} clients: {mt:.2f} s median to all "
+                  f"complete, aggregate {args.clients * size / mt / 1e9:.2f} GB/s; tree / single: {mt / ms:.2f}x; "
+                  f"CPU (relays + clients) {ct:.1f} s = {ct / (args.clients * size / 2**30):.2f} CPU s per GiB "
+                  f"delivered, floor on {os.cpu_count()} idle cores {ct / (os.cpu_count() or 1):.1f} s")
+        mt, ct = statistics.median(tree[modes[0]]), statistics.median(cpu_tree[modes[0]])
         if args.reference:
             here = Path(__file__).with_name("bench_reference.py")
             out = subprocess.run([args.reference, str(here), "--ckpt", str(ckpt), "--clients", str(args.clients),
@@ -255,8 +309,9 @@ def main() -> None:
             ref = json.loads(out.stdout.strip().splitlines()[-1])
             for k, v in ref["median_s"].items():
                 c = ref["median_cpu_s"][k]
-                print(f"reference shardcast 0.3.2 tree ({k}): {v:.2f} s median, {c:.1f} CPU s; "
-                      f"ours is {v / mt:.2f}x faster end to end, uses {c / ct:.2f}x less CPU")
+                print(f"reference shardcast 0.3.2 tree ({k}): {v:.2f} s median, {c:.1f} CPU s; ours "
+                      f"({modes[0]} clients, as the reference's) is {v / mt:.2f}x faster end to end, uses "
+                      f"{c / ct:.2f}x less CPU")
         load = os.getloadavg()
         print(f"# load average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     finally:

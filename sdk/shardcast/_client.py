@@ -195,6 +195,9 @@ class _ClientSink:
     def begin(self, shard: ShardEntry) -> None:
         pass
 
+    def target(self, shard: ShardEntry) -> memoryview | None:
+        return None  # received into the engine's aligned buffer, written with O_DIRECT from there
+
     def write(self, shard: ShardEntry, pos: int, data: memoryview) -> None:
         self.staging.pwrite(shard.offset + pos, data)
 

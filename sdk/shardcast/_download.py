@@ -39,10 +39,14 @@ class ShardSink(Protocol):
     """Where verified shard bytes go. `write` may be called before verification; `commit`
     makes the shard count only after its sha256 matched, `abort` discards it. `buffer_phase`
     says where, modulo 4096, the bytes for a position should sit in the receive buffer so that
-    an O_DIRECT sink can write them without a bounce copy (0 when it does not matter)."""
+    an O_DIRECT sink can write them without a bounce copy (0 when it does not matter).
+    `target`, called after `begin`, may return a writable view of `shard.size` bytes where the
+    shard should land (a relay's RAM arena): the bytes are then received straight into it and
+    `write` is not called."""
 
     def buffer_phase(self, shard: ShardEntry, pos: int) -> int: ...
     def begin(self, shard: ShardEntry) -> None: ...
+    def target(self, shard: ShardEntry) -> memoryview | None: ...
     def write(self, shard: ShardEntry, pos: int, data: memoryview) -> None: ...
     def commit(self, shard: ShardEntry) -> None: ...
     def abort(self, shard: ShardEntry) -> None: ...
@@ -223,7 +227,17 @@ def _fetch_one(conn: http.client.HTTPConnection, url: str, vid: str, shard: Shar
         raise UpstreamError(url, f"shard {shard.index}: Content-Length {length}, manifest says {shard.size}")
     h = hashlib.sha256()
     sink.begin(shard)
+    dest = sink.target(shard)
     pos = 0
+    while dest is not None and pos < shard.size:  # straight into the sink's memory
+        view = dest[pos : pos + min(CHUNK, shard.size - pos)]
+        n = resp.readinto(view)
+        if not n:
+            raise UpstreamError(url, f"shard {shard.index}: connection closed after {pos} of {shard.size} bytes")
+        h.update(view[:n])
+        pos += n
+        if on_bytes is not None:
+            on_bytes(n)
     while pos < shard.size:
         phase = sink.buffer_phase(shard, pos) % 4096
         # Receive up to the next 4 KiB boundary of the file (CHUNK is a multiple of 4096): every

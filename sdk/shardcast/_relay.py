@@ -5,6 +5,11 @@ answer comes the moment the upstream registers a version), fetch the manifest (i
 equal the version id), register it at once so that downstream requests can wait on shards
 still in flight, and pull shards with the same verified, fail-over download engine clients use.
 Upstreams may be an origin or other relays: any depth of tree works.
+
+With `ram_bytes`, the relay keeps a RAM arena (`_arena`): shards land in memory, are served
+from there, and are written to disk behind, once the relay has been idle for `persist_idle`
+seconds (no shard served, none being pulled), so that the distribution window does not share
+the disk with the relay's own copy. Shards that do not fit go to disk as without an arena.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._directio import ALIGN, DirectFile
+from ._arena import Arena, Slot
+from ._directio import ALIGN, DirectFile, preallocate
 from ._download import SourcePool, SourceReputation, download_shards, http_get
 from ._errors import ManifestError, ShardcastError, UnknownSchemaVersionError, UpstreamError
 from ._manifest import Manifest, ShardEntry
@@ -30,12 +36,14 @@ log = logging.getLogger(__name__)
 
 
 class _RelaySink:
-    """Writes a shard to `<i>.part` and renames it into place once verified.
+    """Receives a shard into the relay's RAM arena when it has one with room, else into
+    `<i>.part` on disk, renamed into place once verified.
 
-    The bytes go to disk with O_DIRECT where possible (`_directio`: no page-cache copy on the
-    receive path); once verified, the shard is read back into the page cache asynchronously
+    Disk bytes go with O_DIRECT where possible (`_directio`: no page-cache copy on the receive
+    path); once verified, the shard is read back into the page cache asynchronously
     (`POSIX_FADV_WILLNEED`: disk DMA, no CPU copy) so that the clients' requests, served with
-    `sendfile`, find it there.
+    `sendfile`, find it there. Arena shards are hashed where they landed and served from there;
+    the relay writes them behind to disk when idle.
     """
 
     def __init__(self, store: ShardStore, state: VersionState, *, direct: bool = True) -> None:
@@ -43,6 +51,7 @@ class _RelaySink:
         self.state = state
         self.direct = direct
         self._files: dict[int, DirectFile] = {}
+        self._slots: dict[int, Slot] = {}
         self._lock = threading.Lock()
 
     def _part(self, shard: ShardEntry) -> Path:
@@ -52,9 +61,22 @@ class _RelaySink:
         return pos % ALIGN
 
     def begin(self, shard: ShardEntry) -> None:
+        arena = self.store.arena
+        if arena is not None:
+            slot = arena.alloc(shard.size)
+            if slot is None and self.store.reclaim(exclude=self.state.manifest.id):
+                slot = arena.alloc(shard.size)  # room made by dropping older, persisted shards
+            if slot is not None:
+                with self._lock:
+                    self._slots[shard.index] = slot
+                return
         f = DirectFile(self._part(shard), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, direct=self.direct)
         with self._lock:
             self._files[shard.index] = f
+
+    def target(self, shard: ShardEntry) -> memoryview | None:
+        slot = self._slots.get(shard.index)
+        return self.store.arena.view(slot) if slot is not None and self.store.arena is not None else None
 
     def write(self, shard: ShardEntry, pos: int, data: memoryview) -> None:
         self._files[shard.index].pwrite(pos, data)
@@ -68,11 +90,21 @@ class _RelaySink:
             f.close()
 
     def commit(self, shard: ShardEntry) -> None:
+        with self._lock:
+            slot = self._slots.pop(shard.index, None)
+        if slot is not None:
+            self.store.mark_present(self.state.manifest.id, shard.index, slot=slot)
+            return
         self._close(shard, prefetch=True)  # the read-ahead survives the rename: same inode
         os.replace(self._part(shard), self.state.shard_path(shard.index))
         self.store.mark_present(self.state.manifest.id, shard.index)
 
     def abort(self, shard: ShardEntry) -> None:
+        with self._lock:
+            slot = self._slots.pop(shard.index, None)
+        if slot is not None and self.store.arena is not None:
+            self.store.arena.release(slot)
+            return
         self._close(shard)
         self._part(shard).unlink(missing_ok=True)
 
@@ -91,11 +123,21 @@ class Relay:
         workers: int = 4,
         poll_wait: float = 25.0,
         max_rate: int | None = None,
+        ram_bytes: int = 0,
+        persist_idle: float = 1.0,
     ) -> None:
+        """ram_bytes: size of the RAM arena (0: none; every shard goes through the disk). It is
+        allocated and touched now, so start-up takes ~1-3 s per GiB on a VM. persist_idle: idle
+        seconds before arena shards are written behind to disk."""
         if not upstreams:
             raise ValueError("a relay needs at least one upstream URL")
+        if ram_bytes < 0:
+            raise ValueError(f"ram_bytes must be >= 0, got {ram_bytes}")
         self.upstreams = [u.rstrip("/") for u in upstreams]
-        self.store = ShardStore(data_dir, keep=keep)
+        self.arena = Arena(ram_bytes) if ram_bytes else None
+        self.store = ShardStore(data_dir, keep=keep, arena=self.arena)
+        self.persist_idle = persist_idle
+        self._pulling = 0  # shard downloads in progress (the write-behind waits for none)
         self.server = ShardServer(self.store, host=host, port=port, role="relay", max_rate=max_rate)
         self.workers = workers
         self.poll_wait = poll_wait
@@ -119,11 +161,22 @@ class Relay:
             t = threading.Thread(target=self._watch, args=(up,), name=f"shardcast-watch-{up}", daemon=True)
             t.start()
             self._threads.append(t)
+        if self.arena is not None:
+            t = threading.Thread(target=self._write_behind, name="shardcast-write-behind", daemon=True)
+            t.start()
+            self._threads.append(t)
         return self
 
     def stop(self) -> None:
+        """Stop serving and following. Shards held only in RAM are not flushed: a restarted relay
+        pulls them again."""
         self._stop.set()
         self.server.stop()
+        if self.arena is not None:
+            for t in self._threads:
+                if t.name == "shardcast-write-behind":
+                    t.join(timeout=30)
+            self.arena.close()  # gives the memory back
 
     def __enter__(self) -> Relay:
         return self.start()
@@ -205,6 +258,8 @@ class Relay:
         t0 = time.monotonic()
         missing = [s.index for s in manifest.shards if s.index not in st.present]
         while missing and not self._stop.is_set() and not st.removed:
+            with self._lock:
+                self._pulling += 1
             try:
                 pool = SourcePool(self.upstreams, reputation=self.reputation)
                 stats = download_shards(manifest, missing, pool, _RelaySink(self.store, st),
@@ -216,4 +271,51 @@ class Relay:
             except ShardcastError as e:
                 log.warning("sync of %s stalled: %s; retrying", manifest.id[:12], e)
                 self._stop.wait(2.0)
+            finally:
+                with self._lock:
+                    self._pulling -= 1
             missing = [s.index for s in manifest.shards if s.index not in st.present]
+
+    # -- RAM arena write-behind --------------------------------------------------------------------
+
+    def _idle(self) -> bool:
+        with self._lock:
+            pulling = self._pulling
+        return not pulling and self.server.idle_for() >= self.persist_idle
+
+    def _write_behind(self) -> None:
+        """Copy arena-only shards to disk, one at a time, while the relay is idle."""
+        arena = self.arena
+        assert arena is not None
+        while not self._stop.wait(0.1):
+            if not self._idle():
+                continue
+            for st, index, slot in self.store.unpersisted():
+                if self._stop.is_set() or not self._idle():
+                    break
+                if not arena.pin(slot):  # dropped meanwhile (version pruned)
+                    continue
+                try:
+                    self._persist(st, index, slot)
+                except OSError as e:
+                    if not st.removed:
+                        log.warning("writing shard %d of %s to disk failed: %s (kept in RAM)",
+                                    index, st.manifest.id[:12], e)
+                        self._stop.wait(5.0)
+                finally:
+                    arena.unpin(slot)
+
+    def _persist(self, st: VersionState, index: int, slot: Slot) -> None:
+        assert self.arena is not None
+        part = st.directory / "shards" / f"{index}.part"
+        f = DirectFile(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, direct=True)
+        try:
+            preallocate(f.fd, slot.size)
+            f.pwrite(0, self.arena.view(slot))  # page-aligned: O_DIRECT from the arena, no copy
+        finally:
+            f.close()
+        if st.removed:
+            part.unlink(missing_ok=True)
+            return
+        os.replace(part, st.shard_path(index))
+        self.store.mark_persisted(st.manifest.id, index)

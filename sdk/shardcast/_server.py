@@ -2,7 +2,9 @@
 
 Routes (all under `/shardcast/v1`)::
 
-    GET /health                                     {"schema", "role", "versions"}
+    GET /health                                     {"schema", "role", "versions"}, and for a relay
+                                                    with a RAM arena "unpersisted_bytes",
+                                                    "ram_free_bytes"
     GET /versions?after=<id>&wait=<s>               versions document; long-polls while the
                                                     latest version is still `after`
     GET /versions/<id>/manifest?wait=<s>            canonical manifest bytes
@@ -115,8 +117,12 @@ class _Handler(BaseHTTPRequestHandler):
         q = parse_qs(url.query)
         store = self.server.owner.store
         if path == "/health":
-            return self._json(200, {"schema": VERSIONS_SCHEMA, "role": self.server.owner.role,
-                                    "versions": len(store.versions())})
+            doc: dict[str, Any] = {"schema": VERSIONS_SCHEMA, "role": self.server.owner.role,
+                                   "versions": len(store.versions())}
+            if store.arena is not None:  # a relay with a RAM arena: what it still owes the disk
+                doc["unpersisted_bytes"] = sum(slot.size for _, _, slot in store.unpersisted())
+                doc["ram_free_bytes"] = store.arena.free_bytes()
+            return self._json(200, doc)
         if path == "/versions":
             after = q.get("after", [None])[0] or None
             states = store.wait_for_change(after, self._wait_param(q))
@@ -147,42 +153,59 @@ class _Handler(BaseHTTPRequestHandler):
         if path is None:
             return self._error(HTTPStatus.SERVICE_UNAVAILABLE, f"shard {index} of {vid} not here yet",
                                retry_after=1)
+        slot = st.ram.get(index)
+        arena = store.arena
+        if slot is not None and arena is not None and arena.pin(slot):
+            try:  # held in the relay's RAM arena: sendfile from the shared-memory pages
+                self._send_shard(shard.size, shard.sha256, arena.file, slot.offset)
+            finally:
+                arena.unpin(slot)
+            return None
         try:
             f = open(path, "rb")  # noqa: SIM115 - closed below; sendfile needs the raw file
         except FileNotFoundError:  # pruned between the wait and the open
             return self._error(HTTPStatus.NOT_FOUND, f"version {vid} was dropped")
         with f:
-            size = shard.size
-            start, end = 0, size
-            status = 200
-            rng = self.headers.get("Range")
-            if rng:
-                m = _RANGE.match(rng.strip())
-                if not m or (not m.group(1) and not m.group(2)):
-                    return self._error(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE, f"bad range {rng!r}")
-                if m.group(1):
-                    start = int(m.group(1))
-                    end = min(size, int(m.group(2)) + 1) if m.group(2) else size
-                else:  # suffix range: the last N bytes
-                    start = max(0, size - int(m.group(2)))
-                if start >= end:
-                    self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
-                    self.send_header("Content-Range", f"bytes */{size}")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return None
-                status = 206
-            self.send_response(status)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(end - start))
-            self.send_header("Accept-Ranges", "bytes")
-            self.send_header("X-Shard-Sha256", shard.sha256)
-            if status == 206:
-                self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
-            self.end_headers()
-            if self.command == "HEAD":
+            self._send_shard(shard.size, shard.sha256, f, 0)
+        return None
+
+    def _send_shard(self, size: int, sha256: str, f: Any, base: int) -> None:
+        """Answer with bytes [0, size) of a shard stored at `base` in `f` (honouring Range)."""
+        start, end = 0, size
+        status = 200
+        rng = self.headers.get("Range")
+        if rng:
+            m = _RANGE.match(rng.strip())
+            if not m or (not m.group(1) and not m.group(2)):
+                return self._error(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE, f"bad range {rng!r}")
+            if m.group(1):
+                start = int(m.group(1))
+                end = min(size, int(m.group(2)) + 1) if m.group(2) else size
+            else:  # suffix range: the last N bytes
+                start = max(0, size - int(m.group(2)))
+            if start >= end:
+                self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+                self.send_header("Content-Range", f"bytes */{size}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
                 return None
-            self._send_range(f, start, end - start)
+            status = 206
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(end - start))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("X-Shard-Sha256", sha256)
+        if status == 206:
+            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
+        self.end_headers()
+        if self.command == "HEAD":
+            return None
+        owner = self.server.owner
+        owner.activity(+1)
+        try:
+            self._send_range(f, base + start, end - start)
+        finally:
+            owner.activity(-1)
         return None
 
     def _send_range(self, f: Any, offset: int, count: int) -> None:
@@ -211,8 +234,22 @@ class ShardServer:
         self.store = store
         self.role = role
         self.max_rate = max_rate
+        self._active = 0  # shard responses being sent
+        self._idle_since = time.monotonic()
+        self._activity_lock = threading.Lock()
         self._httpd = _Server((host, port), self)
         self._thread: threading.Thread | None = None
+
+    def activity(self, delta: int) -> None:
+        """Count a shard response in (+1) or out (-1): `idle_for` measures from the last one out."""
+        with self._activity_lock:
+            self._active += delta
+            self._idle_since = time.monotonic()
+
+    def idle_for(self) -> float:
+        """Seconds since the last shard response ended; 0.0 while one is being sent."""
+        with self._activity_lock:
+            return 0.0 if self._active else time.monotonic() - self._idle_since
 
     @property
     def url(self) -> str:

@@ -7,7 +7,9 @@ Layout under `data_dir`::
     versions/<manifest id>/shards/<i>.part   a shard being downloaded (never served)
 
 A shard file appears by an atomic rename after its hash was checked, so presence means
-verified, also after a restart. Waiters (long-polls, pending shard requests) block on one
+verified, also after a restart. A relay with a RAM arena (`_arena`) may hold a verified shard
+only in memory (`VersionState.ram`) until it writes it behind; such a shard is present but has
+no file yet, and is lost (fetched again) if the relay restarts first. Waiters (long-polls, pending shard requests) block on one
 condition variable that every change notifies.
 """
 
@@ -21,6 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._arena import Arena, Slot
 from ._errors import ManifestError
 from ._manifest import Manifest
 
@@ -36,6 +39,7 @@ class VersionState:
     present: set[int] = field(default_factory=set)
     added_at: float = field(default_factory=time.time)
     removed: bool = False
+    ram: dict[int, Slot] = field(default_factory=dict)  # shards held in the store's arena
 
     @property
     def complete(self) -> bool:
@@ -48,11 +52,12 @@ class VersionState:
 class ShardStore:
     """Thread-safe index of the versions held on disk, keeping at most `keep` of them."""
 
-    def __init__(self, data_dir: Path | str, *, keep: int | None = None) -> None:
+    def __init__(self, data_dir: Path | str, *, keep: int | None = None, arena: Arena | None = None) -> None:
         if keep is not None and keep < 1:
             raise ValueError("keep must be >= 1 (or None for unlimited)")
         self.data_dir = Path(data_dir)
         self.keep = keep
+        self.arena = arena
         self._versions: OrderedDict[str, VersionState] = OrderedDict()
         self._cond = threading.Condition()
         self._generation = 0  # bumps on every new version (long-poll cursor)
@@ -140,12 +145,49 @@ class ShardStore:
                  manifest.step, len(manifest.shards))
         return st
 
-    def mark_present(self, version_id: str, index: int) -> None:
+    def mark_present(self, version_id: str, index: int, *, slot: Slot | None = None) -> None:
+        """Shard `index` is verified: on disk, or in the arena at `slot`."""
+        release = None
         with self._cond:
             st = self._versions.get(version_id)
-            if st is not None:
+            if st is not None and not st.removed:
+                if slot is not None:
+                    st.ram[index] = slot
                 st.present.add(index)
                 self._cond.notify_all()
+            else:
+                release = slot
+        if release is not None and self.arena is not None:
+            self.arena.release(release)
+
+    def unpersisted(self) -> list[tuple[VersionState, int, Slot]]:
+        """Arena-held shards with no file yet, oldest version first (what a write-behind owes)."""
+        with self._cond:
+            return [(st, i, slot) for st in self._versions.values() if not st.removed
+                    for i, slot in sorted(st.ram.items()) if not slot.persisted]
+
+    def mark_persisted(self, version_id: str, index: int) -> None:
+        with self._cond:
+            st = self._versions.get(version_id)
+            slot = st.ram.get(index) if st is not None else None
+            if slot is not None:
+                slot.persisted = True
+
+    def reclaim(self, exclude: str | None = None) -> int:
+        """Drop persisted shards from RAM, oldest version first, skipping version `exclude`; returns
+        how many slots were released (they stay served from their files)."""
+        if self.arena is None:
+            return 0
+        dropped: list[Slot] = []
+        with self._cond:
+            for vid, st in self._versions.items():
+                if vid == exclude:
+                    continue
+                for i in [i for i, s in st.ram.items() if s.persisted]:
+                    dropped.append(st.ram.pop(i))
+        for slot in dropped:
+            self.arena.release(slot)
+        return len(dropped)
 
     def _prune_locked(self) -> None:
         if self.keep is None:
@@ -153,6 +195,10 @@ class ShardStore:
         while len(self._versions) > self.keep:
             vid, st = self._versions.popitem(last=False)
             st.removed = True
+            if self.arena is not None:
+                for slot in st.ram.values():  # in-flight sends keep a slot until they drain
+                    self.arena.release(slot)
+                st.ram.clear()
             log.info("dropping version %s (step %d): keeping the last %d", vid[:12], st.manifest.step, self.keep)
             # Open file descriptors keep serving in-flight responses; new requests get 404.
             shutil.rmtree(st.directory, ignore_errors=True)

@@ -127,12 +127,18 @@ def serve(data_dir: Path, host: str, port: int, keep: int, max_rate: int | None,
 @shardcast.command(short_help="Run a relay that follows one or more upstreams.")
 @click.option("--upstream", "upstreams", multiple=True, required=True, help="Origin or relay URL (repeat).")
 @click.option("--workers", default=4, show_default=True, help="Parallel shard downloads from upstreams.")
+@click.option("--ram-mib", default=0, show_default=True, type=click.IntRange(min=0),
+              help="RAM arena for the newest shards, allocated at start (0: all through the disk). "
+                   "Shards in it are served from memory and written to disk when the relay is idle.")
 @_server_options
-def relay(upstreams: tuple[str, ...], workers: int, data_dir: Path, host: str, port: int, keep: int,
+def relay(upstreams: tuple[str, ...], workers: int, ram_mib: int, data_dir: Path, host: str, port: int, keep: int,
           max_rate: int | None, url_file: Path | None) -> None:
     """Follow UPSTREAMs, verify every shard, and serve them to clients and other relays."""
-    r = Relay(list(upstreams), data_dir, keep=keep, host=host, port=port, workers=workers,
-              max_rate=max_rate).start()
+    try:
+        r = Relay(list(upstreams), data_dir, keep=keep, host=host, port=port, workers=workers,
+                  max_rate=max_rate, ram_bytes=ram_mib * 2**20).start()
+    except OSError as e:
+        raise click.ClickException(f"cannot set up the relay: {e}") from e
     click.echo(f"relay serving on {r.url}", err=True)
     _write_url(url_file, r.url)
     _block_until_signal(r.stop)
