@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -110,6 +111,27 @@ def reap(p: subprocess.Popen[bytes]) -> float | None:
     return ru.ru_utime + ru.ru_stime
 
 
+def wait_all(procs: list[subprocess.Popen[bytes]], timeout: float) -> list[tuple[float, float]]:
+    """Wait for every process in `procs` to exit, each in a thread blocked in `wait4`; returns each
+    one's (monotonic exit time, user + system CPU seconds)."""
+    out: list[tuple[float, float] | None] = [None] * len(procs)
+
+    def wait_one(i: int, p: subprocess.Popen[bytes]) -> None:
+        _, status, ru = os.wait4(p.pid, 0)
+        out[i] = (time.monotonic(), ru.ru_utime + ru.ru_stime)
+        p.returncode = os.waitstatus_to_exitcode(status)
+
+    threads = [threading.Thread(target=wait_one, args=(i, p), daemon=True) for i, p in enumerate(procs)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    if any(o is None for o in out):
+        raise RuntimeError(f"clients did not finish within {timeout:.0f} s")
+    return [o for o in out if o is not None]
+
+
 def wait_cpu(p: subprocess.Popen[bytes], timeout: float) -> float:
     """Wait for `p` to exit (up to `timeout` s); its user + system CPU seconds."""
     deadline = time.monotonic() + timeout
@@ -160,7 +182,7 @@ def relays_persisted(urls: list[str], timeout: float = 120) -> float:
 
 
 def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: int, fetch_args: list[str],
-            ram_mib: int = 0, warm: bool = False) -> dict:
+            ram_mib: int = 0, warm: bool = False, workers: int = 4) -> dict:
     """Wall time from "origin serves the new version" to "all clients done", and the CPU seconds
     (user+sys) that the clients and, separately, the relays used in that time.
 
@@ -187,7 +209,7 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
         sources = [wait_file(work / f"relay{i}.url", p) for i, p in enumerate(rps)] if relays else [o_url]
         cps: list[subprocess.Popen[bytes]] = []
         if warm:
-            cps = [run.spawn_script(CLIENT_DRIVER, str(work / f"client{i}"), str(work / f"client{i}.ready"), *sources,
+            cps = [run.spawn_script(CLIENT_DRIVER, str(work / f"client{i}"), str(work / f"client{i}.ready"), str(workers), *sources,
                                     name=f"client{i}", stdin=subprocess.PIPE) for i in range(clients)]
             for i, p in enumerate(cps):
                 wait_file(work / f"client{i}.ready", p)
@@ -206,24 +228,19 @@ def one_run(ckpt: Path, work: Path, *, relays: int, clients: int, shard_size: in
         else:
             relay_flags = [flag for s in sources for flag in ("--relay", s)]
             cps = [run.spawn("fetch", str(mf), str(work / f"client{i}"), *relay_flags,
-                             "--no-progress", "--json", *fetch_args, name=f"client{i}") for i in range(clients)]
+                             "--no-progress", "--json", "--workers", str(workers), *fetch_args, name=f"client{i}")
+                   for i in range(clients)]
             client_cpu0 = [0.0] * clients
+        done = wait_all(cps, timeout=600)  # blocking waits: the harness uses no CPU meanwhile
         ends, client_cpu = [], 0.0
-        pending = dict(enumerate(cps))
-        while pending:  # reap in completion order: a client's end time is when it exits
-            for i, p in list(pending.items()):
-                cpu = reap(p)
-                if cpu is None:
-                    continue
-                del pending[i]
-                ends.append(time.monotonic())
-                client_cpu += cpu - client_cpu0[i]
-                if p.returncode != 0:
-                    raise RuntimeError(f"client {i} failed: {(work / f'client{i}.log').read_text()[-2000:]}")
-            if time.monotonic() - t0 > 600:
-                raise RuntimeError("clients did not finish within 600 s")
-            time.sleep(0.005)
+        for i, p in enumerate(cps):
+            if p.returncode != 0:
+                raise RuntimeError(f"client {i} failed: {(work / f'client{i}.log').read_text()[-2000:]}")
+            ends.append(done[i][0])
+            client_cpu += done[i][1] - client_cpu0[i]
         total = max(ends) - t0
+        if os.environ.get("SHARDCAST_BENCH_WINDOW"):  # for `perf record -k CLOCK_MONOTONIC` / `perf report --time`
+            print(f"# window (CLOCK_MONOTONIC): {t0:.6f},{max(ends):.6f}", file=sys.stderr)
         disk1 = disk_stats()
         persisted = total + relays_persisted(sources) if ram_mib and relays else None
         relay_cpu = 0.0
@@ -250,6 +267,7 @@ def main() -> None:
     ap.add_argument("--client-mode", choices=("cold", "warm", "both"), default="both",
                     help="cold: `fetch` processes started when the version is out; warm: already-running clients "
                          "handed the manifest (a worker agent's case)")
+    ap.add_argument("--client-workers", type=int, default=4, help="parallel shard downloads per client")
     ap.add_argument("--workdir", type=Path, default=None, help="scratch directory (default: a temp dir)")
     ap.add_argument("--fetch-arg", action="append", default=[], help="extra `fetch` flag, e.g. --no-fsync")
     ap.add_argument("--reference", default=None, help="python of a venv with PyPI shardcast 0.3.2")
@@ -272,12 +290,13 @@ def main() -> None:
         shard_size = args.shard_mb * 1_000_000
         for r in range(args.repeat):
             s = one_run(ckpt, root / f"single{r}", relays=0, clients=1, shard_size=shard_size,
-                        fetch_args=args.fetch_arg)
+                        fetch_args=args.fetch_arg, workers=args.client_workers)
             single.append(s["seconds"])
             print(f"run {r}: single {s['seconds']:.2f} s ({s['cpu']:.1f} CPU s)", flush=True)
             for mode in modes:
                 t = one_run(ckpt, root / f"tree{r}{mode}", relays=args.relays, clients=args.clients,
-                            shard_size=shard_size, fetch_args=args.fetch_arg, ram_mib=ram_mib, warm=mode == "warm")
+                            shard_size=shard_size, fetch_args=args.fetch_arg, ram_mib=ram_mib, warm=mode == "warm",
+                            workers=args.client_workers)
                 tree[mode].append(t["seconds"])
                 cpu_tree[mode].append(t["cpu"] + t["relay_cpu"])
                 on_disk = f"; relays on disk at {t['persisted']:.2f} s" if t["persisted"] is not None else ""

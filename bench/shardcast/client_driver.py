@@ -1,11 +1,11 @@
 """A running client for the benchmarks: imports and sets up first, then fetches when told to,
 the way a worker's long-running agent fetches each new checkpoint (`CheckpointFollower`).
 
-    python bench/shardcast/client_driver.py OUT_DIR READY_FILE RELAY_URL [RELAY_URL ...]
+    python bench/shardcast/client_driver.py OUT_DIR READY_FILE WORKERS RELAY_URL [RELAY_URL ...]
 
 Writes READY_FILE once the client is constructed; then reads one line from stdin, the path of
 the manifest (in a deployment the chain event names it), fetches it into OUT_DIR with the same
-defaults as `intellect shardcast fetch` (4 workers, O_DIRECT, fsync, atomic install), prints a
+defaults as `intellect shardcast fetch` (WORKERS parallel shards, O_DIRECT, fsync, atomic install), prints a
 JSON summary and exits.
 """
 
@@ -20,7 +20,7 @@ from intellect.sdk.shardcast import Client, Manifest
 
 def main() -> None:
     out, ready = Path(sys.argv[1]), Path(sys.argv[2])
-    client = Client(sys.argv[3:])
+    client = Client(sys.argv[4:], workers=int(sys.argv[3]))
     ready.write_text("ready")
     manifest = Manifest.from_bytes(Path(sys.stdin.readline().strip()).read_bytes())
     result = client.fetch_detailed(manifest, out)

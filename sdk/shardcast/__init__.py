@@ -25,7 +25,7 @@ from ._errors import (
 from ._manifest import MANIFEST_SCHEMA, FileEntry, Manifest, ShardEntry
 from ._origin import DEFAULT_SHARD_SIZE, IpfsLike, Origin, build_shards
 from ._relay import Relay
-from ._server import API_PREFIX
+from ._wire import API_PREFIX
 
 __all__ = [
     "API_PREFIX",

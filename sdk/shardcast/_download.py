@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from ._errors import FetchError, ShardVerificationError, UpstreamError
 from ._manifest import Manifest, ShardEntry
-from ._server import API_PREFIX
+from ._wire import API_PREFIX
 
 __all__ = ["DownloadStats", "ShardSink", "SourcePool", "download_shards", "http_get"]
 

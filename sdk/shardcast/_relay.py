@@ -27,8 +27,9 @@ from ._directio import ALIGN, DirectFile, preallocate
 from ._download import SourcePool, SourceReputation, download_shards, http_get
 from ._errors import ManifestError, ShardcastError, UnknownSchemaVersionError, UpstreamError
 from ._manifest import Manifest, ShardEntry
-from ._server import VERSIONS_SCHEMA, ShardServer
+from ._server import ShardServer
 from ._store import ShardStore, VersionState
+from ._wire import VERSIONS_SCHEMA
 
 __all__ = ["Relay"]
 

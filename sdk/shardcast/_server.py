@@ -29,13 +29,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ._store import ShardStore
+from ._wire import API_PREFIX, VERSIONS_SCHEMA
 
 __all__ = ["API_PREFIX", "VERSIONS_SCHEMA", "ShardServer"]
 
 log = logging.getLogger(__name__)
 
-API_PREFIX = "/shardcast/v1"
-VERSIONS_SCHEMA = "intellect.shardcast.versions/v1"
 MAX_WAIT_S = 60.0
 _SHARD = re.compile(r"^/versions/([0-9a-f]{64})/shards/(\d{1,9})$")
 _MANIFEST = re.compile(r"^/versions/([0-9a-f]{64})/manifest$")
