@@ -4,7 +4,7 @@ One swarm, three faults at once, a real (tiny, random-init) Llama checkpoint:
 
     origin O ── relay A (slow; SIGKILLed mid-transfer) ──┐
        │   └─── relay B (its shards corrupted on disk)   ├── relay C (upstreams A and O, depth 2)
-       └────────────────────────────────────────────────┘
+       └────────────────────────────────────────────────┘   (C: RAM arena)
     client 1: [B, C]   drops B's corrupt shards, finishes from C
     client 2: [A, C]   A dies under it, fails over to C
     client 3: [C]      SIGKILLed after a few shards, resumed without re-downloading them
@@ -52,8 +52,9 @@ def test_swarm_faults_every_client_byte_identical_and_loadable(tmp_path: Path, p
     relay_a, a_url = procs.server("relay", "--upstream", o_url, "--data-dir", str(tmp_path / "a"),
                                   "--max-rate", SLOW, name="relay-a")
     _, b_url = procs.server("relay", "--upstream", o_url, "--data-dir", str(tmp_path / "b"), name="relay-b")
+    # C keeps shards in a RAM arena (1 MiB holds this ~0.8 MB checkpoint) and serves them from memory.
     _, c_url = procs.server("relay", "--upstream", a_url, "--upstream", o_url, "--data-dir",
-                            str(tmp_path / "c"), "--max-rate", SLOW, name="relay-c")
+                            str(tmp_path / "c"), "--max-rate", SLOW, "--ram-mib", "1", name="relay-c")
 
     # Corrupt relay B's copy once it has verified and stored every shard.
     b_shards = tmp_path / "b" / "versions" / manifest.id / "shards"
