@@ -9,6 +9,8 @@ version or shard yet answers 404/503 after a server-side wait: that is "not read
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
 import http.client
 import logging
@@ -207,6 +209,24 @@ def http_get(url: str, path: str, *, timeout: float = 30.0, max_size: int = 64 *
         conn.close()
 
 
+_HUGE = 2 * 1024 * 1024
+
+
+def _receive_buffer(size: int) -> memoryview:
+    """A page-aligned receive buffer, backed by transparent huge pages where the kernel allows
+    them (`MADV_HUGEPAGE`): O_DIRECT writes pin its pages for every request, and the receive
+    copy and sha256 walk it, so 2 MiB pages mean far fewer pages to pin and TLB misses."""
+    private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+    m = mmap.mmap(-1, size + _HUGE, flags=private) if private else mmap.mmap(-1, size + _HUGE)  # not shmem
+    view = memoryview(m)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    start = -addr % _HUGE
+    if hasattr(m, "madvise") and hasattr(mmap, "MADV_HUGEPAGE"):
+        with contextlib.suppress(OSError):  # THP disabled: ordinary 4 KiB pages, same behaviour
+            m.madvise(mmap.MADV_HUGEPAGE)
+    return view[start : start + size]
+
+
 class _NotReady(Exception):
     pass
 
@@ -291,7 +311,7 @@ def download_shards(
 
     def worker() -> None:
         conns: dict[str, http.client.HTTPConnection] = {}
-        buf = memoryview(mmap.mmap(-1, CHUNK + 4096))  # page-aligned, room for any phase
+        buf = _receive_buffer(CHUNK + 4096)  # page-aligned, room for any phase
         try:
             while True:
                 with lock:
