@@ -9,8 +9,8 @@ Layout under `data_dir`::
 A shard file appears by an atomic rename after its hash was checked, so presence means
 verified, also after a restart. A relay with a RAM arena (`_arena`) may hold a verified shard
 only in memory (`VersionState.ram`) until it writes it behind; such a shard is present but has
-no file yet, and is lost (fetched again) if the relay restarts first. Waiters (long-polls, pending shard requests) block on one
-condition variable that every change notifies.
+no file yet, and is lost (fetched again) if the relay restarts first. Waiters (long-polls,
+pending shard requests) block on one condition variable that every change notifies.
 """
 
 from __future__ import annotations
@@ -174,8 +174,8 @@ class ShardStore:
                 slot.persisted = True
 
     def reclaim(self, exclude: str | None = None) -> int:
-        """Drop persisted shards from RAM, oldest version first, skipping version `exclude`; returns
-        how many slots were released (they stay served from their files)."""
+        """Drop every shard that is already on disk from RAM, except version `exclude`'s (the one
+        being received); returns how many slots were released. They stay served from their files."""
         if self.arena is None:
             return 0
         dropped: list[Slot] = []
