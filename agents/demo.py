@@ -151,7 +151,9 @@ class NodeSpec:
 
 def node_specs(opts: DemoOptions) -> list[NodeSpec]:
     """The swarm: anvil dev account 0 is the deployer and the default pool's trainer."""
-    specs = [NodeSpec("trainer", "trainer", 0), NodeSpec("relay", "relay", 1)]
+    # The relay keeps the newest checkpoints (~2 MB each for the tiny model) in a RAM arena and
+    # writes them behind to disk between steps.
+    specs = [NodeSpec("trainer", "trainer", 0), NodeSpec("relay", "relay", 1, {"relay": {"ram_mib": 8}})]
     acct = 2
     for i in range(opts.workers):
         gpu, vram, count = HARDWARE[i % len(HARDWARE)]
