@@ -31,8 +31,9 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
+
+from intellect.sdk.shardcast._download import http_get
 
 CLI = [sys.executable, "-m", "intellect.sdk.shardcast.cli"]
 DRIVER = Path(__file__).with_name("origin_driver.py")
@@ -170,9 +171,8 @@ def relays_persisted(urls: list[str], timeout: float = 120) -> float:
     while urls:
         left = []
         for u in urls:
-            with urllib.request.urlopen(f"{u}/shardcast/v1/health", timeout=10) as r:
-                if json.loads(r.read()).get("unpersisted_bytes", 0):
-                    left.append(u)
+            if json.loads(http_get(u, "/health", timeout=10)).get("unpersisted_bytes", 0):
+                left.append(u)
         urls = left
         if urls:
             if time.monotonic() - t0 > timeout:

@@ -139,6 +139,7 @@ class Relay:
         self.store = ShardStore(data_dir, keep=keep, arena=self.arena)
         self.persist_idle = persist_idle
         self._pulling = 0  # shard downloads in progress (the write-behind waits for none)
+        self._writer: threading.Thread | None = None
         self.server = ShardServer(self.store, host=host, port=port, role="relay", max_rate=max_rate)
         self.workers = workers
         self.poll_wait = poll_wait
@@ -163,9 +164,8 @@ class Relay:
             t.start()
             self._threads.append(t)
         if self.arena is not None:
-            t = threading.Thread(target=self._write_behind, name="shardcast-write-behind", daemon=True)
-            t.start()
-            self._threads.append(t)
+            self._writer = threading.Thread(target=self._write_behind, name="shardcast-write-behind", daemon=True)
+            self._writer.start()
         return self
 
     def stop(self) -> None:
@@ -174,9 +174,8 @@ class Relay:
         self._stop.set()
         self.server.stop()
         if self.arena is not None:
-            for t in self._threads:
-                if t.name == "shardcast-write-behind":
-                    t.join(timeout=30)
+            if self._writer is not None:
+                self._writer.join(timeout=30)
             self.arena.close()  # gives the memory back
 
     def __enter__(self) -> Relay:

@@ -89,16 +89,20 @@ def _fmt(value: Any) -> str:
 
 
 @contextlib.contextmanager
-def reverts(error: str, *args: Any) -> Iterator[None]:
-    """Expects the transaction/call in the block to revert with custom error `error` (and exactly `args`)."""
+def reverts(error: str, *args: Any, leading_args: bool = True, ignore_case: bool = False) -> Iterator[None]:
+    """Expects the transaction/call in the block to revert with custom error `error` and `args`.
+
+    leading_args: `args` may be fewer than the error has (the leading ones are compared); False:
+    exactly these. ignore_case: compare the message case-insensitively (the security suite's rule)."""
     try:
         yield
     except VirtualMachineError as exc:
         msg = exc.revert_msg or ""
         if args:
             expected = f"{error}: " + ", ".join(_fmt(a) for a in args)
-            # fewer args than the error has: compare the leading ones
-            assert msg == expected or msg.startswith(expected + ", "), f"reverted with {msg!r}, expected {expected!r}"
+            got, want = (msg.lower(), expected.lower()) if ignore_case else (msg, expected)
+            ok = got == want or (leading_args and got.startswith(want + ", "))
+            assert ok, f"reverted with {msg!r}, expected {expected!r}"
         else:
             assert msg.split(":")[0] == error, f"reverted with {msg!r}, expected {error}"
     else:

@@ -1,7 +1,7 @@
 """Shared helpers of the security suite (constants, revert matcher, `Net`, devnet and swarm context
 managers): a module with its own name, so that `pytest tests/contracts tests/security` does not mix up the
 two directories' `conftest` modules. The chain constants and small helpers come from
-tests/contracts/contracts_helpers.py; `reverts` here compares case-insensitively."""
+tests/contracts/contracts_helpers.py; `reverts` here compares exactly and case-insensitively."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from brownie import accounts, chain
-from brownie.exceptions import VirtualMachineError
 from eth_utils import keccak
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +21,7 @@ if str(ROOT) not in sys.path:
 from scripts._deployment import TOKEN  # noqa: E402
 from scripts._eip712 import registration_signature  # noqa: E402
 
-# The chain constants, `_fmt`, `set_balance` and the private anvil port are the contract tests' own:
+# The chain constants, `set_balance`, `reverts` and the private anvil port are the contract tests' own:
 # tests/contracts/contracts_helpers.py (importing it picks the port before brownie connects).
 if str(ROOT / "tests" / "contracts") not in sys.path:
     sys.path.insert(0, str(ROOT / "tests" / "contracts"))
@@ -46,9 +45,9 @@ from contracts_helpers import (  # noqa: E402
     TRAINER,
     VALIDATOR,
     WORKER,
-    _fmt,
     set_balance,
 )
+from contracts_helpers import reverts as _reverts  # noqa: E402
 
 __all__ = [
     "C_NONE",
@@ -82,20 +81,9 @@ __all__ = [
 ]
 
 
-@contextlib.contextmanager
-def reverts(error: str, *args: Any) -> Iterator[None]:
-    """Expects the transaction/call in the block to revert with custom error `error` (and exactly `args`)."""
-    try:
-        yield
-    except VirtualMachineError as exc:
-        msg = exc.revert_msg or ""
-        if args:
-            expected = f"{error}: " + ", ".join(_fmt(a) for a in args)
-            assert msg.lower() == expected.lower(), f"reverted with {msg!r}, expected {expected!r}"
-        else:
-            assert msg.split(":")[0] == error, f"reverted with {msg!r}, expected {error}"
-    else:
-        raise AssertionError(f"did not revert (expected {error})")
+def reverts(error: str, *args: Any) -> contextlib.AbstractContextManager[None]:
+    """Expects a revert with custom error `error` and exactly `args`, compared case-insensitively."""
+    return _reverts(error, *args, leading_args=False, ignore_case=True)
 
 
 def selector(signature: str) -> bytes:

@@ -6,7 +6,12 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from intellect.sdk.shardcast import Manifest, Relay
 
 CLI = [sys.executable, "-m", "intellect.sdk.shardcast.cli"]
 
@@ -28,6 +33,21 @@ def write_tiny_hf_checkpoint(out: Path) -> Path:
     PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>",
                             eos_token="</s>").save_pretrained(out)
     return out
+
+
+def relay_complete(relay: Relay, vid: str) -> bool:
+    """Whether `relay` holds every shard of version `vid`."""
+    st = relay.store.get(vid)
+    return st is not None and st.complete
+
+
+def corrupt_every_shard(relay: Relay, manifest: Manifest, where: Callable[[int], int], mask: int) -> None:
+    """XOR byte `where(shard size)` of every verified shard of `manifest` on `relay`'s disk with `mask`."""
+    for s in manifest.shards:
+        p = relay.store.get(manifest.id).shard_path(s.index)  # type: ignore[union-attr]
+        data = bytearray(p.read_bytes())
+        data[where(len(data))] ^= mask
+        p.write_bytes(bytes(data))
 
 
 def assert_same_tree(a: Path, b: Path) -> None:

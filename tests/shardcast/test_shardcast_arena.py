@@ -8,10 +8,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from shardcast_helpers import assert_same_tree, wait_for
+from shardcast_helpers import assert_same_tree, corrupt_every_shard, relay_complete, wait_for
 
 from intellect.sdk.shardcast import API_PREFIX, Client, Manifest, Origin, Relay, _arena
 from intellect.sdk.shardcast._arena import ALIGN, Arena
+from intellect.sdk.shardcast._download import http_get
 
 SHARD = 256 * 1024
 
@@ -23,19 +24,8 @@ def origin(tmp_path: Path):  # type: ignore[no-untyped-def]
     o.stop()
 
 
-def _complete(relay: Relay, vid: str) -> bool:
-    st = relay.store.get(vid)
-    return st is not None and st.complete
-
-
 def _health(url: str) -> dict:
-    u = urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
-    try:
-        conn.request("GET", f"{API_PREFIX}/health")
-        return json.loads(conn.getresponse().read())
-    finally:
-        conn.close()
+    return json.loads(http_get(url, "/health"))
 
 
 def _files_on_disk(relay: Relay, m: Manifest) -> set[int]:
@@ -96,7 +86,7 @@ def test_relay_ram_arena_keeps_shards_off_disk_until_idle(tmp_path: Path, origin
     r = Relay([origin.url], tmp_path / "r", ram_bytes=8 * 2**20, persist_idle=3600).start()
     try:
         m, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
-        wait_for(lambda: _complete(r, m.id), what="relay complete")
+        wait_for(lambda: relay_complete(r, m.id), what="relay complete")
         result = Client([r.url], workers=3).fetch_detailed(m, tmp_path / "out")
         assert result.per_source == {r.url: len(m.shards)}
         assert_same_tree(random_checkpoint, tmp_path / "out")
@@ -138,7 +128,7 @@ def test_relay_arena_too_small_spills_to_disk_and_serves_ranges(tmp_path: Path, 
     r = Relay([origin.url], tmp_path / "r", ram_bytes=3 * SHARD, persist_idle=3600, workers=1).start()
     try:
         m, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
-        wait_for(lambda: _complete(r, m.id), what="relay complete")
+        wait_for(lambda: relay_complete(r, m.id), what="relay complete")
         st = r.store.get(m.id)
         assert st is not None and len(st.ram) == 3
         assert _files_on_disk(r, m) == {s.index for s in m.shards} - set(st.ram)
@@ -163,11 +153,11 @@ def test_relay_arena_drops_persisted_version_for_the_next(tmp_path: Path, origin
     r = Relay([origin.url], tmp_path / "r", ram_bytes=size + 64 * ALIGN, persist_idle=0.2).start()
     try:
         m1, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
-        wait_for(lambda: _complete(r, m1.id), what="step 1 at relay")
+        wait_for(lambda: relay_complete(r, m1.id), what="step 1 at relay")
         wait_for(lambda: _health(r.url)["unpersisted_bytes"] == 0, what="write-behind of step 1")
         (random_checkpoint / "config.json").write_text('{"model_type": "llama", "step": 2}')
         m2, _ = origin.publish(random_checkpoint, step=2, model_name="tiny")
-        wait_for(lambda: _complete(r, m2.id), what="step 2 at relay")
+        wait_for(lambda: relay_complete(r, m2.id), what="step 2 at relay")
         st1, st2 = r.store.get(m1.id), r.store.get(m2.id)
         assert st1 is not None and st2 is not None
         assert set(st2.ram) == {s.index for s in m2.shards}  # the new version is in RAM
@@ -184,15 +174,11 @@ def test_ram_relay_drops_corrupt_upstream_shards_and_frees_their_slots(tmp_path:
     bad = Relay([origin.url], tmp_path / "bad").start()
     try:
         m, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
-        wait_for(lambda: _complete(bad, m.id), what="bad relay complete")
-        for s in m.shards:  # bit rot (or a malicious relay) after verification
-            p = bad.store.get(m.id).shard_path(s.index)  # type: ignore[union-attr]
-            data = bytearray(p.read_bytes())
-            data[len(data) // 3] ^= 0x01
-            p.write_bytes(bytes(data))
+        wait_for(lambda: relay_complete(bad, m.id), what="bad relay complete")
+        corrupt_every_shard(bad, m, lambda n: n // 3, 0x01)  # bit rot (or a malicious relay) after verification
         ram = Relay([bad.url, origin.url], tmp_path / "ram", ram_bytes=8 * 2**20, persist_idle=3600).start()
         try:
-            wait_for(lambda: _complete(ram, m.id), what="RAM relay complete")
+            wait_for(lambda: relay_complete(ram, m.id), what="RAM relay complete")
             st = ram.store.get(m.id)
             assert st is not None and ram.reputation.offences(bad.url) >= 1
             held = sum(slot.span for slot in st.ram.values())

@@ -6,18 +6,16 @@ import http.client
 import json
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from shardcast_helpers import assert_same_tree, wait_for
+from shardcast_helpers import assert_same_tree, corrupt_every_shard, relay_complete, wait_for
 
 from intellect.sdk.shardcast import (
     API_PREFIX,
     Client,
     FetchError,
-    Manifest,
     Origin,
     OutputExistsError,
     Relay,
@@ -44,20 +42,6 @@ def _relay(tmp_path: Path, name: str, upstreams: list[str], **kw) -> Relay:  # t
     return Relay(upstreams, tmp_path / name, poll_wait=25, **kw).start()
 
 
-def _complete(relay: Relay, vid: str) -> bool:
-    st = relay.store.get(vid)
-    return st is not None and st.complete
-
-
-def _corrupt_every_shard(relay: Relay, manifest: Manifest, where: Callable[[int], int], mask: int) -> None:
-    """XOR byte `where(shard size)` of every verified shard of `manifest` on `relay`'s disk with `mask`."""
-    for s in manifest.shards:
-        p = relay.store.get(manifest.id).shard_path(s.index)  # type: ignore[union-attr]
-        data = bytearray(p.read_bytes())
-        data[where(len(data))] ^= mask
-        p.write_bytes(bytes(data))
-
-
 def test_fetch_by_cid_through_two_level_tree_byte_identical(tmp_path: Path, origin: Origin, ipfs,
                                                             random_checkpoint: Path) -> None:
     r1 = _relay(tmp_path, "r1", [origin.url])
@@ -72,7 +56,7 @@ def test_fetch_by_cid_through_two_level_tree_byte_identical(tmp_path: Path, orig
         assert result.per_source == {r2.url: len(manifest.shards)}
         assert_same_tree(random_checkpoint, out)
         assert not (out.parent / ".step-7.shardcast").exists()  # sidecar cleaned up
-        assert _complete(r2, manifest.id) and _complete(r1, manifest.id)
+        assert relay_complete(r2, manifest.id) and relay_complete(r1, manifest.id)
     finally:
         r2.stop()
         r1.stop()
@@ -85,7 +69,7 @@ def test_relay_learns_new_version_by_long_poll_not_timer(tmp_path: Path, origin:
         time.sleep(0.5)
         t0 = time.monotonic()
         manifest, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
-        wait_for(lambda: _complete(r, manifest.id), timeout=20, what="relay to hold the version")
+        wait_for(lambda: relay_complete(r, manifest.id), timeout=20, what="relay to hold the version")
         # Below the 25 s poll window: the long-poll answered on publish.
         assert time.monotonic() - t0 < 20
         # Once it knows a version, it parks in a 25 s long-poll; a new publish still arrives at once.
@@ -105,9 +89,9 @@ def test_fetch_corrupt_shard_at_relay_dropped_and_fetched_elsewhere(tmp_path: Pa
     good = _relay(tmp_path, "good", [origin.url])
     try:
         manifest, _ = origin.publish(random_checkpoint, step=3, model_name="tiny")
-        wait_for(lambda: _complete(bad, manifest.id) and _complete(good, manifest.id), what="relays complete")
+        wait_for(lambda: relay_complete(bad, manifest.id) and relay_complete(good, manifest.id), what="relays complete")
         # Corrupt every shard on `bad`'s disk after it verified them (bit rot, or a malicious relay).
-        _corrupt_every_shard(bad, manifest, lambda n: n // 2, 0xFF)
+        corrupt_every_shard(bad, manifest, lambda n: n // 2, 0xFF)
         client = Client([bad.url, good.url], workers=2)
         result = client.fetch_detailed(manifest, tmp_path / "out")
         assert result.corrupt_dropped >= 1
@@ -127,7 +111,7 @@ def test_relay_keeps_last_n_versions(tmp_path: Path, origin: Origin, random_chec
             (random_checkpoint / "config.json").write_text(json.dumps({"step": step}))
             m, _ = origin.publish(random_checkpoint, step=step, model_name="tiny")
             ids.append(m.id)
-            wait_for(lambda m=m: _complete(r, m.id), what=f"step {step} at relay")
+            wait_for(lambda m=m: relay_complete(r, m.id), what=f"step {step} at relay")
         assert [v.manifest.id for v in r.store.versions()] == ids[1:]
         assert not (tmp_path / "r" / "versions" / ids[0]).exists()
         assert (tmp_path / "r" / "versions" / ids[2]).is_dir()
@@ -207,13 +191,13 @@ def test_relay_restart_serves_verified_shards_from_disk(tmp_path: Path, origin: 
                                                          random_checkpoint: Path) -> None:
     r = _relay(tmp_path, "r", [origin.url])
     m, _ = origin.publish(random_checkpoint, step=5, model_name="tiny")
-    wait_for(lambda: _complete(r, m.id), what="relay complete")
+    wait_for(lambda: relay_complete(r, m.id), what="relay complete")
     r.stop()
     origin.stop()  # the upstream is gone: the restarted relay must serve from its own disk
     (tmp_path / "r" / "versions" / m.id / "shards" / "0.part").write_bytes(b"half a shard")
     r2 = _relay(tmp_path, "r", ["http://127.0.0.1:9"])
     try:
-        assert _complete(r2, m.id)
+        assert relay_complete(r2, m.id)
         assert not (tmp_path / "r" / "versions" / m.id / "shards" / "0.part").exists()
         Client([r2.url], use_relay_hints=False).fetch(m, tmp_path / "out")
         assert_same_tree(random_checkpoint, tmp_path / "out")
@@ -256,9 +240,9 @@ def test_fetch_reused_client_keeps_corrupting_relay_benched(tmp_path: Path, orig
         m1, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
         (random_checkpoint / "config.json").write_text('{"step": 2}')
         m2, _ = origin.publish(random_checkpoint, step=2, model_name="tiny")
-        wait_for(lambda: all(_complete(r, m.id) for r in (bad, good) for m in (m1, m2)), what="relays complete")
+        wait_for(lambda: all(relay_complete(r, m.id) for r in (bad, good) for m in (m1, m2)), what="relays complete")
         for m in (m1, m2):  # `bad` serves flipped bits for every shard of both versions
-            _corrupt_every_shard(bad, m, lambda n: 0, 0x01)
+            corrupt_every_shard(bad, m, lambda n: 0, 0x01)
         client = Client([bad.url, good.url], workers=2)
         r1 = client.fetch_detailed(m1, tmp_path / "out1")
         assert r1.corrupt_dropped >= 1 and client.reputation.offences(bad.url) >= 1
