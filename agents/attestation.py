@@ -9,14 +9,20 @@ submission or file. Anyone can check it with the validator's address alone.
 
 from __future__ import annotations
 
+from typing import Any
+
 from eth_account import Account
 from eth_account.messages import encode_typed_data
 from eth_utils import keccak, to_checksum_address
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from intellect.sdk import IntellectError
 
 __all__ = ["ATTESTATION_SCHEMA", "Attestation", "AttestationError", "sign_attestation"]
 
 ATTESTATION_SCHEMA = "intellect.attestation/v1"
+#: Largest attestation document a reader parses (a real one is ~500 bytes).
+MAX_ATTESTATION_BYTES = 64 * 1024
 
 _TYPES = {
     "EIP712Domain": [
@@ -35,7 +41,7 @@ _TYPES = {
 }
 
 
-class AttestationError(ValueError):
+class AttestationError(IntellectError, ValueError):
     """An attestation is malformed, of an unknown schema, or its signature does not match."""
 
 
@@ -70,14 +76,37 @@ class Attestation(BaseModel):
         except ValueError:
             raise ValueError(f"{value!r} is not an address") from None
 
-    def recover(self) -> str:
-        """The address that signed this attestation."""
-        message = _typed(self.chain_id, self.ledger, self.submission_id, self.rollouts_cid, self.proofs_hash,
-                         self.policy_step, self.accepted)
+    @classmethod
+    def from_json(cls, data: bytes | str, source: str = "attestation") -> Attestation:
+        """Parse one attestation received from another machine; `AttestationError` naming `source` on
+        anything malformed (bad UTF-8 or JSON, deep nesting, huge numbers, wrong fields)."""
+        if not isinstance(data, bytes | bytearray | str):
+            raise AttestationError(f"{source}: expected JSON bytes, got {type(data).__name__}")
+        if len(data) > MAX_ATTESTATION_BYTES:
+            raise AttestationError(f"{source}: {len(data)} bytes, over the {MAX_ATTESTATION_BYTES}-byte limit")
         try:
+            return cls.model_validate_json(data)
+        except ValidationError as exc:
+            raise AttestationError(f"{source}: invalid attestation: {exc}") from exc
+
+    @classmethod
+    def from_obj(cls, obj: Any, source: str = "attestation") -> Attestation:
+        """Validate an already-parsed JSON value (e.g. an HTTP body); `AttestationError` if it is not one."""
+        try:
+            return cls.model_validate(obj)
+        except (ValidationError, RecursionError) as exc:  # RecursionError: a self-referencing object
+            raise AttestationError(f"{source}: invalid attestation: {exc}") from exc
+
+    def recover(self) -> str:
+        """The address that signed this attestation; `AttestationError` if no address can be recovered."""
+        try:
+            message = _typed(self.chain_id, self.ledger, self.submission_id, self.rollouts_cid, self.proofs_hash,
+                             self.policy_step, self.accepted)
             return to_checksum_address(Account.recover_message(message, signature=self.signature))
-        except Exception as exc:  # eth_keys raises several types for a bad signature
-            raise AttestationError(f"attestation for submission {self.submission_id}: bad signature ({exc})") from None
+        except Exception as exc:  # eth_abi/eth_keys raise several types (a uint256 over 2**256, a bad signature)
+            raise AttestationError(
+                f"attestation for submission {self.submission_id}: bad signature ({type(exc).__name__}: {exc})"
+            ) from exc
 
     def verify(self) -> None:
         """Raise `AttestationError` unless the signature is the named validator's."""

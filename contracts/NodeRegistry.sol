@@ -6,6 +6,7 @@ import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {Nonces} from "@openzeppelin/contracts/utils/Nonces.sol";
 
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
+import {IStakeManager} from "./interfaces/IStakeManager.sol";
 
 /// @title NodeRegistry
 /// @notice Nodes keyed by their node key's address; registered by their owner with the node key's EIP-712
@@ -35,8 +36,12 @@ contract NodeRegistry is EIP712, Nonces, INodeRegistry {
     mapping(address node => string) private _gpuModel;
     mapping(address node => string) private _endpoint;
     mapping(Role role => uint256) private _activeCount;
+    address private immutable _deployer;
+    IStakeManager private _stakeHook;
 
-    constructor() EIP712("IntellectNodeRegistry", "1") {}
+    constructor() EIP712("IntellectNodeRegistry", "1") {
+        _deployer = msg.sender;
+    }
 
     /// @inheritdoc INodeRegistry
     function register(
@@ -69,6 +74,7 @@ contract NodeRegistry is EIP712, Nonces, INodeRegistry {
         _endpoint[node] = endpoint;
         _activeCount[role] += 1;
         emit NodeRegistered(node, msg.sender, role, gpuModel, vramGiB, gpuCount, endpoint);
+        _notifyStake(node);
     }
 
     /// @inheritdoc INodeRegistry
@@ -95,6 +101,21 @@ contract NodeRegistry is EIP712, Nonces, INodeRegistry {
         Role role = core.role;
         _activeCount[role] -= 1;
         emit NodeExited(node, msg.sender, role);
+        _notifyStake(node);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function setStakeHook(address hook) external {
+        address current = address(_stakeHook);
+        if (msg.sender != _deployer || current != address(0)) revert NodeRegistryHookNotSettable(msg.sender, current);
+        if (hook == address(0)) revert NodeRegistryZeroAddress();
+        _stakeHook = IStakeManager(hook);
+        emit StakeHookSet(hook);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function stakeHook() external view returns (address) {
+        return address(_stakeHook);
     }
 
     /// @inheritdoc INodeRegistry
@@ -157,6 +178,12 @@ contract NodeRegistry is EIP712, Nonces, INodeRegistry {
         );
         (address signer, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, nodeSig);
         if (err != ECDSA.RecoverError.NoError || signer != node) revert NodeRegistryInvalidSignature(node, signer);
+    }
+
+    /// @dev Tells the stake manager that `node`'s role or status changed (its validator weight follows them).
+    function _notifyStake(address node) private {
+        IStakeManager hook = _stakeHook;
+        if (address(hook) != address(0)) hook.nodeChanged(node);
     }
 
     function _activeOwned(address node) private view returns (Core storage core) {

@@ -7,6 +7,7 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+import {Checkpoints} from "@openzeppelin/contracts/utils/structs/Checkpoints.sol";
 
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
@@ -14,9 +15,11 @@ import {IStakeManager} from "./interfaces/IStakeManager.sol";
 /// @title StakeManager
 /// @notice Holds node stake. One aggregated unbonding entry per node keeps `withdraw` O(1) however many
 /// times a node unbonded (no list of past unbonds to walk). Every stake move, slashes included, goes
-/// through `_updateStake`, which writes and emits StakeUpdated.
+/// through `_updateStake`, which writes and emits StakeUpdated and then re-derives the node's validator weight
+/// (`_syncWeight`, the one path by which weights change; checkpointed by block number for the ledger's votes).
 contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager {
     using SafeERC20 for IERC20;
+    using Checkpoints for Checkpoints.Trace208;
 
     /// @notice Role of the TaskLedger: slashes, holds challenge locks, raises the unbonding floor.
     bytes32 public constant SLASHER_ROLE = keccak256("SLASHER_ROLE");
@@ -26,13 +29,27 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
     IERC20 public immutable stakeToken;
     INodeRegistry public immutable registry;
 
-    mapping(address node => StakeInfo) private _stakes;
+    // Storage form of a node's stake: the hot fields (active stake, role, status) share one slot so that
+    // isEligible costs one read of it; 112 bits hold 5.2e15 tokens of 18 decimals (SafeCast checks).
+    // 112 + 112 + 8 + 8 = 240 bits, then 64 + 32 = 96 bits. `stakeOf` returns it as an IStakeManager.StakeInfo.
+    struct Stake {
+        uint112 active;
+        uint112 unbonding;
+        INodeRegistry.Role role;
+        INodeRegistry.Status status;
+        uint64 releaseAt;
+        uint32 openChallenges;
+    }
+
+    mapping(address node => Stake) private _stakes;
     mapping(INodeRegistry.Role role => uint256) private _minStake;
     uint256 private _unbondingPeriod;
     uint256 private _unbondingFloor;
     uint256 private _challengerShareBps;
     address private _treasury;
     uint256 private _totalStaked;
+    mapping(address node => Checkpoints.Trace208) private _weights;
+    Checkpoints.Trace208 private _totalWeight;
 
     /// @param admin receives DEFAULT_ADMIN_ROLE
     /// @param token_ the stake token
@@ -79,11 +96,11 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
     function requestUnstake(address node, uint256 amount) external {
         _onlyOwner(node);
         if (amount == 0) revert StakeManagerZeroAmount();
-        StakeInfo memory info = _stakes[node];
+        Stake memory info = _stakes[node];
         if (amount > info.active) revert StakeManagerInsufficientStake(node, info.active, amount);
-        // amount <= active, and unbonding + amount <= total staked fits uint128 as active did
-        info.active -= uint128(amount);
-        info.unbonding += uint128(amount);
+        // amount <= active, and unbonding + amount <= total staked fits 112 bits as active did
+        info.active -= uint112(amount);
+        info.unbonding += uint112(amount);
         info.releaseAt = uint64(block.timestamp + _unbondingPeriod);
         _updateStake(node, info);
         emit UnstakeRequested(node, amount, info.unbonding, info.releaseAt);
@@ -92,7 +109,7 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
     /// @inheritdoc IStakeManager
     function withdraw(address node) external nonReentrant {
         address owner = _onlyOwner(node);
-        StakeInfo memory info = _stakes[node];
+        Stake memory info = _stakes[node];
         if (info.unbonding == 0) revert StakeManagerNothingToWithdraw(node);
         if (block.timestamp < info.releaseAt) revert StakeManagerStillUnbonding(node, info.releaseAt);
         if (info.openChallenges != 0) revert StakeManagerOpenChallenges(node, info.openChallenges);
@@ -112,15 +129,15 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
         nonReentrant
         returns (uint256 slashed)
     {
-        StakeInfo memory info = _stakes[node];
+        Stake memory info = _stakes[node];
         uint256 slashable = uint256(info.active) + info.unbonding;
         slashed = amount < slashable ? amount : slashable;
         if (slashed == 0) return 0;
         // Taken from active first, then from unbonding; slashed <= active + unbonding.
         if (slashed <= info.active) {
-            info.active -= uint128(slashed);
+            info.active -= uint112(slashed);
         } else {
-            info.unbonding -= uint128(slashed - info.active);
+            info.unbonding -= uint112(slashed - info.active);
             info.active = 0;
         }
         if (info.unbonding == 0) info.releaseAt = 0;
@@ -163,6 +180,14 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
     }
 
     /// @inheritdoc IStakeManager
+    function nodeChanged(address node) external {
+        if (msg.sender != address(registry)) revert StakeManagerNotRegistry(msg.sender);
+        Stake memory info = _stakes[node];
+        (, info.role, info.status) = registry.nodeCore(node);
+        _updateStake(node, info);
+    }
+
+    /// @inheritdoc IStakeManager
     function setMinStake(INodeRegistry.Role role, uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _minStake[role] = amount;
         emit MinStakeSet(role, amount);
@@ -185,12 +210,26 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
 
     /// @inheritdoc IStakeManager
     function stakeOf(address node) external view returns (StakeInfo memory) {
-        return _stakes[node];
+        Stake memory info = _stakes[node];
+        return StakeInfo({
+            active: info.active,
+            unbonding: info.unbonding,
+            releaseAt: info.releaseAt,
+            openChallenges: info.openChallenges,
+            role: info.role,
+            status: info.status
+        });
     }
 
     /// @inheritdoc IStakeManager
     function activeStake(address node) external view returns (uint256) {
         return _stakes[node].active;
+    }
+
+    /// @inheritdoc IStakeManager
+    function isEligible(address node, INodeRegistry.Role role) external view returns (bool) {
+        Stake storage info = _stakes[node];
+        return info.status == INodeRegistry.Status.Active && info.role == role && info.active >= _minStake[role];
     }
 
     /// @inheritdoc IStakeManager
@@ -228,22 +267,65 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
         return _totalStaked;
     }
 
+    /// @inheritdoc IStakeManager
+    function validatorWeight(address node) external view returns (uint256) {
+        return _weights[node].latest();
+    }
+
+    /// @inheritdoc IStakeManager
+    function validatorWeightAt(address node, uint256 blockNumber) external view returns (uint256) {
+        return _weights[node].upperLookupRecent(_pastBlock(blockNumber));
+    }
+
+    /// @inheritdoc IStakeManager
+    function totalValidatorWeight() external view returns (uint256) {
+        return _totalWeight.latest();
+    }
+
+    /// @inheritdoc IStakeManager
+    function totalValidatorWeightAt(uint256 blockNumber) external view returns (uint256) {
+        return _totalWeight.upperLookupRecent(_pastBlock(blockNumber));
+    }
+
     function _stake(address node, uint256 amount) private {
         if (amount == 0) revert StakeManagerZeroAmount();
-        (,, INodeRegistry.Status status) = registry.nodeCore(node);
-        if (status != INodeRegistry.Status.Active) revert StakeManagerNodeNotActive(node);
-        StakeInfo memory info = _stakes[node];
-        info.active += SafeCast.toUint128(amount); // checked: reverts past 2**128 - 1
+        Stake memory info = _stakes[node];
+        if (info.status != INodeRegistry.Status.Active) revert StakeManagerNodeNotActive(node);
+        info.active += SafeCast.toUint112(amount); // checked: reverts past 2**112 - 1
         _updateStake(node, info);
         _totalStaked += amount;
         emit Staked(node, msg.sender, amount);
         stakeToken.safeTransferFrom(msg.sender, address(this), amount);
     }
 
-    /// @dev The one path by which a node's stake changes; emits StakeUpdated.
-    function _updateStake(address node, StakeInfo memory info) private {
+    /// @dev The one path by which a node's stake changes; emits StakeUpdated, then syncs its validator weight.
+    function _updateStake(address node, Stake memory info) private {
         _stakes[node] = info;
         emit StakeUpdated(node, info.active, info.unbonding, info.releaseAt);
+        _syncWeight(node, info);
+    }
+
+    /// @dev The one path by which validator weights change: weight = active stake while `node` is an active
+    /// validator (role and status as the registry's hook last told), else 0; checkpointed at this block for
+    /// the node and in the total. No-op when unchanged (a worker's stake moves cost one storage read here).
+    function _syncWeight(address node, Stake memory info) private {
+        uint256 weight = info.role == INodeRegistry.Role.Validator && info.status == INodeRegistry.Status.Active
+            ? info.active
+            : 0;
+        uint256 old = _weights[node].latest();
+        if (weight == old) return;
+        uint48 key = SafeCast.toUint48(block.number);
+        // the total is the sum of the nodes' latest weights, and it includes `old`
+        uint256 total = _totalWeight.latest() - old + weight;
+        _weights[node].push(key, SafeCast.toUint208(weight));
+        _totalWeight.push(key, SafeCast.toUint208(total));
+        emit ValidatorWeightUpdated(node, weight, total);
+    }
+
+    /// @dev A block whose end state is final (before the current one), as a checkpoint key.
+    function _pastBlock(uint256 blockNumber) private view returns (uint48) {
+        if (blockNumber >= block.number) revert StakeManagerFutureLookup(blockNumber, block.number);
+        return uint48(blockNumber); // < block.number, which fits 48 bits for the next ~9e15 years of blocks
     }
 
     function _onlyOwner(address node) private view returns (address owner) {

@@ -10,6 +10,7 @@ import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/Reentrancy
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
 import {ITaskLedger} from "./interfaces/ITaskLedger.sol";
+import {PoolRules} from "./libraries/PoolRules.sol";
 
 /// @title TaskLedger
 /// @notice Pools, checkpoints, task leases, work submissions with challenge windows, challenges, votes,
@@ -23,15 +24,18 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
 
     /// @dev latestStep while a pool has no checkpoint; steps must stay below it.
     uint48 private constant _NO_CHECKPOINT = type(uint48).max;
+    uint256 private constant _BPS = 10_000;
 
-    // slot 0 is all that claimTask and submitWork read of a pool; 96+48+32+32+32+16 = 256 bits.
+    // slot 0 is all that claimTask and submitWork read of a pool; 96+48+24+24+32+8+8+16 = 256 bits.
     struct PoolHot {
         uint96 rewardPerUnit;
         uint48 latestStep;
-        uint32 windowLength;
-        uint32 leaseDuration;
+        uint24 windowLength;
+        uint24 leaseDuration;
         uint32 maxUnits;
-        uint16 asyncLevel;
+        uint8 asyncLevel;
+        uint8 maxOpenLeases;
+        uint16 maxReservationBps;
     }
 
     // the rest of a pool, read by challenge/resolve/publishCheckpoint.
@@ -65,13 +69,23 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         uint32 slashEpoch;
     }
 
-    // 160 + 40 + 16 + 16 + 8 = 240 bits
+    // two slots: 160 + 40 + 32 + 8 + 16 = 256 bits (all that `challenge` reads and writes), then the votes of
+    // the other validators, 96 + 96 + 16 + 16 = 224 bits, first written by a vote. The challenger's own uphold
+    // vote is not stored: it is one vote of its weight at `snapshot`, read from the StakeManager when counted
+    // (`_tally`), which keeps `challenge` to one new slot. Weights are stake in wei: 96 bits hold 7.9e10
+    // tokens of 18 decimals, more than all validator stake (SafeCast checks). A 32-bit snapshot block lasts
+    // 272 years of 2 s blocks (SafeCast checks). The electorate is the StakeManager's total validator weight
+    // at `snapshot`, not stored either.
     struct Challenge {
         address challenger;
         uint40 voteEnd;
+        uint32 snapshot;
+        ChallengeStatus status;
+        uint16 round;
+        uint96 weightFor;
+        uint96 weightAgainst;
         uint16 votesFor;
         uint16 votesAgainst;
-        ChallengeStatus status;
     }
 
     IERC20 private immutable _token;
@@ -86,11 +100,20 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     mapping(uint256 taskId => Task) private _tasks;
     mapping(uint256 submissionId => Submission) private _submissions;
     mapping(uint256 challengeId => Challenge) private _challenges;
-    mapping(uint256 challengeId => mapping(address validator => bool)) private _voted;
+    // round << 1 | uphold of the round a validator last voted in (voted in the current round iff the round
+    // part equals the challenge's round); the side lets anyone prove a vote against the outcome (AttesterBook)
+    mapping(uint256 challengeId => mapping(address validator => uint24 vote)) private _voted;
     mapping(address node => uint32) private _slashEpoch;
+    // when each ended epoch of a node ended: its submissions whose window was open then are void
+    mapping(address node => mapping(uint32 epoch => uint40)) private _wipedAt;
+    // one slot per node and pool: reservations (per-node cap), open leases (cap), expired leases, claims
+    // (never back to 0 after the first claim, so later claims write nonzero -> nonzero)
+    mapping(address node => mapping(uint32 poolId => NodeBook)) private _books;
 
     uint32 private _poolCount;
     uint32 private _minWindowLength;
+    uint16 private _minQuorum;
+    uint128 private _minChallengeBond;
     // starts at 1 so that the first claim writes nonzero -> nonzero (cheaper) and id 0 stays "none"
     uint256 private _nextTaskId = 1;
 
@@ -121,30 +144,17 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
 
     /// @inheritdoc ITaskLedger
     function createPool(PoolParams calldata params) external returns (uint32 poolId) {
-        if (params.trainer == address(0)) revert TaskLedgerInvalidPoolParam("trainer");
-        if (bytes(params.taskSetCid).length == 0) revert TaskLedgerInvalidPoolParam("taskSetCid");
-        if (params.rewardPerUnit == 0) revert TaskLedgerInvalidPoolParam("rewardPerUnit");
-        if (params.challengeBond == 0) revert TaskLedgerInvalidPoolParam("challengeBond");
-        if (params.votePeriod == 0) revert TaskLedgerInvalidPoolParam("votePeriod");
-        if (params.leaseDuration == 0) revert TaskLedgerInvalidPoolParam("leaseDuration");
-        if (params.maxUnitsPerSubmission == 0) revert TaskLedgerInvalidPoolParam("maxUnitsPerSubmission");
-        if (params.quorum == 0) revert TaskLedgerInvalidPoolParam("quorum");
-        if (params.windowLength < _minWindowLength) {
-            revert TaskLedgerWindowTooShort(params.windowLength, _minWindowLength);
-        }
-        // A worker may unbond right after claiming: its stake must outlive lease + window + vote period.
-        uint256 exposure = uint256(params.leaseDuration) + params.windowLength + params.votePeriod;
-        uint256 unbonding = _stakeManager.unbondingPeriod();
-        if (unbonding <= exposure) revert TaskLedgerUnbondingTooShort(exposure, unbonding);
-
         poolId = ++_poolCount;
+        // the narrowing casts are bounded by PoolRules (which reverts the whole call otherwise)
         _poolHot[poolId] = PoolHot({
             rewardPerUnit: params.rewardPerUnit,
             latestStep: _NO_CHECKPOINT,
-            windowLength: params.windowLength,
-            leaseDuration: params.leaseDuration,
+            windowLength: uint24(params.windowLength),
+            leaseDuration: uint24(params.leaseDuration),
             maxUnits: params.maxUnitsPerSubmission,
-            asyncLevel: params.asyncLevel
+            asyncLevel: uint8(params.asyncLevel),
+            maxOpenLeases: params.maxOpenLeases,
+            maxReservationBps: params.maxReservationBps
         });
         _poolCold[poolId] = PoolCold({
             trainer: params.trainer,
@@ -155,7 +165,9 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
             slashAmount: params.slashAmount
         });
         _taskSetCid[poolId] = params.taskSetCid;
-        emit PoolCreated(poolId, msg.sender, params.trainer, params);
+        // checks the parameters (reverting undoes the writes above) and emits PoolCreated
+        uint256 exposure =
+            PoolRules.checkAndAnnounce(params, poolId, _minWindowLength, _minChallengeBond, _minQuorum, _stakeManager);
         // keeps the admin from later shortening the unbonding period below this pool's exposure
         _stakeManager.raiseUnbondingFloor(exposure);
     }
@@ -176,7 +188,7 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         _requirePool(poolId);
         if (_poolCold[poolId].owner != msg.sender) revert TaskLedgerNotPoolOwner(poolId, msg.sender);
         if (amount == 0) revert TaskLedgerZeroAmount();
-        if (to == address(0)) revert TaskLedgerInvalidPoolParam("to");
+        if (to == address(0)) _invalidParam("to");
         PoolFunds memory funds = _funds[poolId];
         if (amount > funds.budget) revert TaskLedgerInsufficientBudget(poolId, funds.budget, amount);
         funds.budget -= uint128(amount); // amount <= budget < 2**128
@@ -190,7 +202,7 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         PoolHot storage hot = _requirePool(poolId);
         if (_poolCold[poolId].trainer != msg.sender) revert TaskLedgerNotTrainer(poolId, msg.sender);
         if (step >= _NO_CHECKPOINT) revert TaskLedgerStepTooLarge(step);
-        if (bytes(manifestCid).length == 0) revert TaskLedgerInvalidPoolParam("manifestCid");
+        if (bytes(manifestCid).length == 0) _invalidParam("manifestCid");
         uint48 latest = hot.latestStep;
         if (latest != _NO_CHECKPOINT && step <= latest) revert TaskLedgerStepNotIncreasing(poolId, step, latest);
         hot.latestStep = uint48(step);
@@ -206,6 +218,16 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         if (hot.windowLength == 0) revert TaskLedgerUnknownPool(poolId);
         if (hot.latestStep == _NO_CHECKPOINT) revert TaskLedgerNoCheckpoint(poolId);
         _requireEligible(msg.sender, INodeRegistry.Role.Worker);
+        NodeBook memory book = _books[msg.sender][poolId];
+        if (book.openLeases >= hot.maxOpenLeases) {
+            revert TaskLedgerTooManyLeases(msg.sender, book.openLeases, hot.maxOpenLeases);
+        }
+        // openLeases < maxOpenLeases <= 255; claims is one per transaction: neither overflows
+        unchecked {
+            book.openLeases += 1;
+            book.claims += 1;
+        }
+        _books[msg.sender][poolId] = book;
 
         taskId = _nextTaskId;
         // a uint256 counter incremented by one per transaction cannot overflow
@@ -214,10 +236,10 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         }
         uint40 leaseExpiry = uint40(block.timestamp + hot.leaseDuration);
         _tasks[taskId] = Task({node: msg.sender, leaseExpiry: leaseExpiry, poolId: poolId, status: TaskStatus.Claimed});
-        // Not stored: validators read it from the event. prevrandao is fixed by the block's proposer, not by
-        // the worker; the previous block hash and the task id make each claim's seed distinct.
-        bytes32 seed = keccak256(abi.encode(block.prevrandao, blockhash(block.number - 1), msg.sender, taskId));
-        emit TaskClaimed(taskId, poolId, msg.sender, seed, leaseExpiry);
+        // The seed is keccak256(abi.encode(hash of THIS block, node, taskId)), computed off-chain from the
+        // event's block: no transaction can know the hash of the block it is in, so a contract wallet cannot
+        // claim, look at the seed and revert the claims it dislikes (see ITaskLedger.TaskClaimed).
+        emit TaskClaimed(taskId, poolId, msg.sender, leaseExpiry);
     }
 
     /// @inheritdoc ITaskLedger
@@ -242,14 +264,7 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
 
         // workUnits < 2**32 and rewardPerUnit < 2**96: the product fits in 128 bits
         uint128 reward = uint128(workUnits) * hot.rewardPerUnit;
-        PoolFunds memory funds = _funds[t.poolId];
-        if (funds.budget < reward) revert TaskLedgerInsufficientBudget(t.poolId, funds.budget, reward);
-        // budget >= reward, and reserved + reward <= total escrow < 2**128
-        unchecked {
-            funds.budget -= reward;
-            funds.reserved += reward;
-        }
-        _funds[t.poolId] = funds;
+        _reserve(msg.sender, t.poolId, hot.maxReservationBps, reward);
 
         uint40 windowEnd = uint40(block.timestamp + hot.windowLength);
         t.status = TaskStatus.Submitted;
@@ -270,28 +285,41 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     {
         Task memory t = _tasks[submissionId];
         if (t.status == TaskStatus.None) revert TaskLedgerUnknownTask(submissionId);
-        if (_challenges[submissionId].status != ChallengeStatus.None) revert TaskLedgerAlreadyChallenged(submissionId);
+        Challenge storage prev = _challenges[submissionId]; // reads its first slot only
+        if (prev.status == ChallengeStatus.Open) revert TaskLedgerAlreadyChallenged(submissionId);
         if (t.status != TaskStatus.Submitted) revert TaskLedgerInvalidStatus(submissionId, t.status);
         uint40 windowEnd = _submissions[submissionId].windowEnd;
         if (block.timestamp >= windowEnd) revert TaskLedgerWindowClosed(submissionId, windowEnd);
-        address validatorOwner = _requireEligible(msg.sender, INodeRegistry.Role.Validator);
-        if (msg.sender == t.node || _registry.ownerOf(t.node) == validatorOwner) {
+        _requireEligible(msg.sender, INodeRegistry.Role.Validator);
+        if (msg.sender == t.node || _registry.ownerOf(t.node) == _registry.ownerOf(msg.sender)) {
             revert TaskLedgerConflictOfInterest(submissionId, msg.sender);
         }
+
+        // The electorate is the state at the end of the previous block: stake moved in this block (or later)
+        // weighs nothing in this round.
+        uint32 snapshot = SafeCast.toUint32(block.number - 1);
+        uint96 weight = SafeCast.toUint96(_stakeManager.validatorWeightAt(msg.sender, snapshot));
+        if (weight == 0) revert TaskLedgerNoVotingWeight(submissionId, msg.sender);
 
         PoolCold memory cold = _poolCold[t.poolId];
         uint40 voteEnd = uint40(block.timestamp + cold.votePeriod);
         challengeId = submissionId;
-        _challenges[challengeId] = Challenge({
-            challenger: msg.sender,
-            voteEnd: voteEnd,
-            votesFor: 1,
-            votesAgainst: 0,
-            status: ChallengeStatus.Open
-        });
+        uint16 round = prev.round + 1; // checked: 65,535 rounds of forfeited bonds in one window cannot happen
+        prev.challenger = msg.sender;
+        prev.voteEnd = voteEnd;
+        prev.snapshot = snapshot;
+        prev.status = ChallengeStatus.Open;
+        prev.round = round;
+        if (round > 1) {
+            // the previous round's votes (its second slot; a first round finds it empty and leaves it alone)
+            prev.weightFor = 0;
+            prev.weightAgainst = 0;
+            prev.votesFor = 0;
+            prev.votesAgainst = 0;
+        }
         t.status = TaskStatus.Challenged;
         _tasks[submissionId] = t;
-        emit ChallengeOpened(challengeId, t.node, msg.sender, evidenceCid, voteEnd);
+        emit ChallengeOpened(challengeId, t.node, msg.sender, evidenceCid, voteEnd, round, snapshot, weight);
         _stakeManager.challengeOpened(t.node);
         _token.safeTransferFrom(msg.sender, address(this), cold.challengeBond);
     }
@@ -300,19 +328,27 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     function vote(uint256 challengeId, bool uphold) external {
         Challenge memory c = _openChallenge(challengeId);
         if (block.timestamp >= c.voteEnd) revert TaskLedgerVotePeriodOver(challengeId, c.voteEnd);
-        address validatorOwner = _requireEligible(msg.sender, INodeRegistry.Role.Validator);
-        if (msg.sender == c.challenger || _voted[challengeId][msg.sender]) {
+        _requireEligible(msg.sender, INodeRegistry.Role.Validator);
+        if (msg.sender == c.challenger || _voted[challengeId][msg.sender] >> 1 == c.round) {
             revert TaskLedgerAlreadyVoted(challengeId, msg.sender);
         }
         address worker = _tasks[challengeId].node;
-        if (msg.sender == worker || _registry.ownerOf(worker) == validatorOwner) {
+        if (msg.sender == worker || _registry.ownerOf(worker) == _registry.ownerOf(msg.sender)) {
             revert TaskLedgerConflictOfInterest(challengeId, msg.sender);
         }
-        _voted[challengeId][msg.sender] = true;
-        if (uphold) c.votesFor += 1;
-        else c.votesAgainst += 1;
-        _challenges[challengeId] = c;
-        emit VoteCast(challengeId, msg.sender, uphold, c.votesFor, c.votesAgainst);
+        uint96 weight = SafeCast.toUint96(_stakeManager.validatorWeightAt(msg.sender, c.snapshot));
+        if (weight == 0) revert TaskLedgerNoVotingWeight(challengeId, msg.sender);
+        _voted[challengeId][msg.sender] = (uint24(c.round) << 1) | (uphold ? 1 : 0);
+        Challenge storage cs = _challenges[challengeId];
+        // checked sums: distinct voters' weights at one block add up to at most the electorate
+        if (uphold) {
+            cs.weightFor = c.weightFor + weight;
+            cs.votesFor = c.votesFor + 1;
+        } else {
+            cs.weightAgainst = c.weightAgainst + weight;
+            cs.votesAgainst = c.votesAgainst + 1;
+        }
+        emit VoteCast(challengeId, msg.sender, uphold, weight);
     }
 
     /// @inheritdoc ITaskLedger
@@ -320,36 +356,33 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         Challenge memory c = _openChallenge(challengeId);
         Task memory t = _tasks[challengeId];
         PoolCold memory cold = _poolCold[t.poolId];
-        if (block.timestamp < c.voteEnd) {
-            // Early only when one side holds more than half of all active validators: it cannot be overturned.
-            uint256 validators = _registry.activeCount(INodeRegistry.Role.Validator);
-            if (2 * uint256(c.votesFor) > validators && uint256(c.votesFor) + c.votesAgainst >= cold.quorum) {
-                upheld = true;
-            } else if (2 * uint256(c.votesAgainst) <= validators) {
-                revert TaskLedgerVotePeriodActive(challengeId, c.voteEnd);
-            }
-        } else {
-            upheld = c.votesFor > c.votesAgainst && uint256(c.votesFor) + c.votesAgainst >= cold.quorum;
-        }
+        _tally(c);
+        bool decided;
+        (decided, upheld) = _outcome(c, cold.quorum);
+        if (!decided) revert TaskLedgerVotePeriodActive(challengeId, c.voteEnd);
 
-        c.status = upheld ? ChallengeStatus.Upheld : ChallengeStatus.Rejected;
-        _challenges[challengeId] = c;
+        _challenges[challengeId].status = upheld ? ChallengeStatus.Upheld : ChallengeStatus.Rejected;
         t.status = upheld ? TaskStatus.Upheld : TaskStatus.Submitted;
         _tasks[challengeId] = t;
         uint256 slashed;
         if (upheld) {
-            _release(t.poolId, _submissions[challengeId].reward);
-            uint32 epoch = _slashEpoch[t.node] + 1;
-            _slashEpoch[t.node] = epoch;
-            emit WorkerWiped(t.node, epoch);
+            _unreserve(t.node, t.poolId, _submissions[challengeId].reward);
+            uint32 epoch = _slashEpoch[t.node];
+            // the epoch ends now: its submissions whose window is still open are void, the others stay payable
+            _wipedAt[t.node][epoch] = uint40(block.timestamp);
+            _slashEpoch[t.node] = epoch + 1;
+            emit WorkerWiped(t.node, epoch + 1);
         }
         _stakeManager.challengeClosed(t.node);
         if (upheld) {
-            slashed = _stakeManager.slash(t.node, cold.slashAmount, c.challenger);
-            emit ChallengeResolved(challengeId, true, c.votesFor, c.votesAgainst, slashed);
+            // never more than the workers' minimum stake, even if the admin lowered it after the pool was made
+            uint256 workerMinStake = _stakeManager.minStake(INodeRegistry.Role.Worker);
+            uint256 amount = cold.slashAmount < workerMinStake ? cold.slashAmount : workerMinStake;
+            slashed = _stakeManager.slash(t.node, amount, c.challenger);
+            emit ChallengeResolved(challengeId, true, c.weightFor, c.weightAgainst, slashed);
             _token.safeTransfer(c.challenger, cold.challengeBond);
         } else {
-            emit ChallengeResolved(challengeId, false, c.votesFor, c.votesAgainst, 0);
+            emit ChallengeResolved(challengeId, false, c.weightFor, c.weightAgainst, 0);
             _token.safeTransfer(_stakeManager.treasury(), cold.challengeBond);
         }
     }
@@ -366,10 +399,7 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         for (uint256 i; i < n; ++i) {
             uint256 id = submissionIds[i];
             Task memory t = _tasks[id];
-            if (t.status != TaskStatus.Submitted) {
-                if (t.status == TaskStatus.None) revert TaskLedgerUnknownTask(id);
-                revert TaskLedgerInvalidStatus(id, t.status);
-            }
+            _expectStatus(id, t.status, TaskStatus.Submitted);
             if (t.node != lastNode) {
                 lastNode = t.node;
                 owner = _registry.ownerOf(t.node);
@@ -379,12 +409,13 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
             else if (owner != payee) revert TaskLedgerMixedOwners(id, owner, payee);
             Submission memory s = _submissions[id];
             if (block.timestamp < s.windowEnd) revert TaskLedgerWindowOpen(id, s.windowEnd);
-            if (s.slashEpoch != _slashEpoch[t.node]) revert TaskLedgerSubmissionVoided(id);
+            if (_isVoid(t.node, s)) revert TaskLedgerSubmissionVoided(id);
 
             t.status = TaskStatus.Paid;
             _tasks[id] = t;
             PoolFunds storage funds = _funds[t.poolId];
             funds.reserved -= s.reward;
+            _books[t.node][t.poolId].reserved -= s.reward;
             total += s.reward;
             emit RewardClaimed(id, t.node, owner, s.reward);
         }
@@ -398,18 +429,32 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         for (uint256 i; i < n; ++i) {
             uint256 id = submissionIds[i];
             Task memory t = _tasks[id];
-            if (t.status != TaskStatus.Submitted) {
-                if (t.status == TaskStatus.None) revert TaskLedgerUnknownTask(id);
-                revert TaskLedgerInvalidStatus(id, t.status);
-            }
+            _expectStatus(id, t.status, TaskStatus.Submitted);
             Submission memory s = _submissions[id];
-            if (s.slashEpoch == _slashEpoch[t.node]) revert TaskLedgerNotVoidable(id);
+            if (!_isVoid(t.node, s)) revert TaskLedgerNotVoidable(id);
             t.status = TaskStatus.Voided;
             _tasks[id] = t;
-            _release(t.poolId, s.reward);
+            _unreserve(t.node, t.poolId, s.reward);
             released += s.reward;
             emit SubmissionVoided(id, t.node, s.reward);
         }
+    }
+
+    /// @inheritdoc ITaskLedger
+    function expireLease(uint256 taskId) external {
+        Task memory t = _tasks[taskId];
+        _expectStatus(taskId, t.status, TaskStatus.Claimed);
+        if (block.timestamp <= t.leaseExpiry) revert TaskLedgerLeaseNotExpired(taskId, t.leaseExpiry);
+        t.status = TaskStatus.Expired;
+        _tasks[taskId] = t;
+        NodeBook memory book = _books[t.node][t.poolId];
+        // the claim opened this lease (openLeases >= 1); expiredLeases counts at most one per claim
+        unchecked {
+            book.openLeases -= 1;
+            book.expiredLeases += 1;
+        }
+        _books[t.node][t.poolId] = book;
+        emit LeaseExpired(taskId, t.node, book.openLeases, book.expiredLeases);
     }
 
     // ------------------------------------------------------------------ admin
@@ -417,6 +462,13 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     /// @inheritdoc ITaskLedger
     function setMinWindowLength(uint32 minWindowLength_) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _setMinWindowLength(minWindowLength_);
+    }
+
+    /// @inheritdoc ITaskLedger
+    function setPoolBounds(uint128 minChallengeBond_, uint16 minQuorum_) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _minChallengeBond = minChallengeBond_;
+        _minQuorum = minQuorum_;
+        emit PoolBoundsSet(minChallengeBond_, minQuorum_);
     }
 
     // ------------------------------------------------------------------ views
@@ -438,7 +490,9 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
             leaseDuration: hot.leaseDuration,
             maxUnitsPerSubmission: hot.maxUnits,
             asyncLevel: hot.asyncLevel,
-            quorum: cold.quorum
+            quorum: cold.quorum,
+            maxOpenLeases: hot.maxOpenLeases,
+            maxReservationBps: hot.maxReservationBps
         });
         view_.budget = funds.budget;
         view_.reserved = funds.reserved;
@@ -485,19 +539,24 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     function challengeInfo(uint256 challengeId) external view returns (ChallengeView memory) {
         Challenge memory c = _challenges[challengeId];
         if (c.status == ChallengeStatus.None) revert TaskLedgerUnknownChallenge(challengeId);
+        _tally(c);
         return ChallengeView({
             challenger: c.challenger,
             voteEnd: c.voteEnd,
             votesFor: c.votesFor,
             votesAgainst: c.votesAgainst,
-            status: c.status
+            status: c.status,
+            weightFor: c.weightFor,
+            weightAgainst: c.weightAgainst,
+            snapshotBlock: c.snapshot,
+            round: c.round
         });
     }
 
     /// @inheritdoc ITaskLedger
-    function hasVoted(uint256 challengeId, address validator) external view returns (bool) {
-        Challenge storage c = _challenges[challengeId];
-        return (c.status != ChallengeStatus.None && c.challenger == validator) || _voted[challengeId][validator];
+    function voteOf(uint256 challengeId, address validator) external view returns (uint16 round, bool uphold) {
+        uint24 v = _voted[challengeId][validator];
+        return (uint16(v >> 1), v & 1 == 1);
     }
 
     /// @inheritdoc ITaskLedger
@@ -510,8 +569,18 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         Task memory t = _tasks[submissionId];
         if (t.status != TaskStatus.Submitted) return 0;
         Submission memory s = _submissions[submissionId];
-        if (block.timestamp < s.windowEnd || s.slashEpoch != _slashEpoch[t.node]) return 0;
+        if (block.timestamp < s.windowEnd || _isVoid(t.node, s)) return 0;
         return s.reward;
+    }
+
+    /// @inheritdoc ITaskLedger
+    function poolBounds() external view returns (uint256 minChallengeBond, uint256 minQuorum) {
+        return (_minChallengeBond, _minQuorum);
+    }
+
+    /// @inheritdoc ITaskLedger
+    function nodeBook(address node, uint32 poolId) external view returns (NodeBook memory) {
+        return _books[node][poolId];
     }
 
     /// @inheritdoc ITaskLedger
@@ -547,13 +616,57 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         if (hot.windowLength == 0) revert TaskLedgerUnknownPool(poolId);
     }
 
-    /// @dev Active node of `role` with at least the role's minimum stake; returns its owner.
-    function _requireEligible(address node, INodeRegistry.Role role) private view returns (address owner) {
-        (address owner_, INodeRegistry.Role nodeRole, INodeRegistry.Status status) = _registry.nodeCore(node);
-        if (status != INodeRegistry.Status.Active || nodeRole != role || !_stakeManager.hasMinStake(node, role)) {
-            revert TaskLedgerNotEligible(node, uint8(role));
+    /// @dev Active node of `role` with at least the role's minimum stake (one StakeManager read: it keeps the
+    /// registry's role and status next to the stake).
+    function _requireEligible(address node, INodeRegistry.Role role) private view {
+        if (!_stakeManager.isEligible(node, role)) revert TaskLedgerNotEligible(node, uint8(role));
+    }
+
+    /// @dev One place that encodes TaskLedgerInvalidPoolParam (call sites only push the name: smaller code).
+    function _invalidParam(string memory param) private pure {
+        revert TaskLedgerInvalidPoolParam(param);
+    }
+
+    /// @dev Reverts unless a task is in `expected` status (TaskLedgerUnknownTask when there is no such task).
+    function _expectStatus(uint256 taskId, TaskStatus actual, TaskStatus expected) private pure {
+        if (actual != expected) {
+            if (actual == TaskStatus.None) revert TaskLedgerUnknownTask(taskId);
+            revert TaskLedgerInvalidStatus(taskId, actual);
         }
-        return owner_;
+    }
+
+    /// @dev Whether submission `s` of `node` was voided by a wipe: the node's epoch moved on since it was made
+    /// and its window was still open when that epoch ended.
+    function _isVoid(address node, Submission memory s) private view returns (bool) {
+        return s.slashEpoch != _slashEpoch[node] && s.windowEnd > _wipedAt[node][s.slashEpoch];
+    }
+
+    /// @dev Moves `reward` from the pool's budget to its reservations and onto `node`'s book (whose lease it
+    /// closes), keeping the node's reservations within `bps` of the pool's escrow.
+    function _reserve(address node, uint32 poolId, uint16 bps, uint128 reward) private {
+        PoolFunds memory funds = _funds[poolId];
+        if (funds.budget < reward) revert TaskLedgerInsufficientBudget(poolId, funds.budget, reward);
+        NodeBook memory book = _books[node][poolId];
+        // the cap is a share of the escrow (budget + reserved), which this move keeps constant
+        uint256 cap = (uint256(funds.budget) + funds.reserved) * bps / _BPS;
+        uint256 reserved = uint256(book.reserved) + reward;
+        if (reserved > cap) revert TaskLedgerReservationCap(node, reserved, cap);
+        // reserved <= cap <= escrow < 2**128; the claim opened this lease, so openLeases >= 1;
+        // budget >= reward, and reserved + reward <= total escrow < 2**128
+        unchecked {
+            book.reserved = uint128(reserved);
+            book.openLeases -= 1;
+            funds.budget -= reward;
+            funds.reserved += reward;
+        }
+        _books[node][poolId] = book;
+        _funds[poolId] = funds;
+    }
+
+    /// @dev Returns a submission's reservation to its pool's budget and takes it off its node's book.
+    function _unreserve(address node, uint32 poolId, uint128 amount) private {
+        _release(poolId, amount);
+        _books[node][poolId].reserved -= amount;
     }
 
     function _checkPolicyStep(uint256 policyStep, uint48 latest, uint16 asyncLevel) private pure {
@@ -568,6 +681,27 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         if (c.status != ChallengeStatus.Open) revert TaskLedgerChallengeNotOpen(challengeId, c.status);
     }
 
+    /// @dev Adds the challenger's uphold vote (one vote of its weight at the snapshot) to a loaded challenge.
+    function _tally(Challenge memory c) private view {
+        // checked: the sum of distinct validators' weights at one block fits as their total does
+        c.weightFor += SafeCast.toUint96(_stakeManager.validatorWeightAt(c.challenger, c.snapshot));
+        c.votesFor += 1;
+    }
+
+    /// @dev (`c` tallied by `_tally`) Whether an open challenge can be resolved now, and how. Before the vote end only when no further
+    /// vote can change the outcome: every vote weighs its voter's stake at the snapshot, so the weights still
+    /// missing are at most electorate - weightFor - weightAgainst.
+    function _outcome(Challenge memory c, uint16 quorum) private view returns (bool decided, bool upheld) {
+        bool quorate = uint256(c.votesFor) + c.votesAgainst >= quorum;
+        if (block.timestamp >= c.voteEnd) return (true, c.weightFor > c.weightAgainst && quorate);
+        uint256 electorate = _stakeManager.totalValidatorWeightAt(c.snapshot);
+        // weightFor > electorate / 2 > every possible weightAgainst: upheld once the quorum is met
+        if (2 * uint256(c.weightFor) > electorate && quorate) return (true, true);
+        // weightAgainst >= electorate / 2 >= every possible weightFor: a tie at best, and ties reject
+        if (2 * uint256(c.weightAgainst) >= electorate) return (true, false);
+        return (false, false);
+    }
+
     /// @dev Returns a submission's reservation to its pool's unreserved budget.
     function _release(uint32 poolId, uint128 amount) private {
         PoolFunds memory funds = _funds[poolId];
@@ -577,7 +711,7 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     }
 
     function _setMinWindowLength(uint32 minWindowLength_) private {
-        if (minWindowLength_ == 0) revert TaskLedgerInvalidPoolParam("minWindowLength");
+        if (minWindowLength_ == 0) _invalidParam("minWindowLength");
         _minWindowLength = minWindowLength_;
         emit MinWindowLengthSet(minWindowLength_);
     }

@@ -1,34 +1,24 @@
-"""Deployment parameters and the deployment file (``deployments/<chainId>.json``), as pydantic models.
+"""Deployment parameters (pydantic models) and the network profiles of `brownie run deploy`.
 
-The deployment file is what the SDK reads to find the contracts:
-
-    {"schema": "intellect.deployment/v1", "chainId": 31337, "network": "development",
-     "blockNumber": 1, "deployer": "0x...", "contracts": {"TaskLedger": {"address": "0x...",
-     "abiSha256": "...", "blockNumber": 4, "txHash": "0x..."}, ...},
-     "parameters": {...}, "defaultPoolId": 1}
-
+The deployment file (``deployments/<chainId>.json``) has one owner, the SDK: ``Deployment``,
+``ContractRecord`` and ``DeploymentError`` are ``intellect.sdk``'s, re-exported here for the scripts.
 ``abiSha256`` is the sha256 of the canonical JSON (sorted keys, no spaces) of the contract's own ABI, the
 ``abi`` field of ``sdk/abi/<Contract>.json`` (see scripts/export_abi.py: ``abi_sha256``).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-DEPLOYMENT_SCHEMA = "intellect.deployment/v1"
-CONTRACT_NAMES = ("IntellectToken", "NodeRegistry", "StakeManager", "TaskLedger")
+from intellect.sdk._config import CONTRACT_NAMES, DEPLOYMENT_SCHEMA, ContractRecord, Deployment
+from intellect.sdk._errors import DeploymentError
+
 ROLE_IDS = {"worker": 1, "validator": 2, "trainer": 3, "relay": 4}
 EMPTY_FILE_CID = "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"  # CIDv1 raw sha2-256 of b""
 
 TOKEN = 10**18
-
-
-class DeploymentError(Exception):
-    """A deployment file or deployment parameters are invalid, or the deployed wiring is wrong."""
 
 
 class PoolParams(BaseModel):
@@ -44,9 +34,12 @@ class PoolParams(BaseModel):
     windowLength: int = Field(24 * 3600, gt=0, lt=2**32, description="challenge window (default 24 h)")
     votePeriod: int = Field(6 * 3600, gt=0, lt=2**32)
     leaseDuration: int = Field(3600, gt=0, lt=2**32)
-    maxUnitsPerSubmission: int = Field(1024, gt=0, lt=2**32)
+    maxUnitsPerSubmission: int = Field(16_384, gt=0, lt=2**32, description="admits the agents' largest default "
+                                       "budget: gpu-large 2,048 tokens × group_size 4 × problems_per_task 2")
     asyncLevel: int = Field(2, ge=0, lt=2**16, description="INTELLECT-2's async_level")
     quorum: int = Field(3, gt=0, lt=2**16)
+    maxOpenLeases: int = Field(2, gt=0, lt=2**8, description="unsubmitted leases one node may hold")
+    maxReservationBps: int = Field(1_000, gt=0, le=10_000, description="most of the escrow one node may reserve")
 
     def as_tuple(self, default_trainer: str) -> tuple:
         """The ITaskLedger.PoolParams tuple, in field order."""
@@ -62,6 +55,8 @@ class PoolParams(BaseModel):
             self.maxUnitsPerSubmission,
             self.asyncLevel,
             self.quorum,
+            self.maxOpenLeases,
+            self.maxReservationBps,
         )
 
 
@@ -80,6 +75,10 @@ class DeployParams(BaseModel):
         default_factory=lambda: {"worker": 100 * TOKEN, "validator": 100 * TOKEN, "trainer": 0, "relay": 0}
     )
     minWindowLength: int = Field(24 * 3600, gt=0, lt=2**32)
+    minChallengeBond: int = Field(10 * TOKEN, ge=0, lt=2**128, description="protocol floor on pools' bonds")
+    minQuorum: int = Field(3, ge=0, lt=2**16, description="protocol floor on pools' quorum")
+    attesterSlash: int = Field(20 * TOKEN, ge=0, description="slash per accepting attestation of upheld work")
+    voterSlash: int = Field(10 * TOKEN, ge=0, description="slash per vote against a challenge's outcome")
     initialMint: int = Field(0, ge=0, description="tokens minted to the deployer")
     defaultPool: PoolParams | None = Field(None, description="pool created on deployment (dev networks)")
     defaultPoolFunding: int = Field(0, ge=0)
@@ -101,8 +100,11 @@ def dev_params() -> DeployParams:
         faucet=True,
         unbondingPeriod=3600,
         minWindowLength=60,
+        minChallengeBond=1,
+        minQuorum=1,
         initialMint=1_000_000 * TOKEN,
-        defaultPool=PoolParams(windowLength=300, votePeriod=120, leaseDuration=600, quorum=1),
+        # a 25 % reservation share admits a full-length gpu-large submission (16,384 units) of the funded escrow
+        defaultPool=PoolParams(windowLength=300, votePeriod=120, leaseDuration=600, quorum=1, maxReservationBps=2_500),
         defaultPoolFunding=100_000 * TOKEN,
     )
 
@@ -137,59 +139,3 @@ def params_for_network(network_name: str, override_file: str | None = None) -> D
             f"known: {sorted(PROFILES)}; or set INTELLECT_DEPLOY_PARAMS to a DeployParams JSON file"
         )
     return factory()
-
-
-class ContractRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    address: str
-    abiSha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    blockNumber: int
-    txHash: str
-
-
-class Deployment(BaseModel):
-    """The deployment file ``deployments/<chainId>.json``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    schema_: Literal["intellect.deployment/v1"] = Field(DEPLOYMENT_SCHEMA, alias="schema")
-    chainId: int
-    network: str
-    blockNumber: int = Field(description="block of the first deployment transaction")
-    deployer: str
-    contracts: dict[str, ContractRecord]
-    parameters: DeployParams
-    defaultPoolId: int | None = None
-
-    @field_validator("contracts")
-    @classmethod
-    def _all_contracts(cls, value: dict[str, ContractRecord]) -> dict[str, ContractRecord]:
-        missing = set(CONTRACT_NAMES) - set(value)
-        if missing:
-            raise ValueError(f"deployment lacks contract(s) {sorted(missing)}")
-        return value
-
-    def write(self, directory: Path) -> Path:
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{self.chainId}.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(self.model_dump_json(by_alias=True, indent=2) + "\n")
-        tmp.replace(path)
-        return path
-
-    @classmethod
-    def read(cls, path: Path) -> Deployment:
-        try:
-            raw = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
-            raise DeploymentError(f"deployment file {path}: {exc}") from exc
-        schema = raw.get("schema") if isinstance(raw, dict) else None
-        if schema != DEPLOYMENT_SCHEMA:
-            raise DeploymentError(
-                f"deployment file {path}: schema {schema!r} is not supported (expected {DEPLOYMENT_SCHEMA!r})"
-            )
-        try:
-            return cls.model_validate(raw)
-        except ValueError as exc:
-            raise DeploymentError(f"deployment file {path}: {exc}") from exc

@@ -26,7 +26,6 @@ import brownie
 from brownie import accounts, network, web3
 
 from scripts._deployment import (
-    CONTRACT_NAMES,
     ROLE_IDS,
     ContractRecord,
     Deployment,
@@ -50,10 +49,11 @@ class Deployed:
     stake_manager: Any
     ledger: Any
     deployment: Deployment
+    attester_book: Any  # AttesterBook (validators' attestation rewards and slashes; issue 21)
 
     @property
     def default_pool_id(self) -> int | None:
-        return self.deployment.defaultPoolId
+        return self.deployment.default_pool_id
 
 
 def _project() -> Any:
@@ -81,12 +81,20 @@ def deploy_all(deployer: Any, params: DeployParams, dev: bool = True) -> Deploye
     stake_manager = p.StakeManager.deploy(
         deployer, token, registry, treasury, params.unbondingPeriod, params.challengerShareBps, tx
     )
+    # the ledger links the PoolRules library (createPool's checks; keeps the ledger under EIP-170)
+    p.PoolRules.deploy(tx)
     ledger = p.TaskLedger.deploy(deployer, token, registry, stake_manager, params.minWindowLength, tx)
 
     stake_manager.grantRole(stake_manager.SLASHER_ROLE(), ledger, tx)
+    # validators paid for attesting and slashed for attesting work the ledger upheld as bad
+    attester_book = p.AttesterBook.deploy(deployer, ledger, params.attesterSlash, params.voterSlash, tx)
+    stake_manager.grantRole(stake_manager.SLASHER_ROLE(), attester_book, tx)
+    # the registry tells the stake manager of registrations and exits (validator weights follow them)
+    registry.setStakeHook(stake_manager, tx)
     for role, amount in params.minStake.items():
         if amount:
             stake_manager.setMinStake(ROLE_IDS[role], amount, tx)
+    ledger.setPoolBounds(params.minChallengeBond, params.minQuorum, tx)
 
     default_pool_id: int | None = None
     if dev and params.initialMint:
@@ -98,10 +106,10 @@ def deploy_all(deployer: Any, params: DeployParams, dev: bool = True) -> Deploye
             token.approve(ledger, params.defaultPoolFunding, tx)
             ledger.fundPool(default_pool_id, params.defaultPoolFunding, tx)
 
-    contracts = {"IntellectToken": token, "NodeRegistry": registry, "StakeManager": stake_manager, "TaskLedger": ledger}
+    contracts = {"IntellectToken": token, "NodeRegistry": registry, "StakeManager": stake_manager, "TaskLedger": ledger,
+                 "AttesterBook": attester_book}
     records = {}
-    for name in CONTRACT_NAMES:
-        c = contracts[name]
+    for name, c in contracts.items():
         receipt = c.tx
         records[name] = ContractRecord(
             address=c.address,
@@ -118,7 +126,7 @@ def deploy_all(deployer: Any, params: DeployParams, dev: bool = True) -> Deploye
         parameters=params,
         defaultPoolId=default_pool_id,
     )
-    deployed = Deployed(token, registry, stake_manager, ledger, deployment)
+    deployed = Deployed(token, registry, stake_manager, ledger, deployment, attester_book)
     verify_wiring(deployed)
     return deployed
 
@@ -136,6 +144,10 @@ def verify_wiring(d: Deployed) -> None:
         problems.append("TaskLedger.stakeManager() is not StakeManager")
     if d.stake_manager.stakeToken() != d.token.address or d.stake_manager.registry() != d.registry.address:
         problems.append("StakeManager is not wired to IntellectToken/NodeRegistry")
+    if not d.stake_manager.hasRole(d.stake_manager.SLASHER_ROLE(), d.attester_book):
+        problems.append("AttesterBook lacks StakeManager.SLASHER_ROLE (it could not slash attesters)")
+    if d.registry.stakeHook() != d.stake_manager.address:
+        problems.append("NodeRegistry.stakeHook() is not StakeManager (validator weights would not follow exits)")
     if problems:
         raise DeploymentError("deployment wiring is wrong: " + "; ".join(problems))
 

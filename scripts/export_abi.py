@@ -31,6 +31,7 @@ CALLEES: dict[str, tuple[str, ...]] = {
     "NodeRegistry": (),
     "StakeManager": ("IntellectToken", "NodeRegistry"),
     "TaskLedger": ("IntellectToken", "NodeRegistry", "StakeManager"),
+    "AttesterBook": ("IntellectToken", "NodeRegistry", "StakeManager", "TaskLedger"),
 }
 
 

@@ -26,6 +26,7 @@ import brownie
 from brownie import Contract, accounts, chain, network, web3
 from brownie.exceptions import VirtualMachineError
 
+from intellect.sdk._reverts import REVERT_MESSAGES as MESSAGES
 from scripts._deployment import Deployment, DeploymentError
 from scripts.export_abi import ABI_DIR
 
@@ -33,29 +34,6 @@ ROOT = Path(__file__).resolve().parent.parent
 TOKEN = 10**18
 ROLES = ["none", "worker", "validator", "trainer", "relay"]
 STATUSES = ["none", "active", "exited"]
-
-# error name -> message template over the error's arguments (brownie decodes "Name: a, b, c")
-MESSAGES = {
-    "StakeManagerZeroAmount": "the amount must be more than 0",
-    "StakeManagerNodeNotActive": "node {0} is not an active registered node; register it first",
-    "StakeManagerNotOwner": "{1} is not the owner of node {0}; send from the owner's account",
-    "StakeManagerInsufficientStake": "node {0} has {1} wei active stake, less than the {2} wei requested",
-    "StakeManagerNothingToWithdraw": "node {0} has nothing unbonding; run request_unstake first",
-    "StakeManagerStillUnbonding": "node {0}'s unbonding stake releases at unix time {1}; try again then",
-    "StakeManagerOpenChallenges": "node {0} has {1} open challenge(s); withdrawal waits until they are resolved",
-    "ERC20InsufficientAllowance": "allowance too low ({1} < {2}); approve the stake manager first",
-    "ERC20InsufficientBalance": "token balance too low ({1} < {2} wei); get tokens first (faucet on dev)",
-    "TaskLedgerUnknownTask": "submission {0} does not exist",
-    "TaskLedgerInvalidStatus": "submission {0} cannot be claimed in status {1} (2 = submitted is claimable)",
-    "TaskLedgerWindowOpen": "submission {0}'s challenge window closes at unix time {1}; claim after that",
-    "TaskLedgerSubmissionVoided": "submission {0} was voided by an upheld challenge against its worker",
-    "TaskLedgerNotNodeOrOwner": "{1} is neither the node of submission {0} nor its owner",
-    "TaskLedgerMixedOwners": "submission {0} belongs to owner {1}, the batch to {2}: claim them separately",
-    "TaskLedgerEmptyBatch": "give at least one submission id",
-    "IntellectTokenFaucetDisabled": "this deployment has no faucet (not a dev/test network)",
-    "IntellectTokenFaucetCooldown": "{0} may use the faucet again at unix time {1}",
-}
-
 
 class StakeScriptError(Exception):
     """A user mistake or a decoded revert, printed as one clear line."""

@@ -1,4 +1,4 @@
-"""`Protocol`: the typed client of the intellect contracts (token, registry, stake, ledger).
+"""`Protocol`: the typed client of the intellect contracts (token, registry, stake, ledger, attester book).
 
     from intellect.sdk import Protocol
     p = Protocol.connect("development", dev_account=0)        # or keystore="me.json"
@@ -13,14 +13,15 @@ the contract's custom error name and arguments; transient RPC failures are retri
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from eth_abi import encode as abi_encode
 from eth_abi.exceptions import DecodingError
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
+from hexbytes import HexBytes
 from web3 import Web3
 from web3.contract import Contract
 from web3.exceptions import ContractLogicError, Web3Exception
@@ -29,20 +30,24 @@ from ._accounts import dev_account, load_keystore
 from ._config import (
     CONTRACT_NAMES,
     DEV_CHAIN_IDS,
+    OPTIONAL_CONTRACT_NAMES,
     Deployment,
     NetworkSpec,
     load_abi,
     load_deployment,
     resolve_network,
 )
-from ._errors import ConfigError, ContractRevert, RpcError
+from ._errors import ConfigError, ContractRevert, IntellectError, RpcError
 from ._models import (
+    AttesterPoolRule,
+    AttesterRecord,
     Challenge,
     ChallengeStatus,
     Checkpoint,
     DecodedEvent,
     FaucetInfo,
     Node,
+    NodeBook,
     NodeStatus,
     Pool,
     PoolParams,
@@ -54,10 +59,13 @@ from ._models import (
     Task,
     TaskClaim,
     TaskStatus,
+    claim_seed,
 )
 from ._tx import ErrorDecoder, RetryPolicy, Transactor, with_retries
 
 __all__ = ["Protocol"]
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 _LOG_CHUNK = 10_000  # blocks per eth_getLogs request
@@ -82,16 +90,17 @@ class Protocol:
         self.rpc_url = rpc_url
         self.retry = retry or RetryPolicy()
         self.chain_id = deployment.chain_id
-        self.abis = {name: load_abi(name) for name in CONTRACT_NAMES}
+        self.abis = {name: load_abi(name) for name in (*CONTRACT_NAMES, *OPTIONAL_CONTRACT_NAMES)}
+        present = [*CONTRACT_NAMES, *(n for n in OPTIONAL_CONTRACT_NAMES if n in deployment.contracts)]
         self.contracts: dict[str, Contract] = {
             name: w3.eth.contract(address=_addr(deployment.address(name)), abi=self.abis[name])
-            for name in CONTRACT_NAMES
+            for name in present
         }
         self.decoder = ErrorDecoder(self.abis.values())
         self._by_address = {c.address.lower(): name for name, c in self.contracts.items()}
         self._topics: dict[bytes, tuple[str, str]] = {}
-        for name, abi in self.abis.items():
-            for item in abi:
+        for name in self.contracts:
+            for item in self.abis[name]:
                 if item.get("type") == "event" and not item.get("anonymous"):
                     types = ",".join(_abi_type(i) for i in item["inputs"])
                     self._topics[bytes(Web3.keccak(text=f"{item['name']}({types})"))] = (name, item["name"])
@@ -158,11 +167,22 @@ class Protocol:
         """Call a view function; a revert raises ContractRevert."""
         fn = self.contracts[contract].functions[function](*args)
         try:
-            return with_retries(lambda: fn.call({"from": self.account.address} if self.account else {},
-                                                block_identifier=block),
-                                self.retry, f"{contract}.{function}")
+            return self._ask(lambda: fn.call({"from": self.account.address} if self.account else {},
+                                             block_identifier=block), f"{contract}.{function}")
         except ContractLogicError as exc:
             raise self.decoder.from_exception(exc, function=function, contract=contract) from None
+
+    def _ask(self, fn: Callable[[], T], what: str) -> T:
+        """`fn()` (one RPC request and what is made of its answer), transient failures retried; an answer web3
+        cannot read (not JSON or not UTF-8, a wrong shape or id, garbage return data) raises RpcError naming
+        `what` and the node. A revert (ContractLogicError) passes through for the caller to decode."""
+        try:
+            return with_retries(fn, self.retry, what)
+        except (ContractLogicError, IntellectError):
+            raise
+        except _ANSWER_FAILURES as exc:
+            raise RpcError(f"{what}: unreadable answer from the RPC node {self.rpc_url or ''}: "
+                           f"{type(exc).__name__}: {str(exc)[:300]}") from None
 
     def transact(self, contract: str, function: str, *args: Any, wait: bool = True,
                  timeout: float | None = None) -> Receipt:
@@ -175,27 +195,38 @@ class Protocol:
         if not wait:
             return Receipt(tx_hash=tx_hash, block_number=-1, gas_used=0, effective_gas_price=0)
         rc = self._tx.wait(tx_hash, fn_for_replay=fn, contract=contract, function=function, timeout=timeout)
-        return Receipt(tx_hash=tx_hash, block_number=rc["blockNumber"], gas_used=rc["gasUsed"],
-                       effective_gas_price=rc.get("effectiveGasPrice", 0) or 0,
-                       events=[e for e in (self.decode_log(lg) for lg in rc["logs"]) if e is not None])
+        try:  # decode_log raises RpcError itself on a log it cannot read
+            events = [e for e in (self.decode_log(lg) for lg in rc["logs"]) if e is not None]
+            return Receipt(tx_hash=tx_hash, block_number=rc["blockNumber"], gas_used=rc["gasUsed"],
+                           effective_gas_price=rc.get("effectiveGasPrice", 0) or 0, events=events)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # ValueError: pydantic's ValidationError
+            raise RpcError(f"receipt of {tx_hash} from the RPC node is malformed: {type(exc).__name__}: {exc}") from None
 
     def decode_log(self, lg: Any) -> DecodedEvent | None:
-        """Decode one raw log of a protocol contract (None for other contracts' logs)."""
-        name = self._by_address.get(str(lg["address"]).lower())
-        if name is None or not lg["topics"]:
-            return None
-        key = self._topics.get(bytes(lg["topics"][0]))
+        """Decode one raw log of a protocol contract (None for other contracts' logs); `RpcError` naming
+        the log when the node's answer is not a log of ours (only a broken or lying node sends that)."""
+        try:
+            name = self._by_address.get(str(lg["address"]).lower())
+            topics = lg["topics"]
+            if name is None or not topics:
+                return None
+            key = self._topics.get(bytes(HexBytes(topics[0])))
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise RpcError(f"RPC returned a malformed log ({type(exc).__name__}: {exc})") from exc
         if key is None or key[0] != name:
             return None
+        where = f"{name}.{key[1]} log (block {_field(lg, 'blockNumber')}, index {_field(lg, 'logIndex')})"
         try:
             ev = self.contracts[name].events[key[1]]().process_log(lg)
-        except (Web3Exception, DecodingError, ValueError, TypeError) as exc:
-            # only a broken or lying RPC node returns a log of ours that does not match our ABI
-            raise RpcError(f"RPC returned an undecodable {name}.{key[1]} log (block {lg.get('blockNumber')}, "
-                           f"index {lg.get('logIndex')}): {type(exc).__name__}: {exc}") from None
-        return DecodedEvent(contract=name, event=key[1], args=_plain(dict(ev["args"])),
-                            block_number=int(lg["blockNumber"]), block_hash="0x" + bytes(lg["blockHash"]).hex(),
-                            log_index=int(lg["logIndex"]), tx_hash="0x" + bytes(lg["transactionHash"]).hex())
+            args = _plain(dict(ev["args"]))
+            if key[1] == "TaskClaimed":  # the seed follows from the claim's block hash (not in the log's data)
+                args["seed"] = claim_seed(bytes(lg["blockHash"]), args["node"], args["taskId"]).hex()
+            return DecodedEvent(contract=name, event=key[1], args=args,
+                                block_number=int(lg["blockNumber"]), block_hash="0x" + bytes(lg["blockHash"]).hex(),
+                                log_index=int(lg["logIndex"]), tx_hash="0x" + bytes(lg["transactionHash"]).hex())
+        except (Web3Exception, DecodingError, KeyError, ValueError, TypeError, OverflowError) as exc:
+            # ValueError covers pydantic's ValidationError of DecodedEvent
+            raise RpcError(f"RPC returned an undecodable {where}: {type(exc).__name__}: {exc}") from None
 
     def event_topics(self, events: Iterable[str] | None = None) -> dict[bytes, tuple[str, str]]:
         """topic0 -> (contract, event) for the named events (all protocol events when None)."""
@@ -222,7 +253,7 @@ class Protocol:
         for lo in range(start, end + 1, _LOG_CHUNK):
             hi = min(end, lo + _LOG_CHUNK - 1)
             params = {"fromBlock": lo, "toBlock": hi, "address": addresses, "topics": topic_filter}
-            logs = with_retries(lambda p=params: self.w3.eth.get_logs(p), self.retry, "eth_getLogs")
+            logs = self._ask(lambda p=params: list(self.w3.eth.get_logs(p)), "eth_getLogs")
             for lg in logs:
                 ev = self.decode_log(lg)
                 if ev is None:
@@ -248,15 +279,15 @@ class Protocol:
         return out
 
     def block_number(self) -> int:
-        return int(with_retries(lambda: self.w3.eth.block_number, self.retry, "block_number"))
+        return self._ask(lambda: int(self.w3.eth.block_number), "block_number")
 
     def chain_time(self) -> int:
         """Timestamp of the latest block."""
-        return int(with_retries(lambda: self.w3.eth.get_block("latest"), self.retry, "get_block")["timestamp"])
+        return self._ask(lambda: int(self.w3.eth.get_block("latest")["timestamp"]), "get_block")
 
     def eth_balance(self, address: str | None = None) -> int:
         a = _addr(address or self.address)
-        return int(with_retries(lambda: self.w3.eth.get_balance(a), self.retry, "get_balance"))
+        return self._ask(lambda: int(self.w3.eth.get_balance(a)), "get_balance")
 
     # -- IntellectToken -------------------------------------------------------------------------
     def balance_of(self, account: str | None = None) -> int:
@@ -414,12 +445,13 @@ class Protocol:
     def node(self, address: str | None = None) -> Node:
         a = _addr(address or self.address)
         info = self.call("NodeRegistry", "nodeInfo", a)
-        return Node(address=a, owner=info[0], role=Role(info[1]), status=NodeStatus(info[2]), vram_gib=info[3],
-                    gpu_count=info[4], registered_at=info[5], gpu_model=info[6], endpoint=info[7])
+        return _built("NodeRegistry.nodeInfo", lambda: Node(
+            address=a, owner=info[0], role=Role(info[1]), status=NodeStatus(info[2]), vram_gib=info[3],
+            gpu_count=info[4], registered_at=info[5], gpu_model=info[6], endpoint=info[7]))
 
     def node_core(self, address: str) -> tuple[str, Role, NodeStatus]:
-        owner, role, status = self.call("NodeRegistry", "nodeCore", _addr(address))
-        return str(owner), Role(role), NodeStatus(status)
+        v = self.call("NodeRegistry", "nodeCore", _addr(address))
+        return _built("NodeRegistry.nodeCore", lambda: (str(v[0]), Role(v[1]), NodeStatus(v[2])))
 
     def owner_of(self, node: str) -> str:
         return str(self.call("NodeRegistry", "ownerOf", _addr(node)))
@@ -459,7 +491,8 @@ class Protocol:
         s = self.call("StakeManager", "stakeOf", a)
         _, role, _ = self.node_core(a)
         min_stake = self.min_stake(role) if role != Role.NONE else None
-        return Stake(node=a, active=s[0], unbonding=s[1], release_at=s[2], open_challenges=s[3], min_stake=min_stake)
+        return _built("StakeManager.stakeOf", lambda: Stake(node=a, active=s[0], unbonding=s[1], release_at=s[2],
+                                                            open_challenges=s[3], min_stake=min_stake))
 
     def active_stake(self, node: str) -> int:
         return int(self.call("StakeManager", "activeStake", _addr(node)))
@@ -523,8 +556,9 @@ class Protocol:
 
     def pool(self, pool_id: int) -> Pool:
         v = self.call("TaskLedger", "pool", int(pool_id))
-        return Pool(pool_id=pool_id, owner=v[0], params=PoolParams.from_tuple(v[1]), budget=v[2], reserved=v[3],
-                    has_checkpoint=v[4], latest_step=v[5] if v[4] else None)
+        return _built("TaskLedger.pool", lambda: Pool(
+            pool_id=pool_id, owner=v[0], params=PoolParams.from_tuple(v[1]), budget=v[2], reserved=v[3],
+            has_checkpoint=v[4], latest_step=v[5] if v[4] else None))
 
     def pool_count(self) -> int:
         return int(self.call("TaskLedger", "poolCount"))
@@ -570,7 +604,7 @@ class Protocol:
         e = rc.event("TaskClaimed")
         seed = e.args["seed"]
         return TaskClaim(task_id=e.args["taskId"], pool_id=e.args["poolId"], node=e.args["node"],
-                         seed=bytes.fromhex(seed) if isinstance(seed, str) else bytes(seed),
+                         seed=_hex_bytes(seed),
                          lease_expiry=e.args["leaseExpiry"], tx_hash=rc.tx_hash, block_number=rc.block_number)
 
     def submit_work(self, task_id: int, rollouts_cid: str, proofs_hash: bytes, work_units: int,
@@ -583,8 +617,9 @@ class Protocol:
 
     def task(self, task_id: int) -> Task:
         v = self.call("TaskLedger", "task", int(task_id))
-        return Task(task_id=task_id, node=v[0], pool_id=v[1], lease_expiry=v[2], status=TaskStatus(v[3]),
-                    reward=v[4], window_end=v[5], slash_epoch=v[6])
+        return _built("TaskLedger.task", lambda: Task(
+            task_id=task_id, node=v[0], pool_id=v[1], lease_expiry=v[2], status=TaskStatus(v[3]), reward=v[4],
+            window_end=v[5], slash_epoch=v[6]))
 
     def next_task_id(self) -> int:
         return int(self.call("TaskLedger", "nextTaskId"))
@@ -596,7 +631,7 @@ class Protocol:
         a = e.args
         ph = a["proofsHash"]
         return Submission(submission_id=a["submissionId"], pool_id=a["poolId"], node=a["node"],
-                          rollouts_cid=a["rolloutsCid"], proofs_hash=bytes.fromhex(ph) if isinstance(ph, str) else ph,
+                          rollouts_cid=a["rolloutsCid"], proofs_hash=_hex_bytes(ph),
                           work_units=a["workUnits"], policy_step=a["policyStep"], reward=a["reward"],
                           window_end=a["windowEnd"], block_number=e.block_number, tx_hash=e.tx_hash, status=status)
 
@@ -631,11 +666,40 @@ class Protocol:
 
     def challenge_info(self, challenge_id: int) -> Challenge:
         v = self.call("TaskLedger", "challengeInfo", int(challenge_id))
-        return Challenge(challenge_id=challenge_id, challenger=v[0], vote_end=v[1], votes_for=v[2],
-                         votes_against=v[3], status=ChallengeStatus(v[4]))
+        electorate = int(self.call("StakeManager", "totalValidatorWeightAt", int(v[7])))
+        resolvable = False
+        if int(v[4]) == ChallengeStatus.OPEN:
+            try:  # the ledger resolves early only once no vote can change the outcome: ask it
+                self.call("TaskLedger", "resolve", int(challenge_id))
+                resolvable = True
+            except ContractRevert:
+                pass
+        return _built("TaskLedger.challengeInfo", lambda: Challenge(
+            challenge_id=challenge_id, challenger=v[0], vote_end=v[1], votes_for=v[2], votes_against=v[3],
+            status=ChallengeStatus(v[4]), weight_for=v[5], weight_against=v[6], electorate=electorate,
+            snapshot_block=v[7], round=v[8], resolvable=resolvable))
+
+    def expire_lease(self, task_id: int) -> Receipt:
+        """Free the lease slot of a task whose lease ran out unsubmitted (anyone)."""
+        return self.transact("TaskLedger", "expireLease", int(task_id))
+
+    def node_book(self, node: str | None = None, pool_id: int = 1) -> NodeBook:
+        """A node's reservations, open and expired leases and claims in a pool."""
+        v = self.call("TaskLedger", "nodeBook", _addr(node or self.address), int(pool_id))
+        return NodeBook(reserved=v[0], open_leases=v[1], expired_leases=v[2], claims=v[3])
 
     def has_voted(self, challenge_id: int, validator: str) -> bool:
-        return bool(self.call("TaskLedger", "hasVoted", int(challenge_id), _addr(validator)))
+        """Whether `validator` voted in the challenge's current round (its challenger counts as voted)."""
+        v = self.call("TaskLedger", "challengeInfo", int(challenge_id))
+        if str(v[0]).lower() == _addr(validator).lower():
+            return True
+        voted_round, _ = self.call("TaskLedger", "voteOf", int(challenge_id), _addr(validator))
+        return int(voted_round) != 0 and int(voted_round) == int(v[8])
+
+    def vote_of(self, challenge_id: int, validator: str) -> tuple[int, bool]:
+        """The round `validator` last voted in on the challenge (0: never) and whether it voted to uphold."""
+        r, uphold = self.call("TaskLedger", "voteOf", int(challenge_id), _addr(validator))
+        return int(r), bool(uphold)
 
     # -- TaskLedger: rewards --------------------------------------------------------------------
     def claimable(self, submission_id: int) -> int:
@@ -675,6 +739,118 @@ class Protocol:
     def claim_all_rewards(self, node: str | None = None) -> int:
         return self.claim_rewards(self.rewards(node).claimable_ids)
 
+    # -- AttesterBook: validators paid per used attestation, slashed for attesting upheld work ------------
+    def _book(self) -> str:
+        if "AttesterBook" not in self.contracts:
+            raise ConfigError(f"deployment for chain {self.chain_id} has no AttesterBook address "
+                              "(deployed by scripts/deploy.py since issue 21): redeploy or add it to the file")
+        return "AttesterBook"
+
+    def set_attester_reward(self, pool_id: int, reward_per_attestation: int) -> AttesterPoolRule:
+        """Fix, once, the pool's reward per recorded attestation. Only the pool's owner."""
+        self.transact(self._book(), "setAttesterReward", int(pool_id), int(reward_per_attestation))
+        return self.attester_pool_rule(pool_id)
+
+    def fund_attester_rewards(self, pool_id: int, amount: int, *, approve: bool = True) -> AttesterPoolRule:
+        """Escrow `amount` for the pool's attester rewards (anyone)."""
+        if approve:
+            self._ensure_allowance(self._book(), amount)
+        self.transact(self._book(), "fundAttesterRewards", int(pool_id), int(amount))
+        return self.attester_pool_rule(pool_id)
+
+    def attester_pool_rule(self, pool_id: int) -> AttesterPoolRule:
+        reward, budget = self.call(self._book(), "poolRule", int(pool_id))
+        return AttesterPoolRule(pool_id=pool_id, reward_per_attestation=reward, budget=budget)
+
+    def record_attestations(self, submission_id: int, validators: Sequence[str]) -> list[AttesterRecord]:
+        """The trainer records the validators whose attestations of `submission_id` it used (inside the
+        window; at most 16 per call; each once); reserves one reward each. Returns the records made."""
+        rc = self.transact(self._book(), "recordAttestations", int(submission_id), [_addr(v) for v in validators])
+        return [AttesterRecord(submission_id=e.args["submissionId"], validator=e.args["validator"],
+                               reward=e.args["reward"], reserved=e.args["reward"], block_number=rc.block_number)
+                for e in rc.events if e.event == "AttestationRecorded"]
+
+    def attestation_reserved(self, submission_id: int, validator: str) -> int:
+        """The reward reserved for `validator`'s recorded attestation of `submission_id` (0: none or settled)."""
+        return int(self.call(self._book(), "recorded", int(submission_id), _addr(validator)))
+
+    def attester_records(self, validator: str | None = None, *, from_block: int | None = None,
+                         unsettled_only: bool = True) -> list[AttesterRecord]:
+        """The attestations of `validator` (default: this account) that trainers recorded, from the event
+        log, with what each still reserves; by default only those not yet paid, released or slashed."""
+        v = _addr(validator or self.address)
+        out = []
+        for e in self.get_events(["AttestationRecorded"], from_block=from_block, filters={"validator": v}):
+            sid = int(e.args["submissionId"])
+            reserved = self.attestation_reserved(sid, v)
+            if reserved or not unsettled_only:
+                out.append(AttesterRecord(submission_id=sid, validator=v, reward=e.args["reward"],
+                                          reserved=reserved, block_number=e.block_number))
+        return out
+
+    def claim_attester_reward(self, submission_id: int, validator: str | None = None) -> int:
+        """Pay a recorded attestation's reward to the validator's owner (anyone may send it) once the
+        submission is final and payable; returns the amount paid."""
+        rc = self.transact(self._book(), "claimAttesterReward", int(submission_id), _addr(validator or self.address))
+        return sum(int(e.args["amount"]) for e in rc.events if e.event == "AttesterRewardPaid")
+
+    def release_attester_reward(self, submission_id: int, validator: str) -> int:
+        """Return the reward of an attestation of upheld or voided work to its pool (anyone)."""
+        rc = self.transact(self._book(), "releaseAttesterReward", int(submission_id), _addr(validator))
+        return sum(int(e.args["amount"]) for e in rc.events if e.event == "AttesterRewardReleased")
+
+    def claim_attester_rewards(self, validator: str | None = None, *, from_block: int | None = None) -> int:
+        """Claim every recorded attestation reward of `validator` that is payable now (each checked with an
+        eth_call first, so windows still open or challenged cost nothing); returns the total paid."""
+        v = _addr(validator or self.address)
+        total = 0
+        for rec in self.attester_records(v, from_block=from_block):
+            try:
+                self.call(self._book(), "claimAttesterReward", rec.submission_id, v)
+            except ContractRevert:
+                continue  # not payable yet (window open, challenged) or not at all (upheld: released instead)
+            total += self.claim_attester_reward(rec.submission_id, v)
+        return total
+
+    def slash_attester(self, submission_id: int, validator: str, *, rollouts_cid: str, proofs_hash: bytes | str,
+                       policy_step: int, signature: bytes | str) -> int:
+        """Slash `validator` for its accepting EIP-712 attestation (`signature` over the submission's rollouts
+        CID, proofs hash and policy step) of `submission_id`, which the ledger upheld as bad (anyone; the
+        sender gets the challenger's share). Returns the amount slashed."""
+        ph, sig = _hex_bytes(proofs_hash), _hex_bytes(signature)
+        if len(ph) != 32:
+            raise ValueError(f"proofs_hash must be 32 bytes, got {len(ph)}")
+        rc = self.transact(self._book(), "slashAttester", int(submission_id), _addr(validator),
+                           bytes(Web3.keccak(text=rollouts_cid)), ph, int(policy_step), sig)
+        return sum(int(e.args["slashed"]) for e in rc.events if e.event == "AttesterSlashed")
+
+    def slash_voter(self, challenge_id: int, validator: str) -> int:
+        """Slash `validator` for voting against the outcome of the challenge's latest resolved round (anyone;
+        the sender gets the challenger's share). Returns the amount slashed."""
+        rc = self.transact(self._book(), "slashVoter", int(challenge_id), _addr(validator))
+        return sum(int(e.args["slashed"]) for e in rc.events if e.event == "VoterSlashed")
+
+    def attester_slash(self) -> int:
+        return int(self.call(self._book(), "attesterSlash"))
+
+    def voter_slash(self) -> int:
+        return int(self.call(self._book(), "voterSlash"))
+
+    def set_attester_slash(self, amount: int) -> Receipt:
+        """Admin only."""
+        return self.transact(self._book(), "setAttesterSlash", int(amount))
+
+    def set_voter_slash(self, amount: int) -> Receipt:
+        """Admin only."""
+        return self.transact(self._book(), "setVoterSlash", int(amount))
+
+    def attestation_digest(self, submission_id: int, rollouts_cid: str, proofs_hash: bytes | str, policy_step: int,
+                           accepted: bool = True) -> bytes:
+        """The EIP-712 digest a validator signs to attest a submission (as the AttesterBook checks it)."""
+        return bytes(self.call(self._book(), "attestationDigest", int(submission_id),
+                               bytes(Web3.keccak(text=rollouts_cid)), _hex_bytes(proofs_hash), int(policy_step),
+                               bool(accepted)))
+
 
 def _abi_type(inp: dict[str, Any]) -> str:
     t = str(inp["type"])
@@ -696,6 +872,35 @@ def _plain(v: Any) -> Any:
     if isinstance(v, bytes):
         return v.hex()
     return v
+
+
+# What web3 and the libraries under it raise on an answer they cannot read: Web3Exception (BadResponseFormat,
+# BadFunctionCallOutput, ...), eth_abi's DecodingError, and plain ValueError (UnicodeDecodeError, JSONDecodeError),
+# TypeError/KeyError/IndexError/AttributeError (a wrong shape), OverflowError, RecursionError (deep nesting).
+_ANSWER_FAILURES = (Web3Exception, DecodingError, ValueError, TypeError, KeyError, IndexError, AttributeError,
+                    OverflowError, RecursionError)
+
+
+def _built(what: str, build: Callable[[], T]) -> T:
+    """A model made of a view's decoded return value; RpcError when the node's values do not fit it (an enum
+    value no contract of ours returns, a field out of range)."""
+    try:
+        return build()
+    except (ValueError, TypeError, IndexError, KeyError) as exc:  # ValueError covers pydantic's ValidationError
+        raise RpcError(f"{what}: the RPC node returned values no deployed contract returns: {exc}") from None
+
+
+def _hex_bytes(v: bytes | str) -> bytes:
+    """Bytes given as bytes or as hex (with or without 0x)."""
+    return bytes.fromhex(v.removeprefix("0x")) if isinstance(v, str) else bytes(v)
+
+
+def _field(lg: Any, key: str) -> Any:
+    """A log field for an error message, whatever the log is."""
+    try:
+        return lg.get(key)
+    except (AttributeError, TypeError):
+        return None
 
 
 def _norm(v: Any) -> Any:

@@ -1,7 +1,10 @@
 """The SDK's exception tree. Every error the SDK raises on purpose is an `IntellectError`.
 
     IntellectError
-    ├── ConfigError                 bad network name, missing deployment file, bad keystore/password
+    ├── ConfigError                 bad network name, missing deployment file, bad keystore/password,
+    │   │                           an agent's configuration file (also a ValueError)
+    │   └── DeploymentError         a deployment file or deploy parameters that cannot be used
+    │       └── DeploymentSchemaError   (also a SchemaVersionError)
     ├── SchemaVersionError          a file or message with a schema version this SDK does not read
     ├── RpcError                    the node answered, but not with what we asked for
     │   ├── TransientRpcError       connection refused, timeout, HTTP 429/5xx: retried with backoff
@@ -13,7 +16,10 @@
         ├── ContentTooLargeError    content over the caller's `max_size`
         └── ContentNotFoundError    no local block and no peer had it
 
-Messages say what failed, why, and what to do.
+Messages say what failed, why, and what to do. The verifier's and the agents' errors (`ToplocError`,
+`TaskSetError`, `RolloutFileError`, `AttestationError`, `EngineError`, `AgentError`, ...) derive from
+`IntellectError` too, keeping their `ValueError`/`RuntimeError` base: `except IntellectError` catches
+every error the namespace raises on purpose.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ __all__ = [
     "ContentNotFoundError",
     "ContentTooLargeError",
     "ContractRevert",
+    "DeploymentError",
+    "DeploymentSchemaError",
     "IntellectError",
     "InvalidCidError",
     "IpfsError",
@@ -40,8 +48,14 @@ class IntellectError(Exception):
     """Base class of every error the SDK raises on purpose."""
 
 
-class ConfigError(IntellectError):
-    """Configuration the SDK cannot work with (network, deployment file, keystore, password)."""
+class ConfigError(IntellectError, ValueError):
+    """Configuration that cannot be worked with (network, deployment file, keystore, password, an agent's
+    configuration file); the message names the field or file."""
+
+
+class DeploymentError(ConfigError):
+    """A deployment file (`deployments/<chainId>.json`) or deploy parameters that cannot be used, or a
+    deployment whose wiring is wrong."""
 
 
 class SchemaVersionError(IntellectError):
@@ -55,6 +69,10 @@ class SchemaVersionError(IntellectError):
         self.what = what
         self.found = found
         self.expected = expected
+
+
+class DeploymentSchemaError(DeploymentError, SchemaVersionError):
+    """A deployment file of a schema version this SDK does not read."""
 
 
 class RpcError(IntellectError):

@@ -8,12 +8,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "AttesterPoolRule",
+    "AttesterRecord",
     "Challenge",
     "ChallengeStatus",
     "Checkpoint",
     "DecodedEvent",
     "FaucetInfo",
     "Node",
+    "NodeBook",
     "NodeStatus",
     "Pool",
     "PoolParams",
@@ -25,6 +28,7 @@ __all__ = [
     "Task",
     "TaskClaim",
     "TaskStatus",
+    "claim_seed",
     "format_tokens",
     "parse_tokens",
 ]
@@ -69,6 +73,7 @@ class TaskStatus(IntEnum):
     UPHELD = 4
     PAID = 5
     VOIDED = 6
+    EXPIRED = 7  # the lease ran out unsubmitted and expireLease freed its slot
 
 
 class ChallengeStatus(IntEnum):
@@ -158,17 +163,19 @@ class PoolParams(_Model):
     max_units_per_submission: int = 1_000
     async_level: int = 2
     quorum: int = 1
+    max_open_leases: int = 2  # unsubmitted leases one node may hold in the pool
+    max_reservation_bps: int = 1_000  # most of the pool's escrow one node may hold in reservations
 
     def as_tuple(self) -> tuple[Any, ...]:
         return (self.trainer, self.task_set_cid, self.reward_per_unit, self.challenge_bond, self.slash_amount,
                 self.window_length, self.vote_period, self.lease_duration, self.max_units_per_submission,
-                self.async_level, self.quorum)
+                self.async_level, self.quorum, self.max_open_leases, self.max_reservation_bps)
 
     @classmethod
     def from_tuple(cls, t: Any) -> PoolParams:
         return cls(trainer=t[0], task_set_cid=t[1], reward_per_unit=t[2], challenge_bond=t[3], slash_amount=t[4],
                    window_length=t[5], vote_period=t[6], lease_duration=t[7], max_units_per_submission=t[8],
-                   async_level=t[9], quorum=t[10])
+                   async_level=t[9], quorum=t[10], max_open_leases=t[11], max_reservation_bps=t[12])
 
 
 class Pool(_Model):
@@ -206,8 +213,29 @@ class Task(_Model):
     slash_epoch: int
 
 
+def claim_seed(block_hash: bytes | str, node: str, task_id: int) -> bytes:
+    """The seed of a claim: keccak256(abi.encode(hash of the claim's block, node, taskId)) (ITaskLedger.TaskClaimed).
+    No transaction can know the hash of its own block, so a claim cannot depend on its seed."""
+    from eth_abi import encode
+    from eth_utils import keccak, to_checksum_address
+
+    bh = bytes.fromhex(block_hash.removeprefix("0x")) if isinstance(block_hash, str) else bytes(block_hash)
+    if len(bh) != 32:
+        raise ValueError(f"block hash must be 32 bytes, got {len(bh)}")
+    return keccak(encode(["bytes32", "address", "uint256"], [bh, to_checksum_address(node), int(task_id)]))
+
+
+class NodeBook(_Model):
+    """A node's book in one pool (ITaskLedger.NodeBook)."""
+
+    reserved: int
+    open_leases: int
+    expired_leases: int
+    claims: int
+
+
 class TaskClaim(_Model):
-    """The outcome of `claim_task`: the id and the chain-drawn seed from the TaskClaimed event."""
+    """The outcome of `claim_task`: the id and the seed (from the hash of the claim's block)."""
 
     task_id: int
     pool_id: int
@@ -236,7 +264,8 @@ class Submission(_Model):
 
 
 class Challenge(_Model):
-    """A challenge (its id is the submission id)."""
+    """A challenge (its id is the submission id; its latest round). Votes weigh the voters' validator stake at
+    `snapshot_block`; `electorate` is all validator stake then; `resolvable`: `resolve` would succeed now."""
 
     challenge_id: int
     challenger: str
@@ -244,6 +273,12 @@ class Challenge(_Model):
     votes_for: int
     votes_against: int
     status: ChallengeStatus
+    weight_for: int = 0
+    weight_against: int = 0
+    electorate: int = 0
+    snapshot_block: int = 0
+    round: int = 1
+    resolvable: bool = False
 
 
 class Rewards(_Model):
@@ -255,6 +290,25 @@ class Rewards(_Model):
     pending: int = 0
     pending_ids: list[int] = Field(default_factory=list)
     paid: int = 0
+
+
+class AttesterPoolRule(_Model):
+    """A pool's attester rule (AttesterBook): tokens per attestation the trainer used, and the unreserved budget."""
+
+    pool_id: int
+    reward_per_attestation: int
+    budget: int
+
+
+class AttesterRecord(_Model):
+    """One attestation the trainer recorded as used (AttestationRecorded); `reserved`: the reward still held for
+    it now (0 once paid, released or slashed)."""
+
+    submission_id: int
+    validator: str
+    reward: int
+    reserved: int = 0
+    block_number: int = 0
 
 
 class FaucetInfo(_Model):

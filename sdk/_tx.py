@@ -146,10 +146,10 @@ def _abi_type(inp: dict[str, Any]) -> str:
 
 
 def _to_bytes(data: str | bytes | None) -> bytes | None:
-    if data is None:
+    if isinstance(data, bytes | bytearray | memoryview):
+        return bytes(data)
+    if not isinstance(data, str):  # None, or whatever a broken node put in the error's data
         return None
-    if isinstance(data, bytes):
-        return data
     try:
         return bytes.fromhex(data[2:] if data.startswith("0x") else data)
     except ValueError:
@@ -190,9 +190,12 @@ class Transactor:
 
     def _read_fees(self) -> dict[str, int]:
         block = with_retries(lambda: self.w3.eth.get_block("latest"), self.retry, "get_block")
-        base = int(block.get("baseFeePerGas", 0) or 0)
+        try:
+            base = int(block.get("baseFeePerGas", 0) or 0)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise RpcError(f"the RPC node's latest block has no readable base fee: {exc}") from None
         tip = self.max_priority_fee
-        with contextlib.suppress(Web3RPCError, ValueError):
+        with contextlib.suppress(Web3RPCError, ValueError, TypeError):
             tip = min(int(with_retries(lambda: self.w3.eth.max_priority_fee, self.retry, "max_priority_fee")), tip)
         max_fee = 2 * base + tip
         if self.max_fee_per_gas is not None:
@@ -265,10 +268,14 @@ class Transactor:
                 delay = min(delay * 1.5, 2.0)
         if receipt is None:
             raise TransactionTimeout(tx_hash, timeout)
-        if receipt["status"] != 1:
+        try:
+            status, block_number = receipt["status"], receipt["blockNumber"]
+        except (KeyError, TypeError, IndexError) as exc:
+            raise RpcError(f"receipt of {tx_hash} from the RPC node is malformed: {exc!r}") from None
+        if status != 1:
             if fn_for_replay is not None:
                 try:
-                    fn_for_replay.call({"from": self.account.address}, block_identifier=receipt["blockNumber"])
+                    fn_for_replay.call({"from": self.account.address}, block_identifier=block_number)
                 except ContractLogicError as exc:
                     raise self.decoder.from_exception(exc, function=function, contract=contract) from None
             raise ContractRevert("unknown", {"tx": tx_hash}, function=function, contract=contract)

@@ -36,6 +36,7 @@ from ._errors import (
     RpcError,
     SchemaVersionError,
 )
+from ._reverts import REVERT_HINTS
 
 __all__ = ["EXIT_NETWORK", "EXIT_REVERT", "EXIT_USER", "PLUGINS", "cli", "main"]
 
@@ -48,21 +49,7 @@ PLUGINS: dict[str, str] = {
     "shardcast": "intellect.sdk.shardcast.cli:shardcast",
     "dashboard": "intellect.sdk.dashboard.cli:dashboard",
 }
-
-_REVERT_HINTS = {
-    "IntellectTokenFaucetCooldown": "wait until the cooldown ends",
-    "IntellectTokenFaucetDisabled": "this network has no faucet; get tokens elsewhere",
-    "NodeRegistryAlreadyActive": "the node is already registered (see `intellect node show`)",
-    "NodeRegistryNotOwner": "use the owner's keystore",
-    "NodeRegistryNotActive": "register the node first (`intellect node register`)",
-    "StakeManagerNodeNotActive": "register the node first (`intellect node register`)",
-    "StakeManagerInsufficientStake": "check `intellect stake status`",
-    "StakeManagerStillUnbonding": "wait for the release time shown by `intellect stake status`",
-    "StakeManagerNothingToWithdraw": "request an unstake first (`intellect stake unstake`)",
-    "StakeManagerOpenChallenges": "wait until the open challenges are resolved",
-    "ERC20InsufficientBalance": "get tokens first (`intellect faucet` on dev networks)",
-    "TaskLedgerWindowOpen": "wait until the challenge window closes",
-}
+# (the verifier's `taskset` group comes through the `intellect.cli` entry point group: pyproject.toml)
 
 
 class _Ctx:
@@ -369,25 +356,196 @@ def stake_status(ctx: _Ctx, node_addr: str | None) -> None:
 
 
 # -- pool ---------------------------------------------------------------------------------------
-@cli.group(short_help="Inspect pools, checkpoints and submissions.")
+@cli.group(short_help="Create, fund and inspect pools, checkpoints and submissions.")
 def pool() -> None:
-    """Pools of the TaskLedger (read-only)."""
+    """Pools of the TaskLedger: each carries its rules (intellect.poolrules/v1) by CID."""
+
+
+def _budget_items(items: tuple[str, ...]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        try:
+            lengths = [int(v) for v in values.split(",") if v.strip()]
+        except ValueError:
+            lengths = []
+        if not sep or not name.strip() or not lengths:
+            raise click.BadParameter(f"{item!r}: expected CLASS=N[,N...], e.g. cpu=64,128", param_hint="--budget")
+        out[name.strip()] = lengths
+    return out
+
+
+def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) -> str | None:
+    """A task set's CID: a file (as `intellect taskset convert|split` wrote it) is added to `store` byte for
+    byte (only its CID computed on a dry run); anything else is taken as a CID."""
+    if path_or_cid is None:
+        return None
+    path = Path(path_or_cid)
+    if not path.is_file():
+        return path_or_cid
+    from .ipfs import compute_cid
+
+    data = path.read_bytes()
+    if not data.startswith(b'{"name":') and b'"schema": "intellect.taskset/' not in data[:512]:
+        raise ConfigError(f"{what} {path} is not an intellect.taskset/v1 JSONL file (convert it with "
+                          f"`intellect taskset convert`, or publish it with `intellect taskset publish` and pass the CID)")
+    cid = compute_cid(data) if dry_run else store.add(data)
+    click.echo(f"{what} {path}: {cid}", err=True)
+    return str(cid)
+
+
+@pool.command("create", short_help="Publish a pool's rules to IPFS and create the pool on-chain.")
+@click.option("--rules", "rules_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A rules document (JSON) to start from; the options below override its fields.")
+@click.option("--taskset", default=None, help="Training task set: a file (added to IPFS) or its CID.")
+@click.option("--heldout", default=None, help="Held-out task set: a file (added to IPFS) or its CID.")
+@click.option("--model-family", default=None, help="Model family, e.g. smollm2-135m.")
+@click.option("--chat-template", type=click.Choice(["model", "none"]), default=None,
+              help="model: prompts in the checkpoint's chat template; none: bare text.")
+@click.option("--group-size", type=int, default=None, help="Completions per problem.")
+@click.option("--problems-per-task", type=int, default=None, help="Problems per claimed task.")
+@click.option("--budget", "budgets", multiple=True, metavar="CLASS=N[,N...]",
+              help="Thinking budgets of a hardware class (cpu, gpu-small, gpu-large); repeat per class.")
+@click.option("--length-alpha", type=float, default=None, help="Length-penalty coefficient α.")
+@click.option("--temperature", type=float, default=None, help="Sampling temperature.")
+@click.option("--toploc-profile", type=click.Choice(["mixed", "fp32", "reference"]), default=None,
+              help="verification profile (default mixed: bf16 and fp32 workers; fp32: exact, all nodes in fp32)")
+@click.option("--max-units", type=int, default=None,
+              help="Most work units (completion tokens) per submission (default: largest budget × group × problems).")
+@click.option("--trainer", "trainer_addr", default=None, help="Trainer address (default: this account).")
+@click.option("--reward-per-unit", default="0.001", show_default=True, help="Tokens paid per work unit.")
+@click.option("--challenge-bond", default="10", show_default=True, help="Tokens a challenger bonds.")
+@click.option("--slash", "slash_amount", default="50", show_default=True, help="Tokens an upheld challenge slashes.")
+@click.option("--window", type=int, default=24 * 3600, show_default=True, help="Challenge window, seconds.")
+@click.option("--vote-period", type=int, default=6 * 3600, show_default=True, help="Vote period, seconds.")
+@click.option("--lease", type=int, default=3600, show_default=True, help="Task lease, seconds.")
+@click.option("--async-level", type=int, default=2, show_default=True)
+@click.option("--quorum", type=int, default=1, show_default=True, help="Validator quorum.")
+@click.option("--fund", "fund_amount", default=None, help="Tokens to fund the pool with right away.")
+@click.option("--ipfs", "ipfs_spec", default="embedded:data/ipfs", show_default=True, envvar="INTELLECT_IPFS",
+              help="Where the rules (and task-set files) are added: embedded:/path or kubo:http://host:5001.")
+@click.option("--dry-run", is_flag=True, help="Check and print the rules and their CID; publish nothing.")
+@click.pass_obj
+def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout: str | None, model_family: str | None,
+                chat_template: str | None, group_size: int | None, problems_per_task: int | None,
+                budgets: tuple[str, ...], length_alpha: float | None, temperature: float | None,
+                toploc_profile: str | None, max_units: int | None, trainer_addr: str | None, reward_per_unit: str,
+                challenge_bond: str, slash_amount: str, window: int, vote_period: int, lease: int, async_level: int,
+                quorum: int, fund_amount: str | None, ipfs_spec: str, dry_run: bool) -> None:
+    """Build the pool's rules (intellect.poolrules/v1), refuse them if they contradict themselves, add
+    them to IPFS and create the pool with their CID on-chain (the rules name the task set)."""
+    from .ipfs import open_ipfs
+    from .poolrules import PoolRules, PoolRulesError
+
+    doc: dict[str, Any] = {}
+    if rules_file is not None:
+        try:
+            doc = json.loads(rules_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise PoolRulesError(f"--rules {rules_file}: not a readable JSON document: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise PoolRulesError(f"--rules {rules_file}: a rules document is a JSON object")
+    store = open_ipfs(ipfs_spec)
+    doc.setdefault("schema", "intellect.poolrules/v1")
+    model = dict(doc.get("model") or {})
+    sampler = dict(doc.get("sampler") or {})
+    if model_family is not None:
+        model["family"] = model_family
+    if chat_template is not None:
+        model["chat_template"] = chat_template
+    if temperature is not None:
+        sampler["temperature"] = temperature
+    doc["model"], doc["sampler"] = model, sampler
+    for key, value in (("group_size", group_size), ("problems_per_task", problems_per_task),
+                       ("length_alpha", length_alpha), ("toploc_profile", toploc_profile)):
+        if value is not None:
+            doc[key] = value
+    if budgets:
+        doc["budgets"] = _budget_items(budgets)
+    tcid = _taskset_cid(store, taskset, "task set", dry_run)
+    if tcid is not None:
+        doc["taskset_cid"] = tcid
+    hcid = _taskset_cid(store, heldout, "held-out set", dry_run)
+    if hcid is not None:
+        doc["heldout_cid"] = hcid
+    if max_units is not None:
+        doc["max_units_per_submission"] = max_units
+    elif "max_units_per_submission" not in doc and doc.get("budgets") and doc.get("group_size") \
+            and doc.get("problems_per_task"):
+        doc["max_units_per_submission"] = (max(max(v) for v in doc["budgets"].values()) * int(doc["group_size"])
+                                           * int(doc["problems_per_task"]))
+    rules = PoolRules.build(doc, source="pool rules")
+    data = rules.to_bytes()
+    if dry_run:
+        _out(ctx, {"rules": json.loads(data), "rules_cid": rules.cid()}, [data.decode(), f"rules CID {rules.cid()}"])
+        return
+    cid = store.add(data)
+    if cid != rules.cid():
+        raise PoolRulesError(f"IPFS {ipfs_spec} stored the rules as {cid}, expected {rules.cid()}")
+    from ._models import PoolParams, parse_tokens
+
+    p = ctx.protocol()
+    params = PoolParams(trainer=trainer_addr or p.address, task_set_cid=cid,
+                        reward_per_unit=parse_tokens(reward_per_unit), challenge_bond=parse_tokens(challenge_bond),
+                        slash_amount=parse_tokens(slash_amount), window_length=window, vote_period=vote_period,
+                        lease_duration=lease, max_units_per_submission=rules.max_units_per_submission,
+                        async_level=async_level, quorum=quorum)
+    pool_id = p.create_pool(params)
+    created = p.fund_pool(pool_id, parse_tokens(fund_amount)) if fund_amount else p.pool(pool_id)
+    _out(ctx, {"pool_id": pool_id, "rules_cid": cid, "taskset_cid": rules.taskset_cid,
+               "heldout_cid": rules.heldout_cid, "budget": created.budget},
+         [f"pool {pool_id} created: rules {cid}", f"  task set {rules.taskset_cid}"
+          + (f"  held-out {rules.heldout_cid}" if rules.heldout_cid else ""),
+          f"  budget {_tok(created.budget)}"])
+
+
+@pool.command("fund", short_help="Add tokens to a pool's budget.")
+@click.argument("pool_id", type=int)
+@click.argument("amount")
+@click.pass_obj
+def pool_fund(ctx: _Ctx, pool_id: int, amount: str) -> None:
+    """Escrow AMOUNT tokens into POOL_ID's budget (approves the ledger first if needed)."""
+    pl = ctx.protocol().fund_pool(pool_id, _amount(amount))
+    _out(ctx, pl, f"pool {pool_id}: budget {_tok(pl.budget)}, reserved {_tok(pl.reserved)}")
+
+
+@pool.command("defund", short_help="Take unreserved tokens out of a pool's budget (pool owner).")
+@click.argument("pool_id", type=int)
+@click.argument("amount")
+@click.option("--to", "to_addr", default=None, help="Recipient (default: this account).")
+@click.pass_obj
+def pool_defund(ctx: _Ctx, pool_id: int, amount: str, to_addr: str | None) -> None:
+    """Withdraw AMOUNT unreserved tokens from POOL_ID's budget."""
+    pl = ctx.protocol().defund_pool(pool_id, _amount(amount), to_addr)
+    _out(ctx, pl, f"pool {pool_id}: budget {_tok(pl.budget)}, reserved {_tok(pl.reserved)}")
 
 
 @pool.command("show", short_help="Show one pool or all pools.")
 @click.argument("pool_id", type=int, required=False)
+@click.option("--ipfs", "ipfs_spec", default=None, envvar="INTELLECT_IPFS",
+              help="Also resolve the pool's rules from this IPFS (embedded:/path or kubo:URL).")
 @click.pass_obj
-def pool_show(ctx: _Ctx, pool_id: int | None) -> None:
-    """Show a pool's parameters, budget and latest checkpoint (all pools without POOL_ID)."""
+def pool_show(ctx: _Ctx, pool_id: int | None, ipfs_spec: str | None) -> None:
+    """Show a pool's parameters, budget and latest checkpoint (all pools without POOL_ID); with --ipfs
+    and POOL_ID, its rules document too."""
     p = ctx.protocol(need_account=False)
     pools = [p.pool(pool_id)] if pool_id is not None else p.pools()
+    if ipfs_spec and pool_id is not None:
+        from .ipfs import open_ipfs
+        from .poolrules import PoolRules
+
+        cid = pools[0].params.task_set_cid
+        rules = PoolRules.from_bytes(open_ipfs(ipfs_spec).cat(cid, max_size=1 << 20), source=cid)
+        doc = {"pool": json.loads(pools[0].model_dump_json()), "rules": json.loads(rules.to_bytes())}
+        _out(ctx, doc, [f"pool {pool_id}  rules {cid}", json.dumps(doc["rules"], indent=2, sort_keys=True)])
+        return
 
     def human() -> list[str]:
         out = []
         for pl in pools:
             pr = pl.params
             out += [f"pool {pl.pool_id}  owner {pl.owner}  trainer {pr.trainer}",
-                    f"  task set {pr.task_set_cid}",
+                    f"  rules / task set {pr.task_set_cid}",
                     f"  reward {_tok(pr.reward_per_unit)}/unit  budget {_tok(pl.budget)}  reserved {_tok(pl.reserved)}",
                     f"  window {pr.window_length}s  vote {pr.vote_period}s  lease {pr.lease_duration}s  "
                     f"async level {pr.async_level}  quorum {pr.quorum}",
@@ -612,7 +770,7 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(EXIT_USER if isinstance(exc, click.UsageError) else exc.exit_code)
     except ContractRevert as exc:
-        hint = _REVERT_HINTS.get(exc.name)
+        hint = REVERT_HINTS.get(exc.name)
         _fail(EXIT_REVERT, f"{exc}" + (f"; {hint}" if hint else ""))
     except (ConfigError, SchemaVersionError, ContentTooLargeError, ValueError) as exc:
         _fail(EXIT_USER, str(exc))

@@ -13,6 +13,9 @@
 # (brownie, slither and the browser tests have no business here and brownie's exact pins would
 # fight vLLM's). Run the vLLM tests with:
 #   .venv-vllm/bin/python -m pytest -m vllm tests/vllm
+# On a GPU host, the CUDA build instead (vLLM's own wheel, which pins its own CUDA torch):
+#   VLLM_DEVICE=cuda tools/bootstrap-vllm.sh
+# (same venv path; nothing CPU-specific is installed or removed then).
 # Idempotent; when nothing it depends on changed it finishes in well under a second.
 set -euo pipefail
 
@@ -28,7 +31,9 @@ VLLM_VERSION="0.32.0"
 log() { printf '\033[1;34m[bootstrap-vllm]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[bootstrap-vllm] error:\033[0m %s\n' "$*" >&2; exit 1; }
 
-want="$(cat tools/bootstrap-vllm.sh pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
+VLLM_DEVICE="${VLLM_DEVICE:-cpu}"
+[[ "$VLLM_DEVICE" == cpu || "$VLLM_DEVICE" == cuda ]] || die "VLLM_DEVICE must be cpu or cuda (got $VLLM_DEVICE)"
+want="$( (cat tools/bootstrap-vllm.sh pyproject.toml setup.py; echo "$VLLM_DEVICE") | sha256sum | cut -d' ' -f1)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/python" ]]; then
   exit 0
 fi
@@ -43,6 +48,14 @@ fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 "${PIP[@]}" install -q --upgrade pip setuptools wheel
 
+if [[ "$VLLM_DEVICE" == cuda ]]; then
+  log "installing vllm $VLLM_VERSION (CUDA wheel, with the CUDA torch it pins; a large install)"
+  "${PIP[@]}" install -q "vllm==$VLLM_VERSION"
+  log "installing intellect-protocol[ml] (editable), pytest, pytest-timeout"
+  "${PIP[@]}" install -q -e ".[ml]" pytest pytest-timeout "transformers>=5.16.1,<5.20" "vllm==$VLLM_VERSION"
+  "$VENV/bin/python" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
+    || die "vllm's torch sees no GPU (driver, CUDA_VISIBLE_DEVICES?)"
+else
 log "installing torch $TORCH_VERSION (CPU)"
 "${PIP[@]}" install -q "torch==$TORCH_VERSION"
 "$VENV/bin/python" -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('$TORCH_VERSION') else 1)" \
@@ -57,6 +70,7 @@ log "installing intellect-protocol[ml] (editable), pytest, pytest-timeout"
 
 log "removing torchvision, torchaudio, torchcodec (CUDA-linked, unused by text models)"
 "${PIP[@]}" uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+fi
 
 log "checking that vllm and the engine import"
 VLLM_CPU_KVCACHE_SPACE=1 "$VENV/bin/python" - <<'PY' || die "vllm or intellect.agents.engines does not import"

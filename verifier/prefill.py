@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from intellect.sdk import IntellectError
 from intellect.verifier.toploc import (
     CHUNK_SIZE,
     DEFAULT_THRESHOLDS,
@@ -55,7 +56,7 @@ it costs a second forward and an explicit attention mask, which short or distinc
 repay (docs/benchmarks-verifier.md: equal at 9 % saved, 1.6x faster at 84 %)."""
 
 
-class PrefillError(ValueError):
+class PrefillError(IntellectError, ValueError):
     """A sample cannot be prefilled (empty completion, token ids outside the vocabulary, too long)."""
 
 
@@ -338,6 +339,7 @@ def _sampling_check(
             mean_margin=float(torch.nan_to_num(margins, posinf=1e9).mean()),
             flips=int((margins > 0).sum()),
             positions=len(completion),
+            differing=int((margins > thresholds.replay_tie_margin).sum()),
         )
         res = res.model_copy(update={"replay": stats})
         worst = int(margins.argmax())

@@ -1,33 +1,66 @@
-"""Run untrusted Python (a model's completion) against a task's tests, in a sandbox.
+"""Run untrusted Python (a model's completion) against a task's tests, isolated by the operating system.
 
-Layers, each of which alone stops the common failure (a hang, a bomb, a reward hack by exit):
-- a fresh temp dir as cwd, removed afterwards; `python -I -B` (isolated: no user site,
-  no PYTHONPATH, no bytecode writes);
-- resource limits set in the child before exec: RLIMIT_CPU (CPU seconds), RLIMIT_AS (memory),
-  RLIMIT_NPROC (processes: fork bombs), RLIMIT_FSIZE (file size: stdout/stderr go to files, so
-  this is also the output cap), RLIMIT_NOFILE, no core dumps;
-- a wall-clock timeout that SIGKILLs the whole process group (a sleeping process uses no CPU);
-- when running as root with util-linux `unshare`: a new, empty network namespace (`unshare -n`)
-  and the child drops to uid/gid 65534 (nobody), so RLIMIT_NPROC applies and nothing of ours
-  is writable;
-- inside the interpreter, a PEP 578 audit hook installed before the completion runs (audit
-  hooks cannot be removed): refuses sockets, subprocesses, fork/exec, ctypes, `sys._getframe`,
-  gc object walks, and file writes/renames/removals outside the temp dir.
-The completion passes only if the test code runs to its end and the runner prints a nonce that
-it read from stdin before handing over control: exiting early with status 0 (`os._exit(0)`,
-`sys.exit(0)`) is a failure. Known limit: code that deliberately walks traceback frames
-(`tb_frame.f_back`) can read the nonce and forge a pass; the OS-level limits (CPU, memory,
-processes, network, files) hold regardless. Likewise an object whose `__eq__` always returns
-True can satisfy `assert f(x) == y`: tests should compare with `type(...) is` when that matters.
+Threat model. The completion is hostile: it knows this file, the test formats and the harness, and it
+wants a reward of 1.0 without solving the task, or to read or change anything of the machine that scores
+it (keys, the agent's data dir, other runs), or to stall the scorer. The task's tests are written by the
+pool creator: semi-trusted (they are run confined too, but they are believed about what passes). The
+parent (this module, in the worker's or validator's process) is trusted.
+
+What holds, and why:
+- **Nothing of the host is reachable.** Every run is two processes, each under bubblewrap
+  (`bwrap --unshare-all`: new user, pid, network, ipc, uts and cgroup namespaces), uid/gid 65534 inside,
+  a read-only `/usr` and the interpreter's prefix, a private `/tmp` tmpfs as the only writable place,
+  `/proc` of its own pid namespace, a minimal `/dev`, an empty environment, no network but its own
+  loopback. The repository, `/root`, home directories and the agent's data dir are not in the sandbox's
+  filesystem at all. When the parent runs as root, bwrap itself is started under a throw-away
+  unprivileged uid (so no capability of the host's root ever reaches the sandbox, and RLIMIT_NPROC
+  applies: root is exempt from it). Resource limits: RLIMIT_CPU, RLIMIT_AS (memory), RLIMIT_FSIZE
+  (output), RLIMIT_NOFILE, no core dumps, RLIMIT_NPROC counted inside the sandbox's own user
+  namespace (fork bombs), and a wall-clock deadline after which both sandboxes are SIGKILLed
+  (bwrap's `--die-with-parent` tears down the pid namespace with everything in it). None of these can
+  be undone from inside: they are kernel state, not interpreter state, so patching the interpreter,
+  walking frames or clearing an audit hook gains nothing.
+- **The untrusted process never decides pass or fail.** The completion runs alone in the *candidate*
+  sandbox. The tests run in a second, separate *test* sandbox that never executes completion code:
+  every name a test uses that the test does not define (the function under test, `candidate`) is a
+  proxy that asks the parent to call it in the candidate sandbox. The candidate returns the call's
+  result as typed JSON (None, bool, int, float incl. nan/inf, complex, str, bytes, list, tuple, dict,
+  set, frozenset, by exact type; no pickle); the parent decodes it strictly and hands the plain value
+  to the test (arguments go by value: the completion cannot change the tests' own data), whose `assert`s compare it with values the candidate never sees. An object that does not
+  serialise exactly (a custom `__eq__`, a subclass of int, ...) fails the call. Patching `exec`,
+  `compile`, `os._exit`, `sys.exit`, `print`, `__import__`, `AssertionError` or the harness itself
+  changes only what the candidate's own calls return: it can at best choose return values, which is
+  what an honest function does. The expected values are never in the candidate sandbox (not in argv,
+  the environment, a file, or its memory), and the candidate cannot see or signal the test sandbox
+  (separate pid namespace and filesystem). Each sandbox starts with a fresh, empty kernel session
+  keyring (the caller's would otherwise be inherited, keys and all).
+- **A run that checks nothing passes nothing.** A run passes only when the test process ran every
+  test to its end and at least one call reached the completion. Tests that cannot be run this way
+  (not Python, or passing values that do not serialise, such as a lambda, to the completion) are
+  refused (`reason=refused`, reward 0), never run in the completion's process.
+- **Helpers of the task come from the task.** Function bodies (and literal constants) the task's own
+  prompt defines (HumanEval's `poly`, `encode_cyclic`, ...) are run in the test sandbox from the prompt's text (`prelude`), so a
+  completion cannot redefine the helper a test uses to judge it.
+- **No sandbox, no run.** Where bubblewrap is missing or cannot create namespaces, `run_python` raises
+  `SandboxUnavailableError`; code tasks are refused, never run unconfined.
+
+Residual risks, none of them a way to a reward: a kernel bug reachable from an unprivileged user
+namespace (shared with every container runtime; keep the kernel patched), host facts any process may
+read (`/proc/cpuinfo`, the kernel version), and load bounded by the limits above. What a test checks is
+the task's business: a run must call the completion at least once, but a test that accepts a wrong
+answer is a weak task, not a hole in the sandbox.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
+import json
 import logging
 import os
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -36,47 +69,73 @@ import tempfile
 import time
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from intellect.sdk._errors import IntellectError
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["SandboxLimits", "SandboxReason", "SandboxResult", "run_python"]
+__all__ = [
+    "SandboxLimits",
+    "SandboxReason",
+    "SandboxResult",
+    "SandboxUnavailableError",
+    "TestsRefusedError",
+    "check_tests",
+    "run_python",
+    "sandbox_available",
+]
 
 NOBODY = 65534
+MAX_MESSAGE_BYTES = 16 * 2**20
+"""Largest message (one call's result) that crosses from a sandbox to the parent."""
+
+
+class SandboxUnavailableError(IntellectError, RuntimeError):
+    """bubblewrap is missing or cannot create namespaces here: code tasks are refused, not run unconfined."""
+
+
+class TestsRefusedError(IntellectError, ValueError):
+    """A task's tests cannot be run with the completion kept out of the verdict (see the module doc)."""
+
+    __test__ = False  # not a pytest class
 
 
 class SandboxLimits(BaseModel):
-    """Resource limits of one sandboxed run."""
+    """Resource limits of one sandboxed run (each of the two sandboxes gets them)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     cpu_seconds: int = Field(default=5, ge=1)
-    """RLIMIT_CPU: CPU time of the process (SIGXCPU, then SIGKILL)."""
+    """RLIMIT_CPU: CPU time of each process (SIGXCPU, then SIGKILL)."""
     wall_seconds: float = Field(default=10.0, gt=0)
-    """Wall-clock limit; the process group is killed after it."""
+    """Wall-clock limit of the whole run; both sandboxes are killed after it."""
     memory_bytes: int = Field(default=512 * 2**20, ge=64 * 2**20)
     """RLIMIT_AS: address space (a memory bomb gets MemoryError)."""
     max_processes: int = Field(default=16, ge=1)
-    """RLIMIT_NPROC (enforced when the child runs as an unprivileged user)."""
+    """RLIMIT_NPROC, counted inside the sandbox's own user namespace."""
     max_output_bytes: int = Field(default=1 * 2**20, ge=1024)
-    """RLIMIT_FSIZE: cap on stdout, stderr and any file the code writes."""
+    """RLIMIT_FSIZE: cap on stdout+stderr (one file) and on any file the code writes."""
     network: bool = False
-    """Allow network access (never for rewards)."""
+    """Kept for compatibility; must stay False (the sandbox has no network at all)."""
 
 
 class SandboxReason(StrEnum):
     PASSED = "passed"
-    FAILED = "failed"  # a test raised (AssertionError, wrong output, ...)
+    FAILED = "failed"  # a test failed (AssertionError, wrong value, the completion raised, ...)
     SYNTAX_ERROR = "syntax_error"
     TIMEOUT = "timeout"  # wall clock
     CPU_LIMIT = "cpu_limit"
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"
-    FORBIDDEN = "forbidden"  # the audit hook refused an operation (network, subprocess, write outside)
-    EARLY_EXIT = "early_exit"  # the process ended without finishing the tests
+    FORBIDDEN = "forbidden"  # a result that does not serialise exactly (custom objects)
+    EARLY_EXIT = "early_exit"  # the completion's process ended while a test still needed it
     NO_CODE = "no_code"
-    ERROR = "error"  # the sandbox itself could not run
+    NO_CALLS = "no_calls"  # the tests finished without calling the completion once
+    REFUSED = "refused"  # the tests cannot be run safely (TestsRefusedError)
+    ERROR = "error"  # the test process itself failed (a broken test)
 
 
 class SandboxResult(BaseModel):
@@ -86,123 +145,323 @@ class SandboxResult(BaseModel):
     reason: SandboxReason
     returncode: int | None = None
     wall_seconds: float = 0.0
+    calls: int = 0
+    """Calls the tests made into the completion."""
     stdout: str = ""
+    """What the completion printed (stdout and stderr, in one capped stream)."""
     stderr: str = ""
+    """Why it failed, in a line."""
 
 
-# The runner reads the nonce from stdin, installs the audit hook, then executes the completion
-# and the tests in one namespace. Errors are reported as a tagged last line on stderr.
-_RUNNER = r"""
-import sys, os
-def _run():
-    _nonce = sys.stdin.readline().strip()
-    _root = os.path.realpath(os.getcwd())
-    _allow_net = os.environ.get("SANDBOX_NET") == "1"
-    _BLOCK = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-              "os.forkpty", "os.kill", "os.killpg", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
-              "ctypes.call_function", "sys._current_frames", "gc.get_referrers",
-              "gc.get_objects", "os.chroot", "os.setuid", "sys.settrace", "sys.setprofile",
-              "code.__new__", "os.putenv", "os.unsetenv", "sys.addaudithook", "cpython.remove_audit_hook"}
-    _NET = {"socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo", "socket.sendto",
-            "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo"}
-    _PATHS = {"os.remove": 0, "os.rmdir": 0, "os.rename": (0, 1), "os.mkdir": 0, "os.chmod": 0,
-              "os.chown": 0, "os.symlink": (0, 1), "os.link": (0, 1), "os.truncate": 0,
-              "os.utime": 0, "shutil.rmtree": 0, "shutil.move": (0, 1), "shutil.copyfile": 1}
-    _W = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-    _rp, _fs = os.path.realpath, os.fspath
-    class SandboxViolation(BaseException):
-        pass
-    class FrameAccessRefused(ValueError):
-        # a ValueError: stdlib callers of sys._getframe (namedtuple, typing) fall back gracefully
-        pass
-    def _inside(p):
-        if isinstance(p, int):
-            return True
-        p = _rp(_fs(p))
-        return p == _root or p.startswith(_root + os.sep)
-    def _hook(event, args):
-        if event in _BLOCK or (event in _NET and not _allow_net):
-            raise SandboxViolation(event)
-        if event == "import" and args[0] in ("ctypes", "_ctypes", "_posixsubprocess", "pty"):
-            raise SandboxViolation("import " + args[0])
-        if event == "sys._getframe" or (event == "object.__getattr__" and args[1] in ("gi_frame", "cr_frame", "ag_frame")):
-            raise FrameAccessRefused("frame access is disabled in the sandbox")
-        if event == "open":
-            path, mode, flags = args
-            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (isinstance(flags, int) and flags & _W)
-            if writing and path is not None and not _inside(path):
-                raise SandboxViolation("write outside sandbox: " + str(path))
-        elif event in _PATHS:
-            pos = _PATHS[event]
-            for i in (pos if isinstance(pos, tuple) else (pos,)):
-                if i < len(args) and args[i] is not None and not _inside(args[i]):
-                    raise SandboxViolation(event + " outside sandbox")
-    _src = open("solution.py").read()
-    _tests = [open(n).read() for n in sorted(os.listdir(".")) if n.startswith("test_") and n.endswith(".py")]
-    sys.addaudithook(_hook)
-    _g = {"__name__": "__main__", "__builtins__": __builtins__}
+# ---------------------------------------------------------------------------------------------
+# The typed codec: the same source runs in the parent and in both sandboxes.
+
+_CODEC = r'''
+class _Unserialisable(Exception):
+    pass
+
+def _enc(x, depth=0):
+    if depth > 64:
+        raise _Unserialisable("nested deeper than 64")
+    t = type(x)
+    if x is None or t is bool or t is str:
+        return x
+    if t is int:
+        return {"i": hex(x)}
+    if t is float:
+        return {"f": x.hex()}
+    if t is complex:
+        return {"c": [x.real.hex(), x.imag.hex()]}
+    if t is bytes:
+        return {"b": x.hex()}
+    if t is list or t is tuple or t is set or t is frozenset:
+        tag = {list: "l", tuple: "t", set: "s", frozenset: "fs"}[t]
+        return {tag: [_enc(v, depth + 1) for v in x]}
+    if t is dict:
+        return {"d": [[_enc(k, depth + 1), _enc(v, depth + 1)] for k, v in x.items()]}
+    raise _Unserialisable("a value of type %s" % t.__name__)
+
+def _dec(x, depth=0):
+    if depth > 64:
+        raise ValueError("nested deeper than 64")
+    t = type(x)
+    if x is None or t is bool or t is str:
+        return x
+    if t is not dict or len(x) != 1:
+        raise ValueError("not a typed value")
+    (tag, v), = x.items()
+    if tag == "i" and type(v) is str:
+        return int(v, 16)
+    if tag == "f" and type(v) is str:
+        return float.fromhex(v)
+    if tag == "c" and type(v) is list and len(v) == 2 and all(type(p) is str for p in v):
+        return complex(float.fromhex(v[0]), float.fromhex(v[1]))
+    if tag == "b" and type(v) is str:
+        return bytes.fromhex(v)
+    if type(v) is not list:
+        raise ValueError("not a typed value")
+    if tag == "l":
+        return [_dec(e, depth + 1) for e in v]
+    if tag == "t":
+        return tuple(_dec(e, depth + 1) for e in v)
+    if tag == "s":
+        return set(_dec(e, depth + 1) for e in v)
+    if tag == "fs":
+        return frozenset(_dec(e, depth + 1) for e in v)
+    if tag == "d":
+        out = {}
+        for kv in v:
+            if type(kv) is not list or len(kv) != 2:
+                raise ValueError("bad dict item")
+            out[_dec(kv[0], depth + 1)] = _dec(kv[1], depth + 1)
+        return out
+    raise ValueError("unknown tag %r" % (tag,))
+'''
+_codec_ns: dict[str, Any] = {}
+exec(compile(_CODEC, "<sandbox codec>", "exec"), _codec_ns)  # our own constant source
+_enc = _codec_ns["_enc"]
+_dec = _codec_ns["_dec"]
+_Unserialisable = _codec_ns["_Unserialisable"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The two runners. Each reads its orders as JSON lines on fd 0 and answers on fd 1; both fds are
+# moved out of the way first, so prints go to the capped stderr file.
+
+_PROLOGUE = r'''
+import os, sys, json, resource
+_rfd, _wfd = os.dup(0), os.dup(1)
+_null = os.open("/dev/null", os.O_RDONLY)
+os.dup2(_null, 0)
+os.close(_null)
+os.dup2(2, 1)
+_rf, _wf = os.fdopen(_rfd, "rb"), os.fdopen(_wfd, "wb")
+def _send(obj):
+    _wf.write(json.dumps(obj).encode() + b"\n")
+    _wf.flush()
+def _recv():
+    line = _rf.readline()
+    if not line:
+        raise SystemExit(0)
+    return json.loads(line)
+_orders = _recv()
+resource.setrlimit(resource.RLIMIT_NPROC, (_orders["nproc"], _orders["nproc"]))
+'''
+
+# The candidate: load the completion, then answer calls until the parent closes the pipe. Nothing here
+# is trusted by anyone: the completion can rewrite all of it and only chooses its own return values.
+_CANDIDATE = _PROLOGUE + _CODEC + r'''
+def _describe(e):
     try:
-        exec(compile(_src, "solution.py", "exec"), _g)
-        for _i, _t in enumerate(_tests):
-            exec(compile(_t, "test_%d.py" % _i, "exec"), _g)
-    except SandboxViolation as _e:
-        sys.stderr.write("\n@@SANDBOX forbidden %s\n" % _e); sys.stderr.flush(); os._exit(3)
-    except SyntaxError as _e:
-        sys.stderr.write("\n@@SANDBOX syntax_error %s\n" % _e); sys.stderr.flush(); os._exit(4)
+        return ("%s: %s" % (type(e).__name__, e))[:300]
+    except BaseException:
+        return type(e).__name__
+def _main():
+    g = {"__name__": "__main__", "__builtins__": __builtins__}
+    try:
+        code = compile(_orders["code"], "solution.py", "exec")
+    except (SyntaxError, ValueError) as e:
+        _send({"load": "syntax_error", "detail": _describe(e)})
+        return
+    try:
+        exec(code, g)
     except MemoryError:
-        sys.stderr.write("\n@@SANDBOX memory_limit\n"); sys.stderr.flush(); os._exit(5)
-    except BaseException as _e:
-        sys.stderr.write("\n@@SANDBOX failed %s: %s\n" % (type(_e).__name__, _e)); sys.stderr.flush(); os._exit(1)
-    sys.stdout.write("\n@@SANDBOX-OK " + _nonce + "\n"); sys.stdout.flush()
-    os._exit(0)
-_run()
-"""
+        _send({"load": "memory_limit", "detail": "MemoryError"})
+        return
+    except BaseException as e:
+        _send({"load": "output_limit" if isinstance(e, OSError) and e.errno == 27 else "failed",
+               "detail": _describe(e)})
+        return
+    _send({"load": "ok"})
+    while True:
+        req = _recv()
+        fn = g.get(req["name"])
+        try:
+            args, kwargs = _dec(req["args"]), _dec(req["kwargs"])
+            if fn is None:
+                raise NameError("name %r is not defined" % req["name"])
+            result = fn(*args, **kwargs)
+        except MemoryError:
+            _send({"raise": "MemoryError", "msg": ""})
+            continue
+        except BaseException as e:
+            _send({"raise": type(e).__name__, "msg": _describe(e)})
+            continue
+        try:
+            _send({"ok": _enc(result)})
+        except BaseException as e:
+            _send({"error": "unserialisable result: " + _describe(e)})
+_main()
+'''
+
+# The test process: runs the task's tests; every free name is a proxy to the candidate.
+_TESTER = _PROLOGUE + _CODEC + r'''
+import builtins
+class _CandidateFailure(BaseException):
+    pass
+class _Refused(BaseException):
+    pass
+_BUILTIN_EXC = {n: c for n, c in vars(builtins).items()
+                if isinstance(c, type) and issubclass(c, Exception)}
+def _proxy(name):
+    def call(*args, **kwargs):
+        try:
+            payload = {"op": "call", "name": name, "args": _enc(list(args)), "kwargs": _enc(dict(kwargs))}
+        except _Unserialisable as e:
+            raise _Refused("the test passes %s to %s()" % (e, name))
+        _send(payload)
+        rep = _recv()
+        if "ok" in rep:  # by value: the completion cannot change the tests' own data
+            return _dec(rep["ok"])
+        if "raise" in rep:
+            exc = _BUILTIN_EXC.get(rep["raise"])
+            if exc is None or exc is AssertionError:
+                raise _CandidateFailure("%s() raised %s" % (name, rep["msg"]))
+            raise exc(rep["msg"])
+        raise _CandidateFailure("%s(): %s" % (name, rep.get("error")))
+    call.__name__ = call.__qualname__ = name
+    return call
+class _Globals(dict):
+    def __missing__(self, name):
+        if name.startswith("__") or hasattr(builtins, name):
+            raise KeyError(name)
+        p = _proxy(name)
+        self[name] = p
+        return p
+def _main():
+    g = _Globals(__name__="__main__", __builtins__=builtins)
+    try:
+        if _orders["prelude"]:
+            exec(compile(_orders["prelude"], "prompt.py", "exec"), g)
+        for i, src in enumerate(_orders["tests"]):
+            exec(compile(src, "test_%d.py" % i, "exec"), g)
+    except _Refused as e:
+        _send({"op": "done", "status": "refused", "detail": str(e)[:300]})
+    except _CandidateFailure as e:
+        _send({"op": "done", "status": "failed", "detail": str(e)[:300]})
+    except BaseException as e:
+        _send({"op": "done", "status": "failed", "detail": ("%s: %s" % (type(e).__name__, e))[:300]})
+    else:
+        _send({"op": "done", "status": "passed"})
+_main()
+'''
 
 
-def _unshare() -> str | None:
+# ---------------------------------------------------------------------------------------------
+# Tests and prompts, checked in the parent
+
+
+def check_tests(tests: list[str]) -> None:
+    """Refuse tests that cannot run in the test sandbox (raises `TestsRefusedError`)."""
+    if not tests:
+        raise TestsRefusedError("a code task needs at least one test")
+    for i, src in enumerate(tests):
+        try:
+            ast.parse(src)
+        except (SyntaxError, ValueError) as exc:
+            raise TestsRefusedError(f"test {i} is not Python: {exc}") from exc
+
+
+def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A function left for the completion: nothing but a docstring, imports, `pass` or `...`."""
+    return all(isinstance(s, (ast.Pass, ast.Import, ast.ImportFrom))
+               or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) for s in fn.body)
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def prompt_prelude(prompt: str | None) -> str | None:
+    """The part of a Python prompt the tests may rely on: its imports and the functions it defines with a
+    body (HumanEval's helpers); the stub to complete is left out. None when the prompt is not Python."""
+    if not prompt:
+        return None
+    try:
+        tree = ast.parse(prompt)
+    except (SyntaxError, ValueError):
+        return None
+    keep = [s for s in tree.body
+            if isinstance(s, (ast.Import, ast.ImportFrom))
+            or (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_stub(s))
+            or (isinstance(s, ast.Assign) and _is_literal(s.value))]
+    if not any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in keep):
+        return None
+    return ast.unparse(ast.Module(body=keep, type_ignores=[]))
+
+
+# ---------------------------------------------------------------------------------------------
+# bubblewrap
+
+
+def _sandbox_uid() -> int | None:
+    """The uid bwrap is started under: None (our own) unless we are root, then a throw-away high uid."""
     if os.geteuid() != 0:
         return None
-    return shutil.which("unshare")
+    return 0x7FF00000 + secrets.randbelow(0x10000)
 
 
-@functools.lru_cache(maxsize=4)
-def _interpreter_for_nobody(candidate: str) -> bool:
-    """Can uid 65534 execute `candidate` inside an empty network namespace? (probed once)."""
-    unshare = _unshare()
-    if unshare is None:
-        return False
-    try:
-        proc = subprocess.run(
-            [unshare, "-n", "-S", str(NOBODY), "-G", str(NOBODY), "--", candidate, "-I", "-c", "pass"],
-            capture_output=True,
-            timeout=20,
-            cwd="/",
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0
-
-
-def _pick_command(limits: SandboxLimits) -> tuple[list[str], bool]:
-    """(command prefix incl. interpreter, dropped-privileges?)."""
-    candidates = [sys.executable]
-    for extra in (shutil.which("python3"), "/usr/bin/python3"):
-        if extra:
+def _interpreters() -> list[tuple[str, str]]:
+    """(interpreter, prefix to bind) candidates: our own base interpreter, then the system's."""
+    out: list[tuple[str, str]] = []
+    own = os.path.realpath(sys.executable)
+    if os.path.exists(own):
+        out.append((own, os.path.realpath(sys.base_prefix)))
+    for extra in ("/usr/bin/python3", shutil.which("python3")):
+        if extra and os.path.exists(extra):
             real = os.path.realpath(extra)
-            if real not in candidates and os.path.exists(real):
-                candidates.append(real)
-    unshare = _unshare()
-    if unshare is not None:
-        for cand in candidates:
-            if _interpreter_for_nobody(cand):
-                net = [] if limits.network else ["-n"]
-                return [unshare, *net, "-S", str(NOBODY), "-G", str(NOBODY), "--", cand], True
-        if not limits.network:
-            return [unshare, "-n", "--", sys.executable], False
-    return [sys.executable], False
+            if real not in [o for o, _ in out]:
+                out.append((real, "/usr"))
+    return out
 
 
-def _set_limits(limits: SandboxLimits, dropped: bool):
+def _bwrap_argv(bwrap: str, python: str, prefix: str) -> list[str]:
+    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--ro-bind", "/usr", "/usr"]
+    for link in ("bin", "lib", "lib64", "sbin"):
+        p = Path("/") / link
+        if p.is_symlink():
+            argv += ["--symlink", os.readlink(p), str(p)]
+        elif p.is_dir():
+            argv += ["--ro-bind", str(p), str(p)]
+    if not (prefix == "/usr" or prefix.startswith("/usr/")):
+        argv += ["--ro-bind", prefix, prefix]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",
+             "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox", "--clearenv",
+             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+             "--setenv", "PYTHONHASHSEED", "0", "--setenv", "HOME", "/tmp",
+             "--", python, "-I", "-S", "-B", "-c"]
+    return argv
+
+
+_SYS_KEYCTL = {"x86_64": 250, "amd64": 250, "aarch64": 219, "arm64": 219, "riscv64": 219, "i686": 288,
+               "i386": 288, "armv7l": 311, "ppc64le": 311, "s390x": 280}
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+
+
+@functools.lru_cache(maxsize=1)
+def _keyctl() -> Any:
+    """libc's syscall(2) bound to keyctl(2), or None where this architecture's number is not known.
+
+    The kernel's session keyring is inherited across fork, exec and bubblewrap's namespaces: a sandbox
+    that kept the caller's could read the keys in it. Every sandbox joins a fresh, empty one first."""
+    import ctypes
+    import platform
+
+    nr = _SYS_KEYCTL.get(platform.machine().lower())
+    if nr is None:
+        return None
+    syscall = ctypes.CDLL(None, use_errno=True).syscall
+    return functools.partial(syscall, nr, _KEYCTL_JOIN_SESSION_KEYRING, None)
+
+
+def _preexec(limits: SandboxLimits, uid: int | None):
+    join_keyring = _keyctl()
+
     def preexec() -> None:  # runs in the child between fork and exec
         import resource
 
@@ -211,108 +470,258 @@ def _set_limits(limits: SandboxLimits, dropped: bool):
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_output_bytes, limits.max_output_bytes))
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if dropped:
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
+        if uid is not None:  # root: start bwrap without any of root's privileges
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        # a fresh session keyring (a kernel without keys support has nothing to leak: ENOSYS is fine)
+        if join_keyring is not None and join_keyring() < 0:
+            import ctypes
+            import errno
+
+            if ctypes.get_errno() != errno.ENOSYS:
+                raise OSError(ctypes.get_errno(), "keyctl(JOIN_SESSION_KEYRING) failed")
 
     return preexec
 
 
-def run_python(code: str, tests: list[str], limits: SandboxLimits | None = None) -> SandboxResult:
-    """Execute `code`, then each test snippet, in one namespace in a sandboxed subprocess.
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[list[str], str]:
+    """(bwrap argv prefix, '') when a sandbox runs here, else ([], why not). Probed once per process."""
+    bwrap = shutil.which("bwrap") or ("/usr/bin/bwrap" if os.path.exists("/usr/bin/bwrap") else None)
+    if _keyctl() is None:
+        import platform
 
-    Never raises for anything the code does; a sandbox that cannot start gives reason ERROR.
+        return [], (f"the sandbox does not know keyctl(2)'s number on {platform.machine()!r}: it cannot give a "
+                    "sandbox an empty session keyring here")
+    if bwrap is None:
+        return [], "bubblewrap (bwrap) is not installed: run tools/bootstrap.sh as root, or 'apt-get install bubblewrap'"
+    why = []
+    for python, prefix in _interpreters():
+        argv = _bwrap_argv(bwrap, python, prefix)
+        try:
+            proc = subprocess.run(
+                [*argv, "import os, sys; assert os.getuid() == 65534 and sys.version_info >= (3, 10); print('ok')"],
+                capture_output=True, timeout=30, cwd="/",
+                preexec_fn=_preexec(SandboxLimits(), _sandbox_uid()),
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            why.append(f"{python}: {exc}")
+            continue
+        if proc.returncode == 0 and proc.stdout.strip() == b"ok":
+            return argv, ""
+        why.append(f"{python}: {proc.stderr.decode(errors='replace').strip()[:200] or proc.returncode}")
+    return [], "bubblewrap cannot start a sandbox here (" + "; ".join(why) + ")"
+
+
+def sandbox_available() -> tuple[bool, str]:
+    """(True, '') when code can be run here, else (False, the reason)."""
+    argv, why = _probe()
+    return bool(argv), why
+
+
+# ---------------------------------------------------------------------------------------------
+# One run
+
+
+class _Proc:
+    """One sandbox: a bwrap process, its JSON-lines channel, and its capped output file."""
+
+    def __init__(self, argv: list[str], source: str, limits: SandboxLimits, out_path: Path) -> None:
+        self.out_path = out_path
+        with open(out_path, "wb") as out:
+            self.p = subprocess.Popen(
+                [*argv, source], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=out, cwd="/",
+                env={"PATH": "/usr/bin:/bin"}, start_new_session=True,
+                preexec_fn=_preexec(limits, _sandbox_uid()),
+            )
+        assert self.p.stdin is not None and self.p.stdout is not None
+        self.fd = self.p.stdout.fileno()
+        os.set_blocking(self.fd, False)
+        self.poll = select.poll()
+        self.poll.register(self.fd, select.POLLIN)
+        self.buf = bytearray()
+        self.eof = False
+
+    def send(self, obj: Any) -> bool:
+        try:
+            assert self.p.stdin is not None
+            self.p.stdin.write(json.dumps(obj).encode() + b"\n")
+            self.p.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def recv(self, deadline: float) -> Any:
+        """The next JSON line; None on EOF, TimeoutError past the deadline, ValueError on garbage."""
+        while True:
+            nl = self.buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self.buf[:nl])
+                del self.buf[: nl + 1]
+                try:
+                    return json.loads(line)
+                except RecursionError:
+                    raise ValueError("message nested too deep") from None
+            if len(self.buf) > MAX_MESSAGE_BYTES:
+                raise ValueError("message too large")
+            if self.eof:
+                return None
+            try:
+                chunk = os.read(self.fd, 1 << 20)
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError from None
+                self.poll.poll(left * 1000)
+                continue
+            if not chunk:
+                self.eof = True
+            self.buf += chunk
+
+    def kill(self) -> int | None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.p.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            self.p.kill()
+        for f in (self.p.stdin, self.p.stdout):
+            with contextlib.suppress(OSError, ValueError):
+                f.close()  # type: ignore[union-attr]
+        try:
+            return self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def output(self) -> str:
+        try:
+            return self.out_path.read_bytes()[-4096:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+def _died_reason(rc: int | None, cand: _Proc) -> SandboxReason:
+    """Why the completion's process ended with status `rc`: a limit's signal, a MemoryError it printed, or
+    an early exit."""
+    if rc is not None and rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGKILL):
+        return SandboxReason.CPU_LIMIT
+    if rc is not None and rc in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):
+        return SandboxReason.OUTPUT_LIMIT
+    if "MemoryError" in cand.output():
+        return SandboxReason.MEMORY_LIMIT
+    return SandboxReason.EARLY_EXIT
+
+
+def _relay(reply: Any) -> dict[str, Any]:
+    """The candidate's reply, checked and rebuilt by the parent: only typed values cross."""
+    if not isinstance(reply, dict):
+        return {"error": "the completion's process sent no valid reply"}
+    if "ok" in reply:
+        try:
+            return {"ok": _enc(_dec(reply["ok"]))}
+        except (ValueError, TypeError, OverflowError, RecursionError, _Unserialisable):
+            return {"error": "the completion's process sent a malformed value"}
+    if "raise" in reply:
+        name, msg = reply.get("raise"), reply.get("msg", "")
+        if isinstance(name, str) and name.isidentifier() and len(name) <= 100 and isinstance(msg, str):
+            return {"raise": name, "msg": msg[:300]}
+    if isinstance(reply.get("error"), str):
+        return {"error": reply["error"][:300]}
+    return {"error": "the completion's process sent no valid reply"}
+
+
+def run_python(
+    code: str, tests: list[str], limits: SandboxLimits | None = None, *, prelude: str | None = None
+) -> SandboxResult:
+    """Run `code` (untrusted) against `tests` (task code), each in its own bubblewrap sandbox.
+
+    `tests` are Python snippets run in order in one namespace (assert lines, HumanEval's `check`
+    module then `check(entry_point)`, MBPP's setup then asserts); names they use but do not define are
+    the completion's functions, called across the sandbox boundary. `prelude` is trusted task code run
+    before the tests (`prompt_prelude(task.prompt)`). Raises `SandboxUnavailableError` when no sandbox
+    can run here; never raises for anything the code or the tests do.
     """
     limits = limits or SandboxLimits()
+    if limits.network:
+        raise ValueError("the code sandbox has no network; SandboxLimits.network must be False")
+    argv, why = _probe()
+    if not argv:
+        raise SandboxUnavailableError(why)
     if not code or not code.strip():
         return SandboxResult(passed=False, reason=SandboxReason.NO_CODE)
+    try:
+        if tests:  # no tests at all: the code still runs, and a run that calls nothing never passes
+            check_tests(tests)
+    except TestsRefusedError as exc:
+        return SandboxResult(passed=False, reason=SandboxReason.REFUSED, stderr=str(exc))
     start = time.monotonic()
-    with (
-        tempfile.TemporaryDirectory(prefix="intellect-sbx-") as work,
-        tempfile.TemporaryDirectory(prefix="intellect-sbx-out-") as outdir,
-    ):
-        workdir = Path(work) / "run"
-        workdir.mkdir()
-        (workdir / "solution.py").write_text(code, encoding="utf-8", errors="replace")
-        for i, t in enumerate(tests):
-            (workdir / f"test_{i:04d}.py").write_text(t, encoding="utf-8", errors="replace")
-        prefix, dropped = _pick_command(limits)
-        if dropped:
-            os.chmod(work, 0o755)
-            os.chown(workdir, NOBODY, NOBODY)
-            for f in workdir.iterdir():
-                os.chown(f, NOBODY, NOBODY)
-        nonce = secrets.token_hex(16)
-        out_path, err_path = Path(outdir) / "stdout", Path(outdir) / "stderr"
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
-        if limits.network:
-            env["SANDBOX_NET"] = "1"
+    deadline = start + limits.wall_seconds
+    nproc = limits.max_processes
+    with tempfile.TemporaryDirectory(prefix="intellect-sbx-") as tmp:
         try:
-            with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                proc = subprocess.Popen(
-                    [*prefix, "-I", "-B", "-c", _RUNNER],
-                    cwd=workdir,
-                    stdin=subprocess.PIPE,
-                    stdout=out,
-                    stderr=err,
-                    env=env,
-                    start_new_session=True,
-                    preexec_fn=_set_limits(limits, dropped),
-                )
-                timed_out = False
-                try:
-                    assert proc.stdin is not None
-                    proc.stdin.write((nonce + "\n").encode())
-                    proc.stdin.close()
-                except BrokenPipeError:
-                    pass
-                try:
-                    proc.wait(timeout=limits.wall_seconds)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                finally:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)  # also any stray children
-                    proc.wait()
+            cand = _Proc(argv, _CANDIDATE, limits, Path(tmp) / "candidate.out")
+            tester = _Proc(argv, _TESTER, limits, Path(tmp) / "tests.out")
         except OSError as exc:
-            logger.error("sandbox could not start: %s", exc)
-            return SandboxResult(passed=False, reason=SandboxReason.ERROR, stderr=str(exc))
-        wall = time.monotonic() - start
-        stdout = out_path.read_bytes()[-65536:].decode("utf-8", "replace")
-        stderr = err_path.read_bytes()[-65536:].decode("utf-8", "replace")
-    rc = proc.returncode
-    reason = _classify(rc, timed_out, stdout, stderr, nonce, limits)
-    return SandboxResult(
-        passed=reason is SandboxReason.PASSED,
-        reason=reason,
-        returncode=rc,
-        wall_seconds=wall,
-        stdout=stdout[-4096:],
-        stderr=stderr[-4096:],
-    )
-
-
-def _classify(
-    rc: int | None, timed_out: bool, stdout: str, stderr: str, nonce: str, limits: SandboxLimits
-) -> SandboxReason:
-    if timed_out:
-        return SandboxReason.TIMEOUT
-    if rc == 0:
-        lines = stdout.rstrip("\n").splitlines()
-        if lines and lines[-1] == f"@@SANDBOX-OK {nonce}":
-            return SandboxReason.PASSED
-        return SandboxReason.EARLY_EXIT
-    if rc in (-signal.SIGXCPU, -signal.SIGKILL) and "@@SANDBOX" not in stderr:
-        return SandboxReason.CPU_LIMIT
-    if rc == -signal.SIGXFSZ:
-        return SandboxReason.OUTPUT_LIMIT
-    tail = [line for line in stderr.splitlines() if line.startswith("@@SANDBOX ")]
-    if tail:
-        kind = tail[-1].split()[1]
-        for reason in SandboxReason:
-            if reason.value == kind:
-                if reason is SandboxReason.FAILED and "File too large" in tail[-1]:
-                    return SandboxReason.OUTPUT_LIMIT
-                return reason
-    if "MemoryError" in stderr:
-        return SandboxReason.MEMORY_LIMIT
-    return SandboxReason.EARLY_EXIT if rc == 0 else SandboxReason.FAILED
+            raise SandboxUnavailableError(f"bubblewrap could not start: {exc}") from exc
+        calls = 0
+        reason, detail, rc = SandboxReason.ERROR, "", None
+        try:
+            cand.send({"nproc": nproc, "code": code})
+            tester.send({"nproc": nproc, "prelude": prelude, "tests": list(tests)})
+            try:
+                loaded = cand.recv(deadline)
+            except ValueError:
+                loaded = None
+            if not isinstance(loaded, dict) or loaded.get("load") != "ok":
+                if isinstance(loaded, dict) and loaded.get("load") in {r.value for r in SandboxReason}:
+                    reason, detail = SandboxReason(loaded["load"]), str(loaded.get("detail", ""))
+                else:
+                    rc = cand.kill()
+                    reason, detail = _died_reason(rc, cand), f"the completion's process ended (status {rc})"
+            else:
+                while True:
+                    try:
+                        msg = tester.recv(deadline)
+                    except ValueError:
+                        msg = None
+                    if not isinstance(msg, dict) or msg.get("op") not in ("call", "done"):
+                        reason, detail = SandboxReason.ERROR, f"the test process ended: {tester.output()[-300:]}"
+                        break
+                    if msg["op"] == "done":
+                        status = msg.get("status")
+                        detail = str(msg.get("detail", ""))
+                        if status == "passed":
+                            reason = SandboxReason.PASSED if calls else SandboxReason.NO_CALLS
+                        elif status == "refused":
+                            reason = SandboxReason.REFUSED
+                        else:
+                            reason = SandboxReason.FAILED
+                            if "unserialisable" in detail:
+                                reason = SandboxReason.FORBIDDEN
+                        break
+                    calls += 1
+                    if cand.eof or not cand.send({"name": msg.get("name"), "args": msg.get("args"),
+                                                 "kwargs": msg.get("kwargs")}):
+                        reply: dict[str, Any] = {"error": "the completion's process has exited"}
+                    else:
+                        try:
+                            reply = _relay(cand.recv(deadline))
+                        except ValueError:
+                            reply = {"error": "the completion's process sent no valid reply"}
+                    if reply.get("error") == "the completion's process sent no valid reply" and cand.eof:
+                        reply = {"error": "the completion's process has exited"}
+                    tester.send(reply)
+                if reason is SandboxReason.FAILED and cand.eof:
+                    rc = cand.kill()
+                    reason = _died_reason(rc, cand)
+        except TimeoutError:
+            reason, detail = SandboxReason.TIMEOUT, f"past the wall-clock limit of {limits.wall_seconds} s"
+        finally:
+            crc = cand.kill()
+            tester.kill()
+            rc = rc if rc is not None else crc
+            out = cand.output()
+    wall = time.monotonic() - start
+    if reason is SandboxReason.FAILED and "File too large" in detail:
+        reason = SandboxReason.OUTPUT_LIMIT
+    return SandboxResult(passed=reason is SandboxReason.PASSED, reason=reason, returncode=rc,
+                         wall_seconds=wall, calls=calls, stdout=out, stderr=detail[-4096:])

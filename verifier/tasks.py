@@ -18,10 +18,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from intellect.sdk import IntellectError
+
 TASKSET_SCHEMA = "intellect.taskset/v1"
 
 
-class TaskSetError(ValueError):
+class TaskSetError(IntellectError, ValueError):
     """A task-set file is malformed, of an unknown schema version, or inconsistent."""
 
 
@@ -120,31 +122,40 @@ class TaskSet:
 
     @classmethod
     def from_bytes(cls, data: bytes, name: str = "taskset") -> TaskSet:
-        """Parse the JSONL encoding (header line first)."""
+        """Parse the JSONL encoding (header line first); `TaskSetError` naming `name` (the CID or path)
+        on anything malformed, whatever the JSON or pydantic layer raised underneath."""
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TaskSetError(f"task set {name!r}: expected bytes, got {type(data).__name__}")
         try:
-            text = data.decode("utf-8")
+            text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise TaskSetError(f"task set {name!r} is not UTF-8: {exc}") from None
+            raise TaskSetError(f"task set {name!r} is not UTF-8: {exc}") from exc
         lines = [line for line in text.splitlines() if line.strip()]
         if not lines:
             raise TaskSetError(f"task set {name!r} is empty")
         try:
             header = json.loads(lines[0])
         except (ValueError, RecursionError) as exc:  # bad JSON, an int over 4300 digits, deep nesting
-            raise TaskSetError(f"task set {name!r}: header line is not JSON: {exc}") from None
+            raise TaskSetError(f"task set {name!r}: header line is not JSON: {exc}") from exc
         if not isinstance(header, dict) or "schema" not in header:
             raise TaskSetError(f"task set {name!r}: first line must be a header with a 'schema' field")
         if header["schema"] != TASKSET_SCHEMA:
             raise TaskSetError(
-                f"task set {name!r}: unknown schema {header['schema']!r} (this reader knows {TASKSET_SCHEMA})"
+                f"task set {name!r}: unknown schema {_short(header['schema'])} (this reader knows {TASKSET_SCHEMA})"
             )
+        set_name = header.get("name", name)
+        if not isinstance(set_name, str):
+            raise TaskSetError(f"task set {name!r}: header 'name' must be a string, got {type(set_name).__name__}")
         tasks = []
         for lineno, line in enumerate(lines[1:], start=2):
             try:
                 tasks.append(Task.model_validate_json(line))
             except ValidationError as exc:
-                raise TaskSetError(f"task set {name!r} line {lineno}: {exc}") from None
-        return cls(tasks, name=str(header.get("name", name)))
+                raise TaskSetError(f"task set {name!r} line {lineno}: {exc}") from exc
+        try:
+            return cls(tasks, name=set_name)
+        except TaskSetError as exc:  # empty, duplicate ids: name where it came from, not only its header name
+            raise TaskSetError(f"task set {name!r}: {exc}") from exc
 
     @classmethod
     def load(cls, path: str | Path) -> TaskSet:
@@ -152,29 +163,51 @@ class TaskSet:
         if not path.is_file():
             raise TaskSetError(f"task set file {path} does not exist")
         if path.suffix == ".parquet":
-            import pyarrow.parquet as pq
+            return cls._load_parquet(path)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise TaskSetError(f"task set {path} cannot be read: {exc}") from exc
+        return cls.from_bytes(data, name=path.stem)
 
+    @classmethod
+    def _load_parquet(cls, path: Path) -> TaskSet:
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(path)
+            # decoded here, not on first use: names, metadata and cells that are not UTF-8 raise now
+            names = [f.name for f in table.schema]
+            raw_meta = table.schema.metadata or {}
+            rows = table.to_pylist()
+        except Exception as exc:  # pyarrow raises several types (ArrowInvalid, OSError, UnicodeDecodeError)
+            raise TaskSetError(f"task set {path}: not a readable Parquet file: {exc}") from exc
+        try:
+            meta = {k.decode(): v.decode() for k, v in raw_meta.items()}
+        except UnicodeDecodeError as exc:
+            raise TaskSetError(f"task set {path}: Parquet metadata is not UTF-8: {exc}") from exc
+        if meta.get("schema") != TASKSET_SCHEMA:
+            raise TaskSetError(
+                f"task set {path}: unknown schema {_short(meta.get('schema'))} (this reader knows {TASKSET_SCHEMA})"
+            )
+        columns = ", ".join(names[:20])
+        tasks = []
+        for i, row in enumerate(rows):
+            row = {k: v for k, v in row.items() if v is not None}
             try:
-                table = pq.read_table(path)
-            except Exception as exc:  # pyarrow raises several types for a corrupt file
-                raise TaskSetError(f"task set {path}: not a readable Parquet file: {exc}") from None
-            try:
-                meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-            except UnicodeDecodeError as exc:
-                raise TaskSetError(f"task set {path}: Parquet metadata is not UTF-8: {exc}") from None
-            if meta.get("schema") != TASKSET_SCHEMA:
-                raise TaskSetError(
-                    f"task set {path}: unknown schema {meta.get('schema')!r} (this reader knows {TASKSET_SCHEMA})"
-                )
-            tasks = []
-            for i, row in enumerate(table.to_pylist()):
-                row = {k: v for k, v in row.items() if v is not None}
-                try:
-                    tasks.append(Task.model_validate(row))
-                except ValidationError as exc:
-                    raise TaskSetError(f"task set {path} row {i}: {exc}") from None
-            return cls(tasks, name=meta.get("name", path.stem))
-        return cls.from_bytes(path.read_bytes(), name=path.stem)
+                tasks.append(Task.model_validate(row))
+            except ValidationError as exc:
+                raise TaskSetError(f"task set {path} row {i} (columns {columns}): {exc}") from exc
+        return cls(tasks, name=meta.get("name", path.stem))
+
+
+def _short(value: object, limit: int = 80) -> str:
+    """repr of a value from a file, cut to `limit` characters (a header may hold anything)."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = f"<deeply nested {type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from intellect.sdk import IntellectError
+
 if TYPE_CHECKING:
     import torch
 
@@ -48,6 +50,8 @@ __all__ = [
     "CHUNK_SIZE",
     "DEFAULT_MAX_REPLAY_MARGIN",
     "PRIME",
+    "PROFILES",
+    "PROFILE_ALIASES",
     "TOPK",
     "ChunkStats",
     "ProofFormatError",
@@ -61,19 +65,22 @@ __all__ = [
     "check_aggregate",
     "check_proofs",
     "check_proofs_many",
+    "check_replay_budget",
     "decode_proof",
     "encode_proof",
     "evaluate_proof",
     "find_injective_modulus",
     "interpolate",
     "n_chunks",
+    "profile",
     "proofs_hash",
+    "replay_differing_allowed",
     "verify_proofs",
     "verify_proofs_many",
 ]
 
 
-class ToplocError(ValueError):
+class ToplocError(IntellectError, ValueError):
     """Proofs cannot be built from the given activations (wrong shape, too few values)."""
 
 
@@ -384,13 +391,20 @@ class ReasonCode(StrEnum):
     MANTISSA_MEDIAN = "mantissa_median"  # median mantissa error above threshold
     IMPLAUSIBLE_TOKEN = "implausible_token"  # a completion token the model would (almost) never sample
     REPLAY_MISMATCH = "replay_mismatch"  # a completion token is not what the seeded sampler draws
+    REPLAY_DIFFERING = "replay_differing"  # more tokens of a submission differ from the replay than noise explains
     AGGREGATE_MANTISSA = "aggregate_mantissa"  # mean mantissa error over a whole submission too high
     INVALID_SAMPLE = "invalid_sample"  # tokens outside the vocabulary, empty, or too long to prefill
 
 
-DEFAULT_MAX_REPLAY_MARGIN = 2.0
-"""Default replay tolerance (logit/T units): honest bf16-vs-fp32 margins reach 0.84, the smallest
-margin of a replay-caught attack is 4.0 (docs/benchmarks-verifier.md)."""
+DEFAULT_MAX_REPLAY_MARGIN = 1.0
+"""Default per-token replay tolerance (logit/T units), only as wide as honest numerical noise needs:
+honest bf16-vs-fp32 margins reach 0.84 (docs/benchmarks-verifier.md). It was 2.0 until issue 22: a
+worker could then pick, at every position, any token within 2.0 of the seeded draw (steering)."""
+DEFAULT_REPLAY_TIE_MARGIN = 0.25
+"""A token that differs from the validator's draw by at most this margin is a floating-point tie and
+is not counted against `max_replay_differing` (honest bf16 samples: p99 of the largest margin 0.23)."""
+DEFAULT_MAX_REPLAY_DIFFERING = 2
+DEFAULT_MAX_REPLAY_DIFFERING_RATE = 0.002
 
 
 DEFAULT_MAX_AGG_MANT_ERR_MEAN: float | None = 2.5
@@ -424,6 +438,16 @@ class Thresholds(BaseModel):
     """Largest replay margin (logit/T units) of any completion token of a seeded sample:
     max_j score_j − score_token under the replayed Gumbel-max sampler (`intellect.verifier.replay`);
     None disables the replay check."""
+    replay_tie_margin: float = Field(default=DEFAULT_REPLAY_TIE_MARGIN, ge=0)
+    """A completion token whose replay margin is at most this is a floating-point tie with the
+    validator's draw; above it (and up to `max_replay_margin`) it counts as a differing token."""
+    max_replay_differing: int = Field(default=DEFAULT_MAX_REPLAY_DIFFERING, ge=0)
+    """Per submission: differing tokens allowed on top of `max_replay_differing_rate` × its tokens
+    (`check_replay_budget`). Honest pairs differ at the rate of their numerical noise; a worker that
+    steers its completions, or generates with a cheaper model and proves with the real one, differs
+    at every position it changed."""
+    max_replay_differing_rate: float = Field(default=DEFAULT_MAX_REPLAY_DIFFERING_RATE, ge=0)
+    """Per submission: differing tokens allowed per replayed token (see `max_replay_differing`)."""
     max_agg_mant_err_mean: float | None = Field(default=DEFAULT_MAX_AGG_MANT_ERR_MEAN, ge=0)
     """Largest mean, over all chunks of all samples of a submission, of the chunks' mantissa-error
     means (`check_aggregate`). A model that differs a little everywhere (a 1 % weight perturbation)
@@ -439,11 +463,32 @@ class Thresholds(BaseModel):
         bf16 rounding of fp32 states hides kernel, batch and thread differences almost entirely,
         so the bounds can be tight: a 1 % weight perturbation fails per chunk, not only in the
         submission aggregate; ~27 % of honest bf16 workers fail it (docs/benchmarks-verifier.md).
+        The sampler is exact too: honest fp32 pairs replay with margin 0.00 and no differing token
+        (docs/benchmarks-verifier.md), so the per-token tolerance is 0.05 and every differing token
+        counts, one allowed per 1,000 replayed tokens (none in a submission of fewer).
         """
-        return cls(max_exp_mismatches=4, max_mant_err_mean=1.5, max_mant_err_median=1.0)
+        return cls(max_exp_mismatches=4, max_mant_err_mean=1.5, max_mant_err_median=1.0,
+                   max_replay_margin=0.05, replay_tie_margin=0.0, max_replay_differing=0,
+                   max_replay_differing_rate=0.001)
 
 
 DEFAULT_THRESHOLDS = Thresholds()
+
+PROFILES: dict[str, Thresholds] = {"mixed": DEFAULT_THRESHOLDS, "fp32": Thresholds.fp32()}
+"""The verification profiles a pool's rules name (`toploc_profile`), each one `Thresholds`: the TOPLOC bounds,
+the per-token replay tolerance and tie margin, and the per-submission budget of differing tokens together.
+`mixed` (the default): workers and validators in bf16 or fp32, on any hardware (an honest bf16 worker against
+an fp32 validator passes); `fp32`: every node computes in fp32 (exact replay, strict TOPLOC)."""
+PROFILE_ALIASES = {"reference": "mixed"}
+"""Older names: `reference` (the reference implementation's mixed-precision bounds) is `mixed`."""
+
+
+def profile(name: str) -> Thresholds:
+    """The `Thresholds` of profile `name` (`mixed`, `fp32`, or an alias); `ValueError` for an unknown name."""
+    key = PROFILE_ALIASES.get(name, name)
+    if key not in PROFILES:
+        raise ValueError(f"unknown verification profile {name!r} (known: {', '.join(PROFILES)})")
+    return PROFILES[key]
 
 
 class ReplayStats(BaseModel):
@@ -456,6 +501,8 @@ class ReplayStats(BaseModel):
     flips: int
     """positions whose token is not the replayed argmax (margin > 0)"""
     positions: int
+    differing: int = 0
+    """positions whose margin exceeds the thresholds' `replay_tie_margin` (counted per submission)"""
 
 
 class ChunkStats(BaseModel):
@@ -635,6 +682,35 @@ def check_aggregate(results: Sequence[VerificationResult], thresholds: Threshold
             detail=f"mean mantissa error {mean:.2f} over the submission's {len(means)} chunks > {bound}",
         )
     return VerificationResult(ok=True, detail=f"mean mantissa error {mean:.2f} over {len(means)} chunks")
+
+
+def replay_differing_allowed(tokens: int, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> int:
+    """Differing tokens a submission of `tokens` replayed tokens may hold (`check_replay_budget`)."""
+    return thresholds.max_replay_differing + int(thresholds.max_replay_differing_rate * tokens)
+
+
+def check_replay_budget(results: Sequence[VerificationResult], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> VerificationResult:
+    """Submission-level sampling check: how many completion tokens differ from the validator's own draw.
+
+    The per-token tolerance (`max_replay_margin`) absorbs floating-point noise, so within it a worker
+    could still pick its tokens: steer towards answers it likes, or generate with a cheaper model and
+    prove with the real one. Each such token differs from the replayed draw; honest pairs differ
+    only at the rate of their numerical noise. Fails with `replay_differing` when the samples'
+    `replay.differing` add up to more than `replay_differing_allowed(replayed tokens)`.
+    """
+    replayed = [r.replay for r in results if r.replay is not None]
+    tokens = sum(s.positions for s in replayed)
+    differing = sum(s.differing for s in replayed)
+    allowed = replay_differing_allowed(tokens, thresholds)
+    if differing > allowed:
+        worst = max(range(len(results)), key=lambda i: results[i].replay.differing if results[i].replay else -1)
+        return VerificationResult(
+            ok=False,
+            reason=ReasonCode.REPLAY_DIFFERING,
+            detail=f"{differing} of {tokens} completion tokens differ from the seeded sampler's draw by more than "
+            f"{thresholds.replay_tie_margin} (allowed {allowed}; most in sample {worst}): not the sampler's output",
+        )
+    return VerificationResult(ok=True, detail=f"{differing} of {tokens} tokens differ (allowed {allowed})")
 
 
 def _error_result(exc: Exception) -> VerificationResult:

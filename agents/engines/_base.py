@@ -9,6 +9,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from intellect.sdk import IntellectError
+
 __all__ = [
     "CHECKPOINT_META",
     "EngineError",
@@ -22,7 +24,7 @@ CHECKPOINT_META = "intellect_checkpoint.json"
 """File the trainer writes into every checkpoint directory (schema, step, model id)."""
 
 
-class EngineError(RuntimeError):
+class EngineError(IntellectError, RuntimeError):
     """An engine could not load a checkpoint or generate (message names what was wrong)."""
 
 

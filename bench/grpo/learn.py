@@ -5,12 +5,12 @@ Usage (from the repository root):
     .venv/bin/python bench/grpo/learn.py --out runs/bench-grpo-s1 --seed 1     # a second seed
     .venv/bin/python bench/grpo/learn.py --out runs/x --no-throughput          # learning run only
 
-The learning run is `intellect.agents.learn` with its defaults (tiny Llama warm-started for 3600
+The learning run is `intellect.agents.demo.learn` with its defaults (tiny Llama warm-started for 3600
 steps on the clean addition table in four phrasings — `a + b =`, `a + b equals`, `Calculate a + b:`,
 `The sum of a and b is`, 75% of the examples — plus the question format `What is a + b?` answered
 right 20% of the time on training problems, a, b ≤ 20; 320 training problems, 100 held-out ones
 never seen in question format; 400 async GRPO steps of 16 problems × 8 completions, lr 3e-4).
-The module docstring of `intellect.agents.learn` says why each piece is there.
+The module docstring of `intellect.agents.demo.learn` says why each piece is there.
 The throughput part runs the same loop without held-out evaluation for `--tp-steps` steps at
 async level 0 (the baseline: inference and training alternate) and 2, and prints the trainer's
 idle fraction of each and their ratio; generation and training tokens/s come from the same runs.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import click
 
-from intellect.agents.learn import LearnConfig, plot_curve, run_async_loop
+from intellect.agents.demo.learn import LearnConfig, plot_curve, run_async_loop
 
 
 def _load() -> str:
@@ -38,8 +38,8 @@ def _load() -> str:
 def _proof_overhead(model_dir: Path) -> dict[str, float]:
     """Generation tokens/s of the same 128 prompts with and without TOPLOC capture (same run)."""
     from intellect.agents.engines import SamplingParams, TransformersEngine
-    from intellect.agents.learn import prompt_text
     from intellect.agents.tasks import synthetic_task_set
+    from intellect.verifier.submission import prompt_text
 
     engine = TransformersEngine(model_dir)
     prompts = [prompt_text(t) for t in synthetic_task_set(8, seed=11, max_operand=20, ops=("+",))] * 16

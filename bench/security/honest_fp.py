@@ -51,12 +51,12 @@ def run(submissions: int, problems: int = PROBLEMS, group: int = GROUP, seed: in
         max_seconds: float | None = None) -> dict[str, Any]:
     """Generate and verify `submissions` honest submissions (stop early after `max_seconds`)."""
     from intellect.agents.engines import SamplingParams, TransformersEngine
-    from intellect.agents.learn import prompt_text
     from intellect.agents.models import load_model, tiny_model_dir
     from intellect.agents.tasks import synthetic_task_set
     from intellect.verifier import toploc
     from intellect.verifier.prefill import verify_samples
     from intellect.verifier.replay import problem_seed, sample_seed
+    from intellect.verifier.submission import prompt_text
     from intellect.verifier.tasks import sample_problems
     from intellect.verifier.toploc import DEFAULT_THRESHOLDS, Thresholds
 

@@ -20,10 +20,10 @@ import click
 import torch
 
 from intellect.agents.engines import SamplingParams, TransformersEngine
-from intellect.agents.learn import prompt_text
 from intellect.agents.models import tiny_model_dir
 from intellect.agents.tasks import synthetic_task_set
 from intellect.verifier.replay import gumbel_sample, sample_seed
+from intellect.verifier.submission import prompt_text
 from intellect.verifier.toploc import build_proofs, build_proofs_many
 
 

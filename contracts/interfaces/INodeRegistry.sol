@@ -58,6 +58,9 @@ interface INodeRegistry {
     /// @notice Emitted when the owner takes a node out of the network.
     event NodeExited(address indexed node, address indexed owner, Role indexed role);
 
+    /// @notice Emitted when the deployer sets the stake hook (told of every registration and exit).
+    event StakeHookSet(address indexed hook);
+
     /// @notice Thrown when registering a node that is already active.
     error NodeRegistryAlreadyActive(address node);
 
@@ -78,6 +81,9 @@ interface INodeRegistry {
 
     /// @notice Thrown for a zero node address.
     error NodeRegistryZeroAddress();
+
+    /// @notice Thrown when `caller` (not the deployer) sets the stake hook, or when it is set already.
+    error NodeRegistryHookNotSettable(address caller, address current);
 
     /// @notice Thrown when a string field is longer than allowed (bounded storage).
     /// @param field "gpuModel" or "endpoint"
@@ -117,6 +123,13 @@ interface INodeRegistry {
     /// @notice Takes an active node out of the network. Only its owner. Its stake stays in the StakeManager
     /// (still slashable) until withdrawn there.
     function exit(address node) external;
+
+    /// @notice Sets, once, the contract told of every registration and exit (the StakeManager: it keeps the
+    /// validators' stake weights that votes count by). Only the deployer.
+    function setStakeHook(address hook) external;
+
+    /// @notice The stake hook (zero until set).
+    function stakeHook() external view returns (address);
 
     /// @notice Full record of `node`.
     function nodeInfo(address node) external view returns (NodeInfo memory);

@@ -8,17 +8,27 @@ import {INodeRegistry} from "./INodeRegistry.sol";
 /// Unbonding is ONE aggregated entry per node (amounts add up, the release time restarts), so `withdraw` is
 /// O(1) forever. Slashable stake = active + unbonding (taken from active first). Only the TaskLedger
 /// (SLASHER_ROLE) slashes and holds the per-node open-challenge lock that blocks withdrawals.
+///
+/// Validator weight: a node's active stake while it is an active validator in the registry, else 0. It is
+/// checkpointed per node and in total by block number (OpenZeppelin Checkpoints), so a challenge fixes its
+/// electorate at the block before it opened: votes weigh by stake at that block, exits, unstakes and new
+/// registrations after it change nothing. The registry tells this contract of every registration and exit.
 interface IStakeManager {
     /// @notice Stake of one node.
     /// @param active stake that counts towards the role's minimum
     /// @param unbonding stake waiting for `releaseAt` (still slashable)
     /// @param releaseAt time from which `unbonding` may be withdrawn (0 if nothing unbonds)
     /// @param openChallenges challenges open against the node's work; withdrawals wait while > 0
+    /// @param role the node's role in the registry (kept here from the registry's hook, next to the active stake:
+    /// the ledger's eligibility check reads one slot; stake amounts are held in 112 bits, 5.2e15 tokens)
+    /// @param status the node's status in the registry (idem)
     struct StakeInfo {
         uint128 active;
         uint128 unbonding;
         uint64 releaseAt;
         uint32 openChallenges;
+        INodeRegistry.Role role;
+        INodeRegistry.Status status;
     }
 
     /// @notice Emitted on every change of a node's stake (the one internal path `_updateStake`).
@@ -38,6 +48,9 @@ interface IStakeManager {
     event Slashed(
         address indexed node, address indexed challenger, uint256 amount, uint256 challengerReward, uint256 treasuryAmount
     );
+
+    /// @notice Emitted when `node`'s validator weight changes to `weight`; `totalWeight` is the new sum over all nodes.
+    event ValidatorWeightUpdated(address indexed node, uint256 weight, uint256 totalWeight);
 
     /// @notice Emitted when the ledger opens or closes a challenge against `node`'s work.
     event ChallengeLockUpdated(address indexed node, uint256 openChallenges);
@@ -87,6 +100,12 @@ interface IStakeManager {
     /// @notice Thrown for a challenger share above 10_000 basis points.
     error StakeManagerInvalidShare(uint256 bps);
 
+    /// @notice Thrown when `caller` is not the node registry.
+    error StakeManagerNotRegistry(address caller);
+
+    /// @notice Thrown when looking up a weight at block `blockNumber`, not before the current block `current`.
+    error StakeManagerFutureLookup(uint256 blockNumber, uint256 current);
+
     /// @notice Thrown when the ledger closes a challenge lock that is not held.
     error StakeManagerNoOpenChallenge(address node);
 
@@ -120,6 +139,10 @@ interface IStakeManager {
     /// period exceeds it. Only SLASHER_ROLE (the ledger, at pool creation, with window + vote period).
     function raiseUnbondingFloor(uint256 floor) external;
 
+    /// @notice Re-reads `node`'s role and status and updates its validator weight. Only the node registry
+    /// (on every registration and exit).
+    function nodeChanged(address node) external;
+
     /// @notice Sets the minimum active stake for `role`. Only the admin.
     function setMinStake(INodeRegistry.Role role, uint256 amount) external;
 
@@ -138,6 +161,10 @@ interface IStakeManager {
     /// @notice Active stake of `node`.
     function activeStake(address node) external view returns (uint256);
 
+    /// @notice Whether `node` is an active node of `role` in the registry with at least the role's minimum
+    /// active stake (what the ledger asks before a claim, a challenge or a vote: one call, one contract).
+    function isEligible(address node, INodeRegistry.Role role) external view returns (bool);
+
     /// @notice Whether `node`'s active stake is at least the minimum of `role`.
     function hasMinStake(address node, INodeRegistry.Role role) external view returns (bool);
 
@@ -155,6 +182,18 @@ interface IStakeManager {
 
     /// @notice Receiver of the non-challenger part of slashes and of forfeited bonds.
     function treasury() external view returns (address);
+
+    /// @notice Current validator weight of `node` (its active stake while an active validator, else 0).
+    function validatorWeight(address node) external view returns (uint256);
+
+    /// @notice Validator weight of `node` at the end of block `blockNumber` (a past block).
+    function validatorWeightAt(address node, uint256 blockNumber) external view returns (uint256);
+
+    /// @notice Current sum of all validator weights.
+    function totalValidatorWeight() external view returns (uint256);
+
+    /// @notice Sum of all validator weights at the end of block `blockNumber` (a past block).
+    function totalValidatorWeightAt(uint256 blockNumber) external view returns (uint256);
 
     /// @notice Sum of all nodes' active and unbonding stake held by this contract.
     function totalStaked() external view returns (uint256);

@@ -6,17 +6,33 @@ pragma solidity ^0.8.24;
 /// challenges with bonds and validator votes, and reward claims. Every call costs O(1) or O(batch).
 ///
 /// Ids: pools are numbered from 1; a task id is global (from 1) and a submission's id IS its task id
-/// (one submission per task); a challenge's id IS the submission id it challenges (at most one challenge
-/// per submission, ever: a rejected challenge is the validators' verdict and cannot be re-opened).
+/// (one submission per task); a challenge's id IS the submission id it challenges. A submission has at most
+/// one OPEN challenge; once a challenge is rejected, another validator may challenge it again inside its
+/// window (a new round of the same challenge id: a sham challenge voted down by a cartel shields nothing).
+///
+/// Dispute game: a challenge fixes its electorate when it opens, at the block before (`snapshotBlock`):
+/// each vote weighs the voter's validator stake at that block (StakeManager checkpoints), the electorate is
+/// the total validator stake at that block; exits, unstakes and registrations after it change nothing.
+/// Early resolution only when the outcome can no longer change: upheld once weightFor > electorate / 2
+/// (and the quorum of votes is met), rejected once 2 * weightAgainst >= electorate. After the vote period:
+/// upheld iff weightFor > weightAgainst and votesFor + votesAgainst >= quorum (ties reject).
 ///
 /// Reward wipe in O(1): each worker node has a slash epoch; a submission records the epoch it was made in;
-/// an upheld challenge increments the worker's epoch, which voids every unpaid submission of that worker.
-/// Their reservations return to the pool budget through `voidSubmissions` (callable by anyone).
+/// an upheld challenge increments the worker's epoch and records when (the WorkerWiped block), which voids the worker's
+/// unpaid submissions whose window was still open then (windowEnd > wipedAt); those whose window had closed
+/// stay claimable. The voided reservations return to the pool budget through `voidSubmissions` (anyone; O(1)
+/// per submission, lazily at the next touch).
+///
+/// Bounds (issue 21): a pool's slash is at most the workers' minimum stake (and is capped at it when applied),
+/// its bond and quorum at least the ledger's protocol floors (`poolBounds`); a node holds at most
+/// `maxOpenLeases` unsubmitted leases in a pool (an expired lease keeps its slot until `expireLease`, and
+/// counts in the node's `expiredLeases`), and at most `maxReservationBps` of the pool's escrow in reservations.
 interface ITaskLedger {
     /// @notice Lifecycle of a task id (and of the submission with the same id).
     /// None: unknown; Claimed: leased, not submitted; Submitted: in or after its window, claimable once the
     /// window closed; Challenged: a challenge is open; Upheld: the challenge was upheld (no reward);
-    /// Paid: reward paid; Voided: wiped by a later upheld challenge of the same worker (no reward).
+    /// Paid: reward paid; Voided: wiped by a later upheld challenge of the same worker (no reward);
+    /// Expired: the lease ran out before a submission and `expireLease` freed its slot.
     enum TaskStatus {
         None,
         Claimed,
@@ -24,7 +40,8 @@ interface ITaskLedger {
         Challenged,
         Upheld,
         Paid,
-        Voided
+        Voided,
+        Expired
     }
 
     /// @notice Lifecycle of a challenge. None: no challenge; Open: voting; Upheld / Rejected: resolved.
@@ -47,6 +64,9 @@ interface ITaskLedger {
     /// @param maxUnitsPerSubmission upper bound on workUnits per submission
     /// @param asyncLevel how many steps behind the latest checkpoint a submission's policy may be (default 2)
     /// @param quorum minimum number of votes (for + against) for an upheld challenge (1 on dev pools)
+    /// @param maxOpenLeases most unsubmitted leases one node may hold in the pool (1..255)
+    /// @param maxReservationBps most of the pool's escrow (budget + reserved) one node may hold in
+    /// reservations, in basis points (1..10,000)
     struct PoolParams {
         address trainer;
         string taskSetCid;
@@ -59,6 +79,20 @@ interface ITaskLedger {
         uint32 maxUnitsPerSubmission;
         uint16 asyncLevel;
         uint16 quorum;
+        uint8 maxOpenLeases;
+        uint16 maxReservationBps;
+    }
+
+    /// @notice A node's book in one pool, as returned by `nodeBook`.
+    /// @param reserved tokens reserved for the node's unpaid submissions (voided ones until `voidSubmissions`)
+    /// @param openLeases claimed tasks neither submitted nor expired through `expireLease`
+    /// @param expiredLeases leases that ran out unsubmitted (the node's record)
+    /// @param claims tasks claimed in the pool
+    struct NodeBook {
+        uint128 reserved;
+        uint16 openLeases;
+        uint32 expiredLeases;
+        uint48 claims;
     }
 
     /// @notice A pool as returned by `pool`.
@@ -93,13 +127,27 @@ interface ITaskLedger {
         uint32 slashEpoch;
     }
 
-    /// @notice A challenge as returned by `challengeInfo`.
+    /// @notice A challenge (its latest round) as returned by `challengeInfo`.
+    /// @param challenger validator that opened this round (its weight counts for upholding)
+    /// @param voteEnd end of this round's vote period
+    /// @param votesFor number of uphold votes (the challenger's included)
+    /// @param votesAgainst number of reject votes
+    /// @param status lifecycle of this round
+    /// @param weightFor validator stake (at snapshotBlock) voting to uphold
+    /// @param weightAgainst validator stake (at snapshotBlock) voting to reject
+    /// @param snapshotBlock the block whose end state fixes this round's electorate (the StakeManager's
+    /// `totalValidatorWeightAt(snapshotBlock)`) and weights
+    /// @param round 1 for the first challenge of the submission, +1 per re-challenge after a rejection
     struct ChallengeView {
         address challenger;
         uint40 voteEnd;
         uint16 votesFor;
         uint16 votesAgainst;
         ChallengeStatus status;
+        uint256 weightFor;
+        uint256 weightAgainst;
+        uint256 snapshotBlock;
+        uint16 round;
     }
 
     /// @notice Emitted when `owner` creates pool `poolId`.
@@ -114,9 +162,11 @@ interface ITaskLedger {
     /// @notice Emitted when the pool's trainer publishes the checkpoint of `step` (manifest on IPFS).
     event CheckpointPublished(uint32 indexed poolId, uint256 indexed step, string manifestCid);
 
-    /// @notice Emitted when `node` claims task `taskId`. The seed (not stored) assigns the task's problems:
-    /// keccak256(abi.encode(block.prevrandao, blockhash(block.number - 1), node, taskId)).
-    event TaskClaimed(uint256 indexed taskId, uint32 indexed poolId, address indexed node, bytes32 seed, uint256 leaseExpiry);
+    /// @notice Emitted when `node` claims task `taskId`. The task's seed (which assigns its problems) is
+    /// keccak256(abi.encode(claimBlockHash, node, taskId)) where claimBlockHash is the hash of the block that
+    /// holds this event: unknowable inside the claim transaction (BLOCKHASH of the current block is 0), so a
+    /// claim cannot be made conditional on its seed. Workers and validators compute it from the log's block.
+    event TaskClaimed(uint256 indexed taskId, uint32 indexed poolId, address indexed node, uint256 leaseExpiry);
 
     /// @notice Emitted when `node` submits the work of task `submissionId`; its challenge window ends at `windowEnd`.
     event WorkSubmitted(
@@ -131,17 +181,26 @@ interface ITaskLedger {
         uint256 windowEnd
     );
 
-    /// @notice Emitted when `challenger` challenges submission `challengeId` of `node` (its uphold vote counts).
+    /// @notice Emitted when `challenger` challenges submission `challengeId` of `node` (its uphold vote counts,
+    /// with `weight`); `round` counts the submission's challenges, `snapshotBlock` fixes the electorate.
     event ChallengeOpened(
-        uint256 indexed challengeId, address indexed node, address indexed challenger, string evidenceCid, uint256 voteEnd
+        uint256 indexed challengeId,
+        address indexed node,
+        address indexed challenger,
+        string evidenceCid,
+        uint256 voteEnd,
+        uint256 round,
+        uint256 snapshotBlock,
+        uint256 weight
     );
 
-    /// @notice Emitted when `validator` votes on a challenge; carries the running tallies.
-    event VoteCast(uint256 indexed challengeId, address indexed validator, bool uphold, uint256 votesFor, uint256 votesAgainst);
+    /// @notice Emitted when `validator` votes with `weight` (its validator stake at the snapshot block); the
+    /// running tallies are in `challengeInfo`.
+    event VoteCast(uint256 indexed challengeId, address indexed validator, bool uphold, uint256 weight);
 
     /// @notice Emitted when a challenge is resolved. `slashed` is the stake slashed from the worker (0 if rejected).
     event ChallengeResolved(
-        uint256 indexed challengeId, bool indexed upheld, uint256 votesFor, uint256 votesAgainst, uint256 slashed
+        uint256 indexed challengeId, bool indexed upheld, uint256 weightFor, uint256 weightAgainst, uint256 slashed
     );
 
     /// @notice Emitted when an upheld challenge wipes `node`'s unpaid submissions by moving it to `newEpoch`.
@@ -152,6 +211,12 @@ interface ITaskLedger {
 
     /// @notice Emitted when a wiped submission's reservation returns to its pool's budget.
     event SubmissionVoided(uint256 indexed submissionId, address indexed node, uint256 released);
+
+    /// @notice Emitted when anyone frees the slot of task `taskId`, whose lease ran out unsubmitted.
+    event LeaseExpired(uint256 indexed taskId, address indexed node, uint256 openLeases, uint256 expiredLeases);
+
+    /// @notice Emitted when the admin sets the protocol floors on new pools' challenge bond and quorum.
+    event PoolBoundsSet(uint256 minChallengeBond, uint256 minQuorum);
 
     /// @notice Emitted when the admin sets the shortest allowed window length.
     event MinWindowLengthSet(uint256 minWindowLength);
@@ -168,6 +233,24 @@ interface ITaskLedger {
     /// @notice Thrown when the stake unbonding period does not exceed the pool's lease + window + vote period
     /// (`windowPlusVote`): a worker that unbonds right after claiming must still be slashable.
     error TaskLedgerUnbondingTooShort(uint256 windowPlusVote, uint256 unbondingPeriod);
+
+    /// @notice Thrown when a pool's slash exceeds the workers' minimum stake (a pool could take a whole stake).
+    error TaskLedgerSlashAboveMinStake(uint256 slashAmount, uint256 minStake);
+
+    /// @notice Thrown when a pool's challenge bond is below the protocol floor.
+    error TaskLedgerBondTooLow(uint256 challengeBond, uint256 minChallengeBond);
+
+    /// @notice Thrown when a pool's quorum is below the protocol floor.
+    error TaskLedgerQuorumTooLow(uint256 quorum, uint256 minQuorum);
+
+    /// @notice Thrown when `node` already holds `openLeases` unsubmitted leases, the pool's maximum.
+    error TaskLedgerTooManyLeases(address node, uint256 openLeases, uint256 maxOpenLeases);
+
+    /// @notice Thrown when a submission would bring `node`'s reservations to `reserved`, above `cap`.
+    error TaskLedgerReservationCap(address node, uint256 reserved, uint256 cap);
+
+    /// @notice Thrown when expiring a lease that runs until `leaseExpiry`.
+    error TaskLedgerLeaseNotExpired(uint256 taskId, uint256 leaseExpiry);
 
     /// @notice Thrown for a zero amount.
     error TaskLedgerZeroAmount();
@@ -223,8 +306,11 @@ interface ITaskLedger {
     /// @notice Thrown when claiming before the window of `submissionId` closes at `closesAt`.
     error TaskLedgerWindowOpen(uint256 submissionId, uint256 closesAt);
 
-    /// @notice Thrown when the submission was already challenged once.
+    /// @notice Thrown when the submission has an open challenge already.
     error TaskLedgerAlreadyChallenged(uint256 submissionId);
+
+    /// @notice Thrown when `validator` had no validator stake at the challenge's snapshot block.
+    error TaskLedgerNoVotingWeight(uint256 challengeId, address validator);
 
     /// @notice Thrown when `validator` (or its owner) would judge work of its own owner.
     error TaskLedgerConflictOfInterest(uint256 submissionId, address validator);
@@ -238,7 +324,7 @@ interface ITaskLedger {
     /// @notice Thrown when voting after the vote period ended at `endedAt`.
     error TaskLedgerVotePeriodOver(uint256 challengeId, uint256 endedAt);
 
-    /// @notice Thrown when resolving before `endsAt` without a decisive majority of all validators.
+    /// @notice Thrown when resolving before `endsAt` while the outcome can still change.
     error TaskLedgerVotePeriodActive(uint256 challengeId, uint256 endsAt);
 
     /// @notice Thrown when `validator` already voted (the challenger voted by challenging).
@@ -261,6 +347,8 @@ interface ITaskLedger {
 
     /// @notice Creates a pool owned by the caller. Its lease + window + vote period must be shorter than the
     /// stake unbonding period (no escaping a slash by withdrawing); the StakeManager keeps that as a floor.
+    /// Its slash is at most the workers' minimum stake; its bond and quorum at least `poolBounds`; window and
+    /// lease under 2**24 s (194 days), asyncLevel under 256.
     /// @return poolId the new pool's id
     function createPool(PoolParams calldata params) external returns (uint32 poolId);
 
@@ -274,13 +362,14 @@ interface ITaskLedger {
     /// the first step may be any, later ones strictly increase.
     function publishCheckpoint(uint32 poolId, uint256 step, string calldata manifestCid) external;
 
-    /// @notice Claims a task in `poolId` for the calling worker node (active, minimally staked). The seed is
-    /// drawn from chain randomness and emitted in TaskClaimed.
+    /// @notice Claims a task in `poolId` for the calling worker node (active, minimally staked, holding fewer
+    /// than `maxOpenLeases` open leases in the pool). The seed follows from the claim's block hash (TaskClaimed).
     /// @return taskId the task's id
     function claimTask(uint32 poolId) external returns (uint256 taskId);
 
     /// @notice Submits the work of a claimed task: only the claimant, inside the lease, once. Reserves
-    /// workUnits * rewardPerUnit from the pool budget and opens the challenge window.
+    /// workUnits * rewardPerUnit from the pool budget (the node's reservations in the pool stay within
+    /// `maxReservationBps` of its escrow) and opens the challenge window.
     /// @param taskId the claimed task (becomes the submission id)
     /// @param rolloutsCid IPFS CID of the rollout file (kept in the event log only)
     /// @param proofsHash hash of the TOPLOC proofs (kept in the event log only)
@@ -294,17 +383,19 @@ interface ITaskLedger {
         uint256 policyStep
     ) external;
 
-    /// @notice Challenges a submission inside its window. Only an active, minimally staked validator whose
-    /// owner does not own the worker; pulls the pool's challenge bond; counts as the challenger's uphold vote.
+    /// @notice Challenges a submission inside its window (again, after a rejected round). Only an active,
+    /// minimally staked validator with stake at the snapshot block whose owner does not own the worker; pulls
+    /// the pool's challenge bond; counts as the challenger's uphold vote, weighted by its stake at the snapshot.
     /// @return challengeId equal to `submissionId`
     function challenge(uint256 submissionId, string calldata evidenceCid) external returns (uint256 challengeId);
 
-    /// @notice Votes on an open challenge during its vote period. Only other active, minimally staked
-    /// validators, once each, not one whose owner owns the challenged worker.
+    /// @notice Votes on an open challenge during its vote period, weighted by the voter's validator stake at the
+    /// challenge's snapshot block. Only other active, minimally staked validators with stake at the snapshot,
+    /// once each per round, not one whose owner owns the challenged worker.
     function vote(uint256 challengeId, bool uphold) external;
 
-    /// @notice Resolves a challenge: anyone, after the vote period, or earlier once one side has more than
-    /// half of all active validators. Upheld iff votesFor > votesAgainst and votesFor + votesAgainst >= quorum.
+    /// @notice Resolves a challenge: anyone, after the vote period, or earlier once the outcome cannot change
+    /// (see the dispute game above). Upheld iff weightFor > weightAgainst and votesFor + votesAgainst >= quorum.
     /// Upheld: slash the worker, wipe its unpaid rewards, return the bond; rejected: forfeit the bond.
     /// @return upheld the outcome
     function resolve(uint256 challengeId) external returns (bool upheld);
@@ -318,8 +409,21 @@ interface ITaskLedger {
     /// @return released tokens returned to pool budgets
     function voidSubmissions(uint256[] calldata submissionIds) external returns (uint256 released);
 
+    /// @notice Frees the lease slot of a task whose lease ran out unsubmitted (status Expired; the node's
+    /// `expiredLeases` grows). Anyone.
+    function expireLease(uint256 taskId) external;
+
     /// @notice Sets the shortest allowed pool window. Only the admin.
     function setMinWindowLength(uint32 minWindowLength) external;
+
+    /// @notice Sets the protocol floors on new pools' challenge bond and quorum. Only the admin.
+    function setPoolBounds(uint128 minChallengeBond, uint16 minQuorum) external;
+
+    /// @notice The protocol floors on new pools' challenge bond and quorum.
+    function poolBounds() external view returns (uint256 minChallengeBond, uint256 minQuorum);
+
+    /// @notice `node`'s book in pool `poolId` (reservations, open and expired leases, claims).
+    function nodeBook(address node, uint32 poolId) external view returns (NodeBook memory);
 
     /// @notice A pool's parameters, owner, budget and latest checkpoint.
     function pool(uint32 poolId) external view returns (PoolView memory);
@@ -339,8 +443,9 @@ interface ITaskLedger {
     /// @notice A challenge (id = submission id).
     function challengeInfo(uint256 challengeId) external view returns (ChallengeView memory);
 
-    /// @notice Whether `validator` voted on the challenge (the challenger counts as voted).
-    function hasVoted(uint256 challengeId, address validator) external view returns (bool);
+    /// @notice The round `validator` last voted in on this challenge (0: never; its challenger is not listed:
+    /// a challenge is its challenger's uphold vote) and how.
+    function voteOf(uint256 challengeId, address validator) external view returns (uint16 round, bool uphold);
 
     /// @notice Current slash epoch of `node`.
     function slashEpoch(address node) external view returns (uint32);

@@ -16,12 +16,12 @@ import json
 import logging
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._fetch import PeerHttpError, fetch
 from .._models import DecodedEvent, TaskStatus, format_tokens
 from ._models import (
     AGENT_STATUS_SCHEMA,
@@ -51,6 +51,7 @@ EVENTS = [
     "PoolCreated", "CheckpointPublished", "TaskClaimed", "WorkSubmitted",
     "ChallengeOpened", "VoteCast", "ChallengeResolved", "RewardClaimed", "SubmissionVoided", "WorkerWiped",
 ]
+_MAX_STATUS = 4 * 1024 * 1024  # bytes of an agent's /status read at most
 _ROLE = {0: "none", 1: "worker", 2: "validator", 3: "trainer", 4: "relay"}
 
 
@@ -105,13 +106,13 @@ class StatusFetcher:
         if not endpoint.startswith(("http://", "https://")):
             return None, f"endpoint {endpoint!r} is not an http(s) URL" if endpoint else "no endpoint registered"
         url = endpoint.rstrip("/") + "/status"
-        try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as resp:
-                raw = resp.read(4 * 1024 * 1024)
-            doc = json.loads(raw)
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
-            reason = getattr(exc, "reason", exc)
-            return None, f"{url} unreachable: {reason}"
+        try:  # a total deadline: an agent dripping its status cannot hold the page (issue 22)
+            resp = fetch("GET", url, deadline=self.timeout, max_bytes=_MAX_STATUS)
+            if resp.status >= 400:
+                return None, f"{url} unreachable: HTTP {resp.status}"
+            doc = json.loads(resp.body)
+        except (PeerHttpError, OSError) as exc:
+            return None, f"{url} unreachable: {exc}"
         except json.JSONDecodeError as exc:
             return None, f"{url} did not return JSON: {exc}"
         if not isinstance(doc, dict):
@@ -156,19 +157,70 @@ def _trainer_steps(status: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
     return out
 
 
+@dataclass
+class _Scan:
+    """The events of one `collect()`, grouped by name, and the per-node paths built from them."""
+
+    index: ChainIndex
+    now: int  # the head block's time
+    events: list[DecodedEvent]
+    by: dict[str, list[DecodedEvent]] = field(default_factory=lambda: defaultdict(list))
+    paths: dict[str, list[PathEvent]] = field(default_factory=lambda: defaultdict(list))
+
+    def __post_init__(self) -> None:
+        for e in self.events:
+            self.by[e.event].append(e)
+
+    def time(self, e: DecodedEvent) -> int:
+        return self.index.block_time(e.block_number)
+
+    def add(self, node: str, e: DecodedEvent, kind: str, detail: str = "", sid: int | None = None,
+            outcome: str = "") -> None:
+        """Put event `e` on `node`'s path."""
+        self.paths[node.lower()].append(PathEvent(kind=kind, time=self.time(e), block=e.block_number, tx=e.tx_hash,
+                                                  submission_id=sid, detail=detail, outcome=outcome))
+
+
 def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None) -> Snapshot:
     """One Snapshot of the deployment at the current head."""
     errors: list[str] = []
     head = index.refresh()
     now = index.block_time(head)
-    evs = list(index.events)
-    by = defaultdict(list)
-    for e in evs:
-        by[e.event].append(e)
+    scan = _Scan(index, now, list(index.events))
+    pools = _pools(p, scan, errors)
+    trainers = {pv.trainer.lower(): pv.pool_id for pv in pools}
+    nodes = _nodes(scan)
+    checkpoints = _checkpoints(scan, trainers, nodes)
+    challenges, slashed_by_challenge = _challenges(scan, nodes)
+    submissions, claimed = _submissions(scan, nodes, slashed_by_challenge)
+    trainer_status = _agent_statuses(fetcher, nodes, trainers) if fetcher is not None else None
+    curve = _reward_curve(_trainer_steps(trainer_status), submissions, checkpoints)
 
-    # -- pools ----------------------------------------------------------------------------------
+    node_list = list(nodes.values())
+    paths = scan.paths
+    for k in paths:
+        paths[k].sort(key=lambda pe: (pe.time, pe.block))
+    totals = Totals(
+        nodes=len(node_list), submissions=len(submissions),
+        accepted=sum(1 for s in submissions if s.verdict in ("accepted", "paid")),
+        pending_windows=sum(1 for s in submissions if s.verdict == "in window"),
+        challenges=len(challenges), open_challenges=sum(1 for c in challenges if c.status == "open"),
+        upheld=sum(1 for c in challenges if c.status == "upheld"),
+        slashed=sum(n.slashed for n in node_list), rewards_claimed=sum(claimed.values()),
+        checkpoints=len(checkpoints),
+        agents_up=sum(1 for n in node_list if n.agent_status is not None),
+        agents_down=sum(1 for n in node_list if n.endpoint and n.agent_status is None and fetcher is not None))
+    return Snapshot(
+        chain_id=p.chain_id, rpc_url=p.rpc_url, block=head, chain_time=now, generated_at=time.time(),
+        contracts={name: c.address for name, c in p.contracts.items()}, pools=pools, nodes=node_list,
+        checkpoints=checkpoints, submissions=submissions, challenges=challenges, reward_curve=curve, totals=totals,
+        paths={nodes[k].address if k in nodes else k: v for k, v in paths.items()}, errors=errors)
+
+
+def _pools(p: Protocol, scan: _Scan, errors: list[str]) -> list[PoolView]:
+    """Every pool created, with its parameters and budget read from the chain (one view each)."""
     pools: list[PoolView] = []
-    for e in by["PoolCreated"]:
+    for e in scan.by["PoolCreated"]:
         pid = int(e.args["poolId"])
         try:
             pool = p.pool(pid)
@@ -181,9 +233,12 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
                               slash_amount=pr.slash_amount, window_length=pr.window_length,
                               vote_period=pr.vote_period, async_level=pr.async_level, quorum=pr.quorum,
                               budget=pool.budget, reserved=pool.reserved, latest_step=pool.latest_step))
-    trainers = {pv.trainer.lower(): pv.pool_id for pv in pools}
+    return pools
 
-    # -- nodes ----------------------------------------------------------------------------------
+
+def _nodes(scan: _Scan) -> dict[str, NodeView]:
+    """Node records and stake by lower-case address; registration, stake and task events on their paths."""
+    by, add = scan.by, scan.add
     deposited: dict[str, int] = defaultdict(int)
     for e in by["Staked"]:
         deposited[e.args["node"].lower()] += int(e.args["amount"])
@@ -201,7 +256,7 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
         nodes[k] = NodeView(
             address=a["node"], owner=a["owner"], role=_ROLE.get(int(a["role"]), str(a["role"])), status="active",
             gpu_model=a["gpuModel"], vram_gib=int(a["vramGiB"]), gpu_count=int(a["gpuCount"]), endpoint=a["endpoint"],
-            registered_at=index.block_time(e.block_number), stake_active=active, stake_unbonding=unbonding,
+            registered_at=scan.time(e), stake_active=active, stake_unbonding=unbonding,
             stake_deposited=deposited[k], open_challenges=locks.get(k, 0))
     for e in by["NodeUpdated"]:
         nv = nodes.get(e.args["node"].lower())
@@ -212,13 +267,6 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
         nv = nodes.get(e.args["node"].lower())
         if nv is not None:
             nv.status = "exited"
-
-    paths: dict[str, list[PathEvent]] = defaultdict(list)
-
-    def add(node: str, e: DecodedEvent, kind: str, detail: str = "", sid: int | None = None,
-            outcome: str = "") -> None:
-        paths[node.lower()].append(PathEvent(kind=kind, time=index.block_time(e.block_number), block=e.block_number,
-                                             tx=e.tx_hash, submission_id=sid, detail=detail, outcome=outcome))
 
     for e in by["NodeRegistered"]:
         a = e.args
@@ -236,49 +284,62 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
         a = e.args
         add(a["node"], e, "task", f"task {a['taskId']} of pool {a['poolId']}, seed 0x{str(a['seed'])[:16]}…",
             sid=int(a["taskId"]))
+    return nodes
 
-    # -- checkpoints ----------------------------------------------------------------------------
-    trainer_status: dict[str, Any] | None = None
+
+def _checkpoints(scan: _Scan, trainers: dict[str, int], nodes: dict[str, NodeView]) -> list[CheckpointView]:
+    """Every checkpoint published, also put on its pool trainer's path."""
     checkpoints = [CheckpointView(pool_id=int(e.args["poolId"]), step=int(e.args["step"]),
                                   manifest_cid=e.args["manifestCid"], block=e.block_number,
-                                  time=index.block_time(e.block_number), tx=e.tx_hash)
-                   for e in by["CheckpointPublished"]]
-    for e in by["CheckpointPublished"]:
+                                  time=scan.time(e), tx=e.tx_hash)
+                   for e in scan.by["CheckpointPublished"]]
+    for e in scan.by["CheckpointPublished"]:
         pid = int(e.args["poolId"])
         for tr, tpid in trainers.items():
             if tpid == pid and tr in nodes:
-                add(tr, e, "checkpoint", f"step {e.args['step']} · manifest {e.args['manifestCid']}")
+                scan.add(tr, e, "checkpoint", f"step {e.args['step']} · manifest {e.args['manifestCid']}")
+    return checkpoints
 
-    # -- challenges -----------------------------------------------------------------------------
+
+def _challenges(scan: _Scan, nodes: dict[str, NodeView]) -> tuple[list[ChallengeView], dict[int, int]]:
+    """Challenges with their votes and outcome (and the slash of each resolved one, by challenge id);
+    challenge, vote, verdict, slash and wipe events on the paths of the nodes involved."""
+    by, add, now = scan.by, scan.add, scan.now
+    # chain order: a challenge's opening (again for a re-opened one: a new round) starts its tally with the
+    # challenger's uphold vote; each VoteCast adds one vote (the contract weighs them by stake: the weights
+    # are in ChallengeResolved); a resolution ends the round
     votes: dict[int, list[VoteView]] = defaultdict(list)
-    for e in by["VoteCast"]:
-        cid = int(e.args["challengeId"])
-        votes[cid].append(VoteView(validator=e.args["validator"], uphold=bool(e.args["uphold"]), block=e.block_number,
-                                   time=index.block_time(e.block_number)))
     votes_tally: dict[int, tuple[int, int]] = {}
-    for e in by["VoteCast"]:
-        votes_tally[int(e.args["challengeId"])] = (int(e.args["votesFor"]), int(e.args["votesAgainst"]))
     slashed_by_challenge: dict[int, int] = {}
     resolved: dict[int, str] = {}
-    for e in by["ChallengeResolved"]:
+    for e in scan.events:
+        if e.event not in ("ChallengeOpened", "VoteCast", "ChallengeResolved"):
+            continue
         cid = int(e.args["challengeId"])
-        slashed_by_challenge[cid] = int(e.args["slashed"])
-        resolved[cid] = "upheld" if e.args["upheld"] else "rejected"
-        votes_tally[cid] = (int(e.args["votesFor"]), int(e.args["votesAgainst"]))
-    challenges: list[ChallengeView] = []
+        if e.event == "ChallengeOpened":
+            votes_tally[cid] = (1, 0)
+            resolved.pop(cid, None)
+        elif e.event == "VoteCast":
+            up, down = votes_tally.get(cid, (1, 0))
+            votes_tally[cid] = (up + 1, down) if e.args["uphold"] else (up, down + 1)
+            votes[cid].append(VoteView(validator=e.args["validator"], uphold=bool(e.args["uphold"]),
+                                       block=e.block_number, time=scan.time(e)))
+        else:
+            slashed_by_challenge[cid] = int(e.args["slashed"])
+            resolved[cid] = "upheld" if e.args["upheld"] else "rejected"
+    challenges: dict[int, ChallengeView] = {}  # one row per challenge: its latest round
     challenged_node: dict[int, str] = {}
     for e in by["ChallengeOpened"]:
         a = e.args
         cid = int(a["challengeId"])
         challenged_node[cid] = a["node"]
-        # the challenger's challenge is its uphold vote; VoteCast carries the running tally
-        tally = (votes_tally.get(cid) or (1, 0))
+        tally = votes_tally.get(cid, (1, 0))
         status = resolved.get(cid, "open")
         vote_end = int(a["voteEnd"])
-        challenges.append(ChallengeView(
+        challenges[cid] = ChallengeView(
             challenge_id=cid, node=a["node"], challenger=a["challenger"], evidence_cid=a["evidenceCid"],
             vote_end=vote_end, seconds_left=max(0, vote_end - now) if status == "open" else 0, votes_for=tally[0],
-            votes_against=tally[1], status=status, votes=votes[cid], slashed=slashed_by_challenge.get(cid, 0)))
+            votes_against=tally[1], status=status, votes=votes[cid], slashed=slashed_by_challenge.get(cid, 0))
         add(a["node"], e, "challenged", f"submission {cid} challenged by {a['challenger']} · evidence "
             f"{a['evidenceCid']}", sid=cid)
         add(a["challenger"], e, "challenged", f"opened a challenge of submission {cid} ({a['node']})", sid=cid)
@@ -301,7 +362,9 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
         outcome = "upheld" if a["upheld"] else "rejected"
         target = challenged_node.get(cid)
         if target is not None:
-            add(target, e, "verdict", f"challenge {cid} {outcome} ({a['votesFor']} for, {a['votesAgainst']} against)",
+            up, down = votes_tally.get(cid, (1, 0))
+            add(target, e, "verdict", f"challenge {cid} {outcome} ({up} for, {down} against; stake {a['weightFor']} for, "
+                f"{a['weightAgainst']} against)",
                 sid=cid, outcome=outcome)
             if a["upheld"] and target.lower() in nodes:
                 nodes[target.lower()].upheld += 1
@@ -313,19 +376,15 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
             nodes[a["node"].lower()].slashed += int(a["amount"])
     for e in by["WorkerWiped"]:
         add(e.args["node"], e, "wiped", f"unfinalised rewards wiped (epoch {e.args['newEpoch']})")
+    return list(challenges.values()), slashed_by_challenge
 
-    # -- submissions and rewards ----------------------------------------------------------------
-    claimed: dict[int, int] = {}
-    for e in by["RewardClaimed"]:
-        a = e.args
-        claimed[int(a["submissionId"])] = int(a["amount"])
-        add(a["node"], e, "reward", f"{_tok(a['amount'])} for submission {a['submissionId']} to {a['owner']}",
-            sid=int(a["submissionId"]))
-        if a["node"].lower() in nodes:
-            nodes[a["node"].lower()].rewards_claimed += int(a["amount"])
+
+def _task_statuses(events: list[DecodedEvent]) -> tuple[dict[int, TaskStatus], dict[str, list[tuple[int, int]]]]:
+    """Each submission's status, replaying the events in chain order the way the contract moved it, and
+    the chain positions of each worker's wipes (by lower-case address)."""
     status_of: dict[int, TaskStatus] = {}
-    wiped_after: dict[str, list[tuple[int, int]]] = defaultdict(list)  # node -> positions of WorkerWiped
-    for e in evs:  # chain order: each event moves a task's status the way the contract did
+    wiped_after: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for e in events:
         a = e.args
         if e.event == "WorkSubmitted":
             status_of[int(a["submissionId"])] = TaskStatus.SUBMITTED
@@ -339,6 +398,23 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
             status_of[int(a["submissionId"])] = TaskStatus.VOIDED
         elif e.event == "WorkerWiped":
             wiped_after[a["node"].lower()].append(e.position)
+    return status_of, wiped_after
+
+
+def _submissions(scan: _Scan, nodes: dict[str, NodeView],
+                 slashed_by_challenge: dict[int, int]) -> tuple[list[SubmissionView], dict[int, int]]:
+    """Submissions with their verdict, and the rewards claimed by submission id; reward, proof and
+    window-closed events on the workers' paths."""
+    by, add, now = scan.by, scan.add, scan.now
+    claimed: dict[int, int] = {}
+    for e in by["RewardClaimed"]:
+        a = e.args
+        claimed[int(a["submissionId"])] = int(a["amount"])
+        add(a["node"], e, "reward", f"{_tok(a['amount'])} for submission {a['submissionId']} to {a['owner']}",
+            sid=int(a["submissionId"]))
+        if a["node"].lower() in nodes:
+            nodes[a["node"].lower()].rewards_claimed += int(a["amount"])
+    status_of, wiped_after = _task_statuses(scan.events)
     submissions: list[SubmissionView] = []
     for e in by["WorkSubmitted"]:
         a = e.args
@@ -347,29 +423,15 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
         wiped = any(pos > e.position for pos in wiped_after.get(a["node"].lower(), []))
         window_end = int(a["windowEnd"])
         closed = now >= window_end
-        claimable = 0
-        if status == TaskStatus.PAID:
-            verdict = "paid"
-        elif status == TaskStatus.UPHELD:
-            verdict = "slashed"
-        elif status == TaskStatus.VOIDED:
-            verdict = "voided"
-        elif status == TaskStatus.CHALLENGED:
-            verdict = "challenged"
-        elif wiped:  # its slash epoch is over: never claimable
-            verdict = "wiped"
-        elif not closed:
-            verdict = "in window"
-        else:
-            claimable = int(a["reward"])
-            verdict = "accepted"
+        verdict = _verdict(status, wiped=wiped, closed=closed)
+        claimable = int(a["reward"]) if verdict == "accepted" else 0
         ph = a["proofsHash"]
         submissions.append(SubmissionView(
             submission_id=sid, pool_id=int(a["poolId"]), node=a["node"], rollouts_cid=a["rolloutsCid"],
             proofs_hash=ph if str(ph).startswith("0x") else "0x" + str(ph), work_units=int(a["workUnits"]),
             policy_step=int(a["policyStep"]), reward=int(a["reward"]), window_end=window_end,
             seconds_left=max(0, window_end - now), status=status.name.lower(), verdict=verdict,
-            block=e.block_number, time=index.block_time(e.block_number)))
+            block=e.block_number, time=scan.time(e)))
         add(a["node"], e, "proof", f"submission {sid}: {a['workUnits']} units at policy step {a['policyStep']} · "
             f"rollouts {a['rolloutsCid']} · proofs 0x{str(ph).removeprefix('0x')[:16]}…", sid=sid)
         nv = nodes.get(a["node"].lower())
@@ -382,28 +444,52 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
             nv.rewards_claimable += claimable
         if closed and verdict in ("accepted", "paid"):
             # the window closing is not an event: place it at the window end on the path
-            paths[a["node"].lower()].append(PathEvent(
+            scan.paths[a["node"].lower()].append(PathEvent(
                 kind="verdict", time=window_end, block=e.block_number, submission_id=sid, outcome="accepted",
                 detail=f"submission {sid}: window closed unchallenged" if sid not in slashed_by_challenge
                 else f"submission {sid}: challenge rejected, work stands"))
+    return submissions, claimed
 
-    # -- agents' /status ------------------------------------------------------------------------
-    if fetcher is not None:
-        results = fetcher.fetch([n.endpoint for n in nodes.values() if n.endpoint])
-        for nv in nodes.values():
-            if not nv.endpoint:
-                nv.agent_error = "no endpoint registered"
-                continue
-            doc, err = results.get(nv.endpoint, (None, "not fetched"))
-            nv.agent_url = nv.endpoint.rstrip("/") + "/status"
-            nv.agent_status, nv.agent_error = doc, err
-            if doc is not None and nv.address.lower() in trainers:
-                trainer_status = doc
-            if doc is not None and trainer_status is None and (doc.get("role") == "trainer"):
-                trainer_status = doc
 
-    # -- per step: checkpoint rows and the reward curve -----------------------------------------
-    steps = _trainer_steps(trainer_status)
+def _verdict(status: TaskStatus, *, wiped: bool, closed: bool) -> str:
+    """What the dashboard calls a submission in `status`: "accepted" only when its reward is claimable."""
+    if status == TaskStatus.PAID:
+        return "paid"
+    if status == TaskStatus.UPHELD:
+        return "slashed"
+    if status == TaskStatus.VOIDED:
+        return "voided"
+    if status == TaskStatus.CHALLENGED:
+        return "challenged"
+    if wiped:  # its slash epoch is over: never claimable
+        return "wiped"
+    if not closed:
+        return "in window"
+    return "accepted"
+
+
+def _agent_statuses(fetcher: StatusFetcher, nodes: dict[str, NodeView],
+                    trainers: dict[str, int]) -> dict[str, Any] | None:
+    """Fill each node's agent status (or why there is none); returns a trainer's status document."""
+    trainer_status: dict[str, Any] | None = None
+    results = fetcher.fetch([n.endpoint for n in nodes.values() if n.endpoint])
+    for nv in nodes.values():
+        if not nv.endpoint:
+            nv.agent_error = "no endpoint registered"
+            continue
+        doc, err = results.get(nv.endpoint, (None, "not fetched"))
+        nv.agent_url = nv.endpoint.rstrip("/") + "/status"
+        nv.agent_status, nv.agent_error = doc, err
+        if doc is not None and nv.address.lower() in trainers:
+            trainer_status = doc
+        if doc is not None and trainer_status is None and (doc.get("role") == "trainer"):
+            trainer_status = doc
+    return trainer_status
+
+
+def _reward_curve(steps: dict[int, dict[str, Any]], submissions: list[SubmissionView],
+                  checkpoints: list[CheckpointView]) -> list[RewardPoint]:
+    """Per step: fills the checkpoint rows (submissions, rollouts used, mean reward); returns the curve."""
     per_step_subs: dict[int, list[SubmissionView]] = defaultdict(list)
     for s in submissions:
         per_step_subs[s.policy_step].append(s)
@@ -411,34 +497,20 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
         c.submissions = len(per_step_subs.get(c.step, []))
         rec = steps.get(c.step)
         if rec:
-            used = rec.get("rollouts_used", rec.get("rollouts"))
-            c.rollouts_used = int(used) if isinstance(used, int | float) else None
+            c.rollouts_used = _rollouts_used(rec)
             c.mean_reward = _num(rec.get("mean_reward"))
-    all_steps = sorted(set(steps) | {c.step for c in checkpoints} | set(per_step_subs))
+            c.eval_pass_at_1 = _num(rec.get("eval_pass_at_1"))
+            c.eval_mean_reward = _num(rec.get("eval_mean_reward"))
     curve = []
-    for st in all_steps:
+    for st in sorted(set(steps) | {c.step for c in checkpoints} | set(per_step_subs)):
         rec = steps.get(st, {})
-        used = rec.get("rollouts_used", rec.get("rollouts"))
         curve.append(RewardPoint(step=st, mean_reward=_num(rec.get("mean_reward")),
-                                 rollouts=int(used) if isinstance(used, int | float) else None,
+                                 eval_pass_at_1=_num(rec.get("eval_pass_at_1")), rollouts=_rollouts_used(rec),
                                  submissions=len(per_step_subs.get(st, [])),
                                  tokens=sum(s.reward for s in per_step_subs.get(st, []))))
+    return curve
 
-    node_list = list(nodes.values())
-    for k in paths:
-        paths[k].sort(key=lambda pe: (pe.time, pe.block))
-    totals = Totals(
-        nodes=len(node_list), submissions=len(submissions),
-        accepted=sum(1 for s in submissions if s.verdict in ("accepted", "paid")),
-        pending_windows=sum(1 for s in submissions if s.verdict == "in window"),
-        challenges=len(challenges), open_challenges=sum(1 for c in challenges if c.status == "open"),
-        upheld=sum(1 for c in challenges if c.status == "upheld"),
-        slashed=sum(n.slashed for n in node_list), rewards_claimed=sum(claimed.values()),
-        checkpoints=len(checkpoints),
-        agents_up=sum(1 for n in node_list if n.agent_status is not None),
-        agents_down=sum(1 for n in node_list if n.endpoint and n.agent_status is None and fetcher is not None))
-    return Snapshot(
-        chain_id=p.chain_id, rpc_url=p.rpc_url, block=head, chain_time=now, generated_at=time.time(),
-        contracts={name: c.address for name, c in p.contracts.items()}, pools=pools, nodes=node_list,
-        checkpoints=checkpoints, submissions=submissions, challenges=challenges, reward_curve=curve, totals=totals,
-        paths={nodes[k].address if k in nodes else k: v for k, v in paths.items()}, errors=errors)
+
+def _rollouts_used(rec: dict[str, Any]) -> int | None:
+    used = rec.get("rollouts_used", rec.get("rollouts"))
+    return int(used) if isinstance(used, int | float) else None

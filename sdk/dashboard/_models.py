@@ -116,6 +116,9 @@ class CheckpointView(_View):
     rollouts_used: int | None = None
     """From the trainer's /status, when it reports it."""
     mean_reward: float | None = None
+    eval_pass_at_1: float | None = None
+    """Held-out pass@1 at temperature 0 of this step's checkpoint (trainer /status), when evaluated."""
+    eval_mean_reward: float | None = None
 
 
 class VoteView(_View):
@@ -164,6 +167,8 @@ class RewardPoint(_View):
     step: int
     mean_reward: float | None = None
     """Mean task reward of the rollouts the step trained on (trainer /status)."""
+    eval_pass_at_1: float | None = None
+    """Held-out pass@1 (temperature 0) of the step's checkpoint, when the trainer evaluated it."""
     rollouts: int | None = None
     submissions: int = 0
     """On-chain submissions naming this policy step."""

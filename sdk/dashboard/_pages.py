@@ -110,7 +110,8 @@ function render(s){
   $("#checkpoints tbody").innerHTML=s.checkpoints.map(c=>`<tr data-step="${c.step}"><td class="num">${c.step}</td><td>${c.pool_id}</td>
     <td class="mono" title="${esc(c.manifest_cid)}">${esc(c.manifest_cid)}</td><td class="num">${c.submissions}</td>
     <td class="num">${c.rollouts_used??"–"}</td><td class="num">${c.mean_reward===null||c.mean_reward===undefined?"–":c.mean_reward.toFixed(3)}</td>
-    <td>${when(c.time)}</td></tr>`).join("")||`<tr><td colspan="7" class="dim">no checkpoint published yet</td></tr>`;
+    <td class="num">${c.eval_pass_at_1===null||c.eval_pass_at_1===undefined?"–":c.eval_pass_at_1.toFixed(3)}</td>
+    <td>${when(c.time)}</td></tr>`).join("")||`<tr><td colspan="8" class="dim">no checkpoint published yet</td></tr>`;
   $("#subs tbody").innerHTML=[...s.submissions].reverse().map(x=>`<tr data-sub="${x.submission_id}"><td class="num">${x.submission_id}</td>
     <td>${nodeLink(s,x.node)}</td><td class="num">${x.policy_step}</td><td class="num">${x.work_units}</td><td class="num">${tok(x.reward)}</td>
     <td class="mono" title="${esc(x.rollouts_cid)}">${esc(cidShort(x.rollouts_cid))}</td><td>${badge(x.verdict)}</td>
@@ -186,7 +187,7 @@ def overview_page(refresh_ms: int = 3000) -> str:
 <section><h2>Submissions per policy step <small>(chain)</small></h2><div id="perstep"></div></section></div><br>
 <section><h2>Checkpoints <small>per step</small></h2><div class="scroll"><table id="checkpoints"><thead><tr>
 <th class="num">step</th><th>pool</th><th>manifest CID</th><th class="num">submissions</th><th class="num">rollouts used</th>
-<th class="num">mean reward</th><th>published</th></tr></thead><tbody></tbody></table></div></section>
+<th class="num">mean reward</th><th class="num">held-out pass@1</th><th>published</th></tr></thead><tbody></tbody></table></div></section>
 <section><h2>Submissions <small>verdict and window countdown</small></h2><div class="scroll"><table id="subs"><thead><tr>
 <th class="num">id</th><th>node</th><th class="num">policy step</th><th class="num">units</th><th class="num">reward</th>
 <th>rollouts CID</th><th>verdict</th><th class="num">window</th></tr></thead><tbody></tbody></table></div></section>

@@ -18,9 +18,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import requests
-
 from .._errors import CidMismatchError, ContentNotFoundError, IpfsError, SchemaVersionError
+from .._fetch import PeerHttpError, fetch
 from ._cid import DAG_PB, RAW, Cid
 from ._unixfs import CHUNK_SIZE, DagBuilder, chunks_of, decode_node, read_dag
 
@@ -64,7 +63,6 @@ class EmbeddedIpfs:
                 raise SchemaVersionError(f"IPFS store {self.data_dir}", found, STORE_VERSION)
         else:
             marker.write_text(STORE_VERSION + "\n")
-        self._session = requests.Session()
 
     def __repr__(self) -> str:
         return f"EmbeddedIpfs({str(self.data_dir)!r}, peers={self.peers!r})"
@@ -117,7 +115,7 @@ class EmbeddedIpfs:
                 log.warning("peer %s served a wrong block for %s: refused", peer, c)
                 mismatch = exc
                 continue
-            except (requests.RequestException, IpfsError) as exc:
+            except IpfsError as exc:
                 log.debug("peer %s has no %s: %s", peer, c, exc)
                 continue
             self.put_block(c, block)
@@ -128,13 +126,17 @@ class EmbeddedIpfs:
         raise ContentNotFoundError(f"{c} is not in {self.data_dir}{where}; add it or configure a peer that has it")
 
     def _fetch_from_peer(self, peer: str, cid: Cid) -> bytes:
+        """One block from a peer's gateway: the whole exchange within `timeout` seconds (a total deadline:
+        a peer dripping its answer is cut off), at most one byte past MAX_BLOCK_SIZE read."""
         url = f"{peer}/ipfs/{cid}?format=raw"
-        with self._session.get(
-            url, headers={"Accept": "application/vnd.ipld.raw"}, timeout=self.timeout, stream=True
-        ) as resp:
-            if resp.status_code != 200:
-                raise IpfsError(f"{url}: HTTP {resp.status_code}")
-            return read_verified_block(resp.iter_content(65536), cid, peer)
+        try:
+            resp = fetch("GET", url, headers={"Accept": "application/vnd.ipld.raw"}, deadline=self.timeout,
+                         max_bytes=MAX_BLOCK_SIZE)
+        except PeerHttpError as exc:
+            raise IpfsError(f"{url}: {exc}") from exc
+        if resp.status != 200:
+            raise IpfsError(f"{url}: HTTP {resp.status}")
+        return read_verified_block([resp.body], cid, peer)
 
     # -- files --------------------------------------------------------------------------------
     def add(self, data: bytes, *, pin: bool = True) -> str:

@@ -10,11 +10,10 @@ Only the local store is served (a gateway never fetches from its own peers: no a
 from __future__ import annotations
 
 import logging
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from .._errors import ContentNotFoundError, IpfsError
+from .._http import HttpServer, JsonHandler
 from ._cid import RAW, Cid
 from ._embedded import DEFAULT_MAX_SIZE, EmbeddedIpfs
 from ._unixfs import decode_node, read_dag
@@ -24,13 +23,7 @@ __all__ = ["IpfsGateway"]
 log = logging.getLogger(__name__)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:
-        log.debug("gateway %s: " + format, self.client_address[0], *args)
-
+class _Handler(JsonHandler):
     def do_HEAD(self) -> None:
         self._serve(head=True)
 
@@ -38,16 +31,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve(head=False)
 
     def _error(self, code: int, msg: str) -> None:
-        body = (msg + "\n").encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        self.reply(code, (msg + "\n").encode(), "text/plain; charset=utf-8")
 
     def _serve(self, *, head: bool) -> None:
-        store = self.server.store
+        store: EmbeddedIpfs = self.server.owner.store  # type: ignore[attr-defined]
         parts = urlsplit(self.path)
         if not parts.path.startswith("/ipfs/"):
             self._error(404, "only /ipfs/<cid> is served")
@@ -70,13 +57,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(500, f"local block {cid} is corrupt")
             return
         if raw:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/vnd.ipld.raw")
-            self.send_header("Content-Length", str(len(root)))
-            self._common_headers(cid)
-            self.end_headers()
-            if not head:
-                self.wfile.write(root)
+            self.reply(200, root, "application/vnd.ipld.raw", _immutable(cid))
             return
         try:
             size = len(root) if cid.codec == RAW else decode_node(root).filesize
@@ -89,7 +70,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(size))
-        self._common_headers(cid)
+        for k, v in _immutable(cid).items():
+            self.send_header(k, v)
         self.end_headers()
         if head:
             return
@@ -101,22 +83,14 @@ class _Handler(BaseHTTPRequestHandler):
             log.warning("gateway: %s cut short: %s", cid, exc)
             self.close_connection = True
 
-    def _common_headers(self, cid: Cid) -> None:
-        self.send_header("Etag", f'"{cid}"')
-        self.send_header("X-Ipfs-Path", f"/ipfs/{cid}")
-        self.send_header("Cache-Control", "public, max-age=29030400, immutable")
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, addr: tuple[str, int], store: EmbeddedIpfs) -> None:
-        super().__init__(addr, _Handler)
-        self.store = store
+def _immutable(cid: Cid) -> dict[str, str]:
+    """The headers of a response that names content by its CID (cacheable forever)."""
+    return {"Etag": f'"{cid}"', "X-Ipfs-Path": f"/ipfs/{cid}", "Cache-Control": "public, max-age=29030400, immutable"}
 
 
-class IpfsGateway:
+class IpfsGateway(HttpServer):
     """Serve an `EmbeddedIpfs` over HTTP. `port=0` picks a free port; `.url` is the base URL.
 
     Usable as a context manager: `with IpfsGateway(store) as gw: ... gw.url ...`.
@@ -124,51 +98,4 @@ class IpfsGateway:
 
     def __init__(self, store: EmbeddedIpfs, host: str = "127.0.0.1", port: int = 0) -> None:
         self.store = store
-        self.host = host
-        self.port = port
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        if self._server is None:
-            raise IpfsError("gateway is not started; call start() first")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> IpfsGateway:
-        if self._server is not None:
-            return self
-        self._server = _Server((self.host, self.port), self.store)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="ipfs-gateway", daemon=True)
-        self._thread.start()
-        log.info("IPFS gateway for %s at %s", self.store.data_dir, self.url)
-        return self
-
-    def stop(self) -> None:
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
-
-    def serve_forever(self) -> None:
-        """Block serving (for a CLI); Ctrl-C stops."""
-        self.start()
-        assert self._thread is not None
-        try:
-            while self._thread.is_alive():
-                self._thread.join(0.5)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            self.stop()
-
-    def __enter__(self) -> IpfsGateway:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().__init__(_Handler, host, port, name="ipfs-gateway")

@@ -55,27 +55,36 @@ class KuboIpfs:
             raise IpfsError(f"IPFS RPC {cmd} timed out after {self.timeout} s at {self.api_url}") from None
         if resp.status_code != 200:
             try:
-                msg = resp.json().get("Message", resp.text)
-            except ValueError:
-                msg = resp.text
+                body = resp.content[:64 * 1024]
+            except requests.RequestException:
+                body = b""
             resp.close()
+            msg = _json_object(body).get("Message")
+            if not isinstance(msg, str):
+                msg = body.decode("utf-8", "replace")
             raise IpfsError(f"IPFS RPC {cmd} failed (HTTP {resp.status_code}): {msg.strip()[:300]}")
         return resp
 
     def version(self) -> str:
-        return str(self._post("version", {}).json().get("Version", ""))
+        return str(_json_object(self._read(self._post("version", {}), "version")).get("Version", ""))
 
-    @staticmethod
-    def _last_hash(resp: requests.Response) -> str:
-        last: dict[str, Any] = {}
-        for line in resp.text.splitlines():
-            if line.strip():
-                obj = json.loads(line)
-                if "Hash" in obj:
-                    last = obj
+    def _read(self, resp: requests.Response, cmd: str) -> bytes:
+        try:
+            return resp.content
+        except requests.RequestException as exc:  # the daemon cut the answer short
+            raise IpfsError(f"IPFS RPC {cmd} at {self.api_url}: answer cut short ({exc.__class__.__name__})") from None
+
+    def _last_hash(self, resp: requests.Response) -> str:
+        """The CID in the last `{"Hash": ...}` line of an `add` answer (one JSON object per line)."""
+        text = self._read(resp, "add").decode("utf-8", "replace")
+        last = ""
+        for line in text.splitlines():
+            got = _json_object(line.encode()).get("Hash")
+            if isinstance(got, str):
+                last = got
         if not last:
-            raise IpfsError(f"IPFS add returned no hash: {resp.text[:200]!r}")
-        return str(last["Hash"])
+            raise IpfsError(f"IPFS add at {self.api_url} returned no hash: {text[:200]!r}")
+        return last
 
     def _check_added(self, got: str, expected: str) -> str:
         if Cid.parse(got) != Cid.parse(expected):
@@ -119,7 +128,10 @@ class KuboIpfs:
         """One block through `/block/get`, hash-checked."""
         c = Cid.parse(cid)
         with self._post("block/get", {"arg": str(c)}, stream=True) as resp:
-            return read_verified_block(resp.iter_content(65536), c, self.api_url)
+            try:
+                return read_verified_block(resp.iter_content(65536), c, self.api_url)
+            except requests.RequestException as exc:  # the daemon cut the block short
+                raise IpfsError(f"IPFS RPC block/get {c} at {self.api_url}: {exc.__class__.__name__}") from None
 
     def cat_iter(self, cid: str, *, max_size: int = DEFAULT_MAX_SIZE) -> Iterator[bytes]:
         """Verified bytes, block by block through `/block/get` (streams; for big files)."""
@@ -130,10 +142,13 @@ class KuboIpfs:
         c = Cid.parse(cid)
         buf = bytearray()
         with self._post("cat", {"arg": str(c), "length": str(max_size + 1)}, stream=True) as resp:
-            for piece in resp.iter_content(1 << 20):
-                buf += piece
-                if len(buf) > max_size:
-                    raise ContentTooLargeError(str(c), max_size)
+            try:
+                for piece in resp.iter_content(1 << 20):
+                    buf += piece
+                    if len(buf) > max_size:
+                        raise ContentTooLargeError(str(c), max_size)
+            except requests.RequestException as exc:  # the daemon cut the answer short
+                raise IpfsError(f"IPFS RPC cat {c} at {self.api_url}: {exc.__class__.__name__}") from None
         data = bytes(buf)
         got = Cid.parse(compute_cid(data))
         if got.digest == c.digest:
@@ -161,3 +176,12 @@ class KuboIpfs:
             if "not found" in str(exc).lower():
                 raise ContentNotFoundError(f"{c}: the IPFS node cannot find it to pin: {exc}") from None
             raise
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    """`body` as a JSON object, or {} when it is not one (an error page, garbage, deep nesting)."""
+    try:
+        obj = json.loads(body)
+    except (ValueError, RecursionError):
+        return {}
+    return obj if isinstance(obj, dict) else {}

@@ -227,6 +227,9 @@ def read_dag(
     """
     root_cid = Cid.parse(root)
     total = 0
+    # A DAG can link one empty node many times over (a few KB walking forever without yielding a
+    # byte): blocks visited are capped like bytes are (honest DAGs have 256 KiB leaves).
+    blocks, max_blocks = 0, 64 + max_size // 1024
 
     def fetch(cid: Cid) -> bytes:
         block = get_block(cid)
@@ -235,9 +238,12 @@ def read_dag(
         return block
 
     def walk(cid: Cid, depth: int) -> Iterator[bytes]:
-        nonlocal total
+        nonlocal total, blocks
         if depth > 64:
             raise IpfsError(f"{root_cid}: DAG deeper than 64 levels, refused")
+        blocks += 1
+        if blocks > max_blocks:
+            raise IpfsError(f"{root_cid}: DAG of more than {max_blocks} blocks for at most {max_size} bytes, refused")
         block = fetch(cid)
         if cid.codec == RAW:
             total += len(block)
@@ -245,7 +251,11 @@ def read_dag(
                 raise ContentTooLargeError(str(root_cid), max_size)
             yield block
             return
-        node = decode_node(block)
+        try:
+            node = decode_node(block)
+        except IpfsError as exc:
+            where = f" from {source}" if source else ""
+            raise IpfsError(f"{cid} (in {root_cid}){where}: {exc}") from exc
         if depth == 0 and node.filesize is not None and node.filesize > max_size:
             raise ContentTooLargeError(str(root_cid), max_size, node.filesize)
         if node.data:

@@ -314,10 +314,11 @@ class Client:
         if isinstance(manifest_or_cid, bytes):
             return Manifest.from_bytes(manifest_or_cid)
         if isinstance(manifest_or_cid, Path):
-            return Manifest.from_bytes(manifest_or_cid.read_bytes())
+            return Manifest.from_bytes(manifest_or_cid.read_bytes(), source=str(manifest_or_cid))
         if self.ipfs is None:
             raise ShardcastError(f"cannot resolve manifest CID {manifest_or_cid!r}: the client has no IPFS client")
-        return Manifest.from_bytes(self.ipfs.cat(manifest_or_cid, max_size=MAX_MANIFEST_BYTES))
+        return Manifest.from_bytes(self.ipfs.cat(manifest_or_cid, max_size=MAX_MANIFEST_BYTES),
+                                   source=str(manifest_or_cid))
 
     def fetch(self, manifest_or_cid: Manifest | str | bytes | Path, out_dir: Path | str, *,
               overwrite: bool = False) -> Path:

@@ -5,6 +5,11 @@ many requests it already serves for us), stream the body through sha256 into a s
 commit the shard only if the digest matches. A failing source is benched with exponential
 backoff; one that served bad bytes is benched for much longer. A source that does not have the
 version or shard yet answers 404/503 after a server-side wait: that is "not ready", not a fault.
+
+Shards travel over `http.client` on purpose: one keep-alive connection per source and worker, the
+body read straight into a page-aligned receive buffer (`readinto`), no decoding layer in between.
+Small documents (`http_get`: versions, manifests, health) go through `intellect.sdk._fetch.fetch`,
+whose deadline bounds the whole exchange (a per-read timeout does not stop a source that drips).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from .._errors import IntellectError
+from .._fetch import PeerHttpError, SocketCut, fetch
 from ._errors import FetchError, ShardVerificationError, UpstreamError
 from ._manifest import Manifest, ShardEntry
 from ._wire import API_PREFIX
@@ -192,21 +199,20 @@ def _connect(url: str, timeout: float) -> http.client.HTTPConnection:
 
 
 def http_get(url: str, path: str, *, timeout: float = 30.0, max_size: int = 64 * 1024 * 1024) -> bytes:
-    """One GET of a small document (`path` under the API prefix); raises UpstreamError."""
-    conn = _connect(url, timeout)
+    """One GET of a small document (`path` under the API prefix); raises UpstreamError.
+
+    `timeout` is a total deadline for the whole exchange (`intellect.sdk._fetch.fetch`), not a
+    per-read timeout: a source that drips its answer a byte at a time is cut off when it passes."""
+    u = urlsplit(url)
+    if u.scheme != "http":
+        raise UpstreamError(url, "only http:// sources are supported")
     try:
-        conn.request("GET", API_PREFIX + path)
-        resp = conn.getresponse()
-        body = resp.read(max_size + 1)
-        if resp.status != 200:
-            raise UpstreamError(url, f"GET {path} -> HTTP {resp.status}: {body[:200]!r}", status=resp.status)
-        if len(body) > max_size:
-            raise UpstreamError(url, f"GET {path}: body larger than {max_size} bytes")
-        return body
-    except (OSError, http.client.HTTPException) as e:
+        reply = fetch("GET", f"http://{u.netloc}{API_PREFIX}{path}", deadline=timeout, max_bytes=max_size)
+    except PeerHttpError as e:
         raise UpstreamError(url, f"GET {path}: {e}") from e
-    finally:
-        conn.close()
+    if reply.status != 200:
+        raise UpstreamError(url, f"GET {path} -> HTTP {reply.status}: {reply.body[:200]!r}", status=reply.status)
+    return reply.body
 
 
 _HUGE = 2 * 1024 * 1024
@@ -227,8 +233,14 @@ def _receive_buffer(size: int) -> memoryview:
     return view[start : start + size]
 
 
-class _NotReady(Exception):
+class _NotReady(IntellectError):
     pass
+
+
+MIN_SOURCE_RATE = 256 * 1024
+"""Bytes per second a source must sustain on a shard: a slower (or dripping) source is cut off and benched."""
+SHARD_DEADLINE_SLACK_S = 30.0
+"""Seconds added to each shard's deadline on top of the server-side `wait` and size / MIN_SOURCE_RATE."""
 
 
 def _fetch_one(conn: http.client.HTTPConnection, url: str, vid: str, shard: ShardEntry, sink: ShardSink,
@@ -339,7 +351,17 @@ def download_shards(
                 try:
                     conn = conns.get(url) or _connect(url, timeout=wait + 30)
                     conns[url] = conn
-                    _fetch_one(conn, url, vid, shard, sink, buf, wait, on_bytes)
+                    cut = SocketCut(conn, wait + SHARD_DEADLINE_SLACK_S + shard.size / MIN_SOURCE_RATE)
+                    try:
+                        _fetch_one(conn, url, vid, shard, sink, buf, wait, on_bytes)
+                    except (OSError, http.client.HTTPException, UpstreamError) as e:
+                        if cut.fired:
+                            raise UpstreamError(url, f"shard {shard.index}: not delivered within its deadline "
+                                                     f"({shard.size} bytes at {MIN_SOURCE_RATE} B/s + "
+                                                     f"{wait + SHARD_DEADLINE_SLACK_S:g} s)") from e
+                        raise
+                    finally:
+                        cut.cancel()
                     sink.commit(shard)
                     outcome = "ok"
                     pool.success(url, shard.size, time.monotonic() - t0)

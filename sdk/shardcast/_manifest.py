@@ -165,31 +165,43 @@ class Manifest(BaseModel):
         return hashlib.sha256(self.to_bytes()).hexdigest()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> Manifest:
-        """Parse and validate; raises a `ManifestError` subclass naming the problem."""
+    def from_bytes(cls, data: bytes, source: str = "") -> Manifest:
+        """Parse and validate; raises a `ManifestError` subclass naming the problem (and `source`: the
+        CID, URL or path the bytes came from), whatever the JSON or pydantic layer raised underneath."""
+        where = f" {source}" if source else ""
+        if not isinstance(data, bytes | bytearray | memoryview | str):
+            raise ManifestError(f"manifest{where} must be bytes, got {type(data).__name__}")
         if len(data) > MAX_MANIFEST_BYTES:
-            raise ManifestError(f"manifest is {len(data)} bytes, larger than the {MAX_MANIFEST_BYTES} limit")
+            raise ManifestError(f"manifest{where} is {len(data)} bytes, larger than the {MAX_MANIFEST_BYTES} limit")
         try:
-            raw = json.loads(data)
+            raw = json.loads(bytes(data) if isinstance(data, memoryview) else data)
         except (ValueError, RecursionError) as e:  # bad UTF-8/JSON, an int over 4300 digits, deep nesting
-            raise ManifestError(f"manifest is not valid JSON: {e}") from None
-        return cls.from_obj(raw)
+            raise ManifestError(f"manifest{where} is not valid JSON: {e}") from e
+        return cls.from_obj(raw, source=source)
 
     @classmethod
-    def from_obj(cls, raw: Any) -> Manifest:
+    def from_obj(cls, raw: Any, source: str = "") -> Manifest:
+        where = f" {source}" if source else ""
         if not isinstance(raw, dict):
-            raise ManifestError("manifest must be a JSON object")
+            raise ManifestError(f"manifest{where} must be a JSON object")
         if raw.get("schema") != MANIFEST_SCHEMA:
-            raise UnknownSchemaVersionError(raw.get("schema"), MANIFEST_SCHEMA, "shardcast manifest")
+            found = raw.get("schema")
+            if not isinstance(found, str | None) or (isinstance(found, str) and len(found) > 100):
+                found = f"<{type(found).__name__}>"  # do not echo a huge or nested value
+            raise UnknownSchemaVersionError(found, MANIFEST_SCHEMA, f"shardcast manifest{where}")
         try:
             return cls.model_validate(raw)
+        except ManifestError as e:
+            raise _naming(e, where) from None
         except ValidationError as e:
             # Our own errors raised inside validators arrive wrapped; surface them as themselves.
             for err in e.errors():
                 ctx_err = (err.get("ctx") or {}).get("error")
                 if isinstance(ctx_err, ManifestError):
-                    raise ctx_err from e
-            raise ManifestError(f"invalid manifest: {e}") from e
+                    raise _naming(ctx_err, where) from e
+            raise ManifestError(f"invalid manifest{where}: {e}") from e
+        except (RecursionError, OverflowError, TypeError, ValueError) as e:  # a value pydantic's layer chokes on
+            raise ManifestError(f"invalid manifest{where}: {type(e).__name__}: {e}") from e
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -204,6 +216,13 @@ class Manifest(BaseModel):
                 break
             lo, hi = max(start, f.offset), min(end, f_end)
             yield f, lo - f.offset, hi - lo
+
+
+def _naming(exc: ManifestError, where: str) -> ManifestError:
+    """`exc` (class and attributes kept) with the manifest's source in front of its message."""
+    if where:
+        exc.args = (f"manifest{where}: {exc}",)
+    return exc
 
 
 def now_utc() -> datetime:

@@ -207,8 +207,11 @@ class Relay:
                     raise UnknownSchemaVersionError(doc.get("schema") if isinstance(doc, dict) else None,
                                                     VERSIONS_SCHEMA)
                 versions = doc["versions"]
+                if not isinstance(versions, list) or not all(
+                        isinstance(v, dict) and isinstance(v.get("id"), str) for v in versions):
+                    raise ValueError("'versions' is not a list of objects with a string 'id'")
                 backoff = 0.5
-            except (UpstreamError, ValueError, KeyError, TypeError, ShardcastError) as e:
+            except (UpstreamError, ValueError, KeyError, TypeError, RecursionError, ShardcastError) as e:
                 log.warning("upstream %s: %s (retrying in %.1f s)", upstream, e, backoff)
                 self._stop.wait(backoff)
                 backoff = min(10.0, backoff * 2)
@@ -231,7 +234,7 @@ class Relay:
             self._syncing.add(vid)
         try:
             data = http_get(upstream, f"/versions/{vid}/manifest", timeout=30)
-            manifest = Manifest.from_bytes(data)
+            manifest = Manifest.from_bytes(data, source=f"{vid[:12]} from {upstream}")
             if manifest.id != vid:
                 raise ManifestError(f"manifest served as {vid[:12]} hashes to {manifest.id[:12]}")
         except (UpstreamError, ManifestError) as e:

@@ -11,23 +11,22 @@ Routes (all under `/shardcast/v1`)::
     GET /versions/<id>/shards/<i>?wait=<s>          shard bytes (Range supported); waits up to
                                                     `wait` s for a shard still on its way
 
-A thread per connection (`ThreadingHTTPServer`): the work is `sendfile` in the kernel and
-blocking waits, both of which release the GIL.
+A thread per connection (the SDK's `HttpServer`, a `ThreadingHTTPServer`): the work is `sendfile`
+in the kernel and blocking waits, both of which release the GIL.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import socket
 import threading
 import time
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from .._http import HttpServer, JsonHandler
 from ._store import ShardStore
 from ._wire import API_PREFIX, VERSIONS_SCHEMA
 
@@ -41,23 +40,8 @@ _MANIFEST = re.compile(r"^/versions/([0-9a-f]{64})/manifest$")
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 256  # many clients connect at once; a backlog of 5 causes SYN-retry stalls
-
-    def __init__(self, addr: tuple[str, int], owner: ShardServer) -> None:
-        self.owner = owner
-        super().__init__(addr, _Handler)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
+class _Handler(JsonHandler):
     timeout = 120  # idle keep-alive connections are closed after this
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
 
     def setup(self) -> None:
         super().setup()
@@ -65,34 +49,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _json(self, status: int, obj: Any) -> None:
-        body = json.dumps(obj).encode()
-        self._bytes(status, body, "application/json")
-
-    def _bytes(self, status: int, body: bytes, ctype: str = "application/octet-stream") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
     def _error(self, status: int, message: str, *, retry_after: float | None = None) -> None:
-        body = json.dumps({"error": message}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        if retry_after is not None:
-            self.send_header("Retry-After", str(max(1, round(retry_after))))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        self.reply_json(status, {"error": message},
+                        None if retry_after is None else {"Retry-After": str(max(1, round(retry_after)))})
 
     def _wait_param(self, q: dict[str, list[str]]) -> float:
         try:
             return min(MAX_WAIT_S, max(0.0, float(q.get("wait", ["0"])[0])))
         except ValueError:
             return 0.0
+
+    @property
+    def owner(self) -> ShardServer:
+        return self.server.owner  # type: ignore[attr-defined, no-any-return]
 
     # -- routes ----------------------------------------------------------------------------------
 
@@ -114,18 +83,18 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(HTTPStatus.NOT_FOUND, f"unknown path {url.path!r}")
         path = url.path[len(API_PREFIX) :]
         q = parse_qs(url.query)
-        store = self.server.owner.store
+        store = self.owner.store
         if path == "/health":
-            doc: dict[str, Any] = {"schema": VERSIONS_SCHEMA, "role": self.server.owner.role,
+            doc: dict[str, Any] = {"schema": VERSIONS_SCHEMA, "role": self.owner.role,
                                    "versions": len(store.versions())}
             if store.arena is not None:  # a relay with a RAM arena: what it still owes the disk
                 doc["unpersisted_bytes"] = sum(slot.size for _, _, slot in store.unpersisted())
                 doc["ram_free_bytes"] = store.arena.free_bytes()
-            return self._json(200, doc)
+            return self.reply_json(200, doc)
         if path == "/versions":
             after = q.get("after", [None])[0] or None
             states = store.wait_for_change(after, self._wait_param(q))
-            return self._json(200, {
+            return self.reply_json(200, {
                 "schema": VERSIONS_SCHEMA,
                 "versions": [{"id": s.manifest.id, "step": s.manifest.step, "model_name": s.manifest.model_name,
                               "complete": s.complete} for s in states],
@@ -134,13 +103,13 @@ class _Handler(BaseHTTPRequestHandler):
             st = store.wait_for_version(m.group(1), self._wait_param(q))
             if st is None:
                 return self._error(HTTPStatus.NOT_FOUND, f"unknown version {m.group(1)}")
-            return self._bytes(200, st.manifest.to_bytes(), "application/json")
+            return self.reply(200, st.manifest.to_bytes(), "application/json")
         if m := _SHARD.match(path):
             return self._shard(m.group(1), int(m.group(2)), self._wait_param(q))
         return self._error(HTTPStatus.NOT_FOUND, f"unknown path {url.path!r}")
 
     def _shard(self, vid: str, index: int, wait: float) -> None:
-        store = self.server.owner.store
+        store = self.owner.store
         t0 = time.monotonic()
         st = store.wait_for_version(vid, wait)
         if st is None:
@@ -199,7 +168,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command == "HEAD":
             return None
-        owner = self.server.owner
+        owner = self.owner
         owner.activity(+1)
         try:
             self._send_range(f, base + start, end - start)
@@ -208,7 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def _send_range(self, f: Any, offset: int, count: int) -> None:
-        rate = self.server.owner.max_rate
+        rate = self.owner.max_rate
         if not rate:
             self.connection.sendfile(f, offset, count)
             return
@@ -225,7 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(ahead)
 
 
-class ShardServer:
+class ShardServer(HttpServer):
     """Serves a `ShardStore` on (host, port) from a background thread."""
 
     def __init__(self, store: ShardStore, *, host: str = "127.0.0.1", port: int = 0, role: str = "relay",
@@ -236,8 +205,8 @@ class ShardServer:
         self._active = 0  # shard responses being sent
         self._idle_since = time.monotonic()
         self._activity_lock = threading.Lock()
-        self._httpd = _Server((host, port), self)
-        self._thread: threading.Thread | None = None
+        # many clients connect at once: a backlog of 5 causes SYN-retry stalls
+        super().__init__(_Handler, host, port, name=f"shardcast-{role}-http", backlog=256, poll_interval=0.2)
 
     def activity(self, delta: int) -> None:
         """Count a shard response in (+1) or out (-1): `idle_for` measures from the last one out."""
@@ -249,20 +218,3 @@ class ShardServer:
         """Seconds since the last shard response ended; 0.0 while one is being sent."""
         with self._activity_lock:
             return 0.0 if self._active else time.monotonic() - self._idle_since
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name=f"shardcast-{self.role}-http", daemon=True)
-        self._thread.start()
-        log.info("%s serving on %s", self.role, self.url)
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)

@@ -34,7 +34,7 @@ def learn_tasks():
 @pytest.fixture(scope="session")
 def warm_dir(tiny_dir: Path, learn_tasks, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny model after a short noisy warm start on `learn_tasks` (right 20% of the time)."""
-    from intellect.agents.learn import warm_start
+    from intellect.agents.warmstart import warm_start
 
     out = tmp_path_factory.mktemp("warm") / "model"
     return warm_start(tiny_dir, out, learn_tasks, steps=150, batch_size=32, correct=0.2, max_offset=2, seed=0)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from intellect.agents.learn import LearnConfig, plot_curve, run_async_loop
-from intellect.agents.rollouts import RolloutFile
+from intellect.agents.demo.learn import LearnConfig, plot_curve, run_async_loop
+from intellect.verifier.rollouts import RolloutFile
 
 
 def test_run_async_loop_respects_async_level(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import torch
 
 from intellect.agents.engines import EngineError, InferenceEngine, SamplingParams, TransformersEngine
 from intellect.agents.grpo import StaleRolloutError
-from intellect.agents.grpo_trainer import GRPOConfig, GRPOTrainer, Sample, latest_checkpoint
+from intellect.agents.grpo_trainer import GRPOConfig, GRPOTrainer, NoSignalError, Sample, latest_checkpoint
 
 PROMPTS = ["What is 2 + 3?", "Ada has 5 apples. Ada gets 3 more apples. How many apples does Ada have now?", "Hi"]
 
@@ -122,8 +122,9 @@ def test_train_step_refuses_stale_rollouts(tiny_dir: Path, tmp_path: Path) -> No
 def test_train_step_zero_advantage_groups_dropped(tiny_dir: Path, tmp_path: Path) -> None:
     trainer = GRPOTrainer(tiny_dir, tmp_path / "ckpt", GRPOConfig(lr=1e-2, max_completion_tokens=8))
     before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
-    stats = trainer.train_step(_samples(trainer, 0, [0.0, 0.0, 0.0, 0.0]))
-    assert stats.dropped_groups == 1 and stats.samples == 0
+    with pytest.raises(NoSignalError, match="zero advantage"):  # no step, no checkpoint identical to step 0
+        trainer.train_step(_samples(trainer, 0, [0.0, 0.0, 0.0, 0.0]))
+    assert trainer.step == 0 and not trainer.checkpoint_path(1).exists()
     after = trainer.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from intellect.agents.demo.learn import evaluate, make_rollouts
 from intellect.agents.engines import SamplingParams, TransformersEngine
 from intellect.agents.grpo_trainer import GRPOConfig, GRPOTrainer, Sample
-from intellect.agents.learn import evaluate, make_rollouts
 
 
 def test_grpo_learning_reward_rises(warm_dir: Path, learn_tasks, tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_smollm2_generate_prove_train_step(tmp_path: Path) -> None:
+    from intellect.agents.demo.learn import make_rollouts
     from intellect.agents.engines import SamplingParams, TransformersEngine
     from intellect.agents.grpo_trainer import GRPOConfig, GRPOTrainer
-    from intellect.agents.learn import make_rollouts
     from intellect.agents.models import smollm2_dir
     from intellect.agents.tasks import synthetic_task_set
     from intellect.verifier.toploc import verify_proofs

@@ -119,7 +119,7 @@ def test_load_synthetic1_math_and_code(tmp_path: Path) -> None:
 
 def test_filter_by_difficulty_keeps_partially_solved(warm_dir: Path, learn_tasks) -> None:
     from intellect.agents.engines import SamplingParams, TransformersEngine
-    from intellect.agents.learn import prompt_text
+    from intellect.verifier.submission import prompt_text
 
     # the warm model solves the additions it was warm-started on now and then, these never
     words = [Task(id=f"huge-{i}", prompt=f"What is {i} + 987654321?", verifier=VerifierKind.MATH,

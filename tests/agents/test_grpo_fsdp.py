@@ -13,7 +13,7 @@ import torch
 from intellect.agents.engines import SamplingParams, TransformersEngine
 from intellect.agents.grpo import group_advantages
 from intellect.agents.grpo_trainer import GRPOConfig, GRPOTrainer, Sample, latest_checkpoint
-from intellect.agents.rollouts import RolloutFile, RolloutMeta, RolloutRow
+from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
 
 WORKER = "0x" + "cd" * 20
 REWARDS = [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 1.0]]
@@ -72,7 +72,8 @@ def test_grpo_trainer_fsdp_two_ranks_match_one_process(tiny_dir: Path, tmp_path:
 
     # one checkpoint, written once (rank 0), loadable as a plain HF model
     assert latest_checkpoint(out) == out / "step-1"
-    assert sorted(p.name for p in out.iterdir()) == ["latest", "step-1"]
+    # the checkpoint, the pointer to it, and the trainer's optimizer + RNG state (not shipped to workers)
+    assert sorted(p.name for p in out.iterdir()) == ["latest", "step-1", "trainer-state"]
     assert json.loads((out / "step-1" / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
     before, one, two = _state(tiny_dir), _state(single.checkpoint_path(1)), _state(out / "step-1")
     assert one.keys() == two.keys()

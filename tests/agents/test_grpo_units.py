@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from intellect.agents.demo.learn import make_rollouts
 from intellect.agents.engines import SamplingParams, TransformersEngine
 from intellect.agents.grpo_trainer import GRPOConfig, GRPOTrainer, Sample
-from intellect.agents.learn import make_rollouts, prompt_text
 from intellect.agents.tasks import synthetic_task_set
+from intellect.verifier.submission import prompt_text
 
 
 def _group(trainer: GRPOTrainer, pid: str, question: str, outs: list[str], advs: list[float]) -> list[Sample]:
@@ -83,7 +84,7 @@ def test_make_rollouts_thinking_budget_rewards(tiny_dir: Path) -> None:
 def test_equations_default_formats_never_use_the_question_format() -> None:
     """The learning run's warm-start knowledge: every pair in each phrasing, none of them the
     held-out question format `What is a + b?` (held-out questions stay unseen in that format)."""
-    from intellect.agents.learn import LearnConfig, _equations
+    from intellect.agents.demo.learn import LearnConfig, _equations
 
     cfg = LearnConfig()
     table = _equations(cfg, cfg.knowledge_formats)

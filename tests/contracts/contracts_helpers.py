@@ -17,36 +17,12 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from scripts._anvil import use_private_anvil_port  # noqa: E402
 from scripts._deployment import TOKEN  # noqa: E402
 from scripts._eip712 import registration_signature  # noqa: E402
 from scripts.deploy import Deployed  # noqa: E402
 
-
-def _use_private_anvil_port() -> None:
-    """brownie's development network always launches anvil on 8545, and attaches to whatever already listens
-    there: two test sessions on one machine would share (and kill) one chain. Before brownie connects
-    (pytest_collection_finish), point it at a free port (or $INTELLECT_ANVIL_PORT)."""
-    import os
-    import socket
-
-    from brownie import network
-    from brownie._config import CONFIG
-
-    if network.is_connected() or "development" not in CONFIG.networks:
-        return
-    if CONFIG.networks["development"].get("cmd_settings", {}).get("port") not in (None, 8545):
-        return  # chosen already (this module and the security suite's share this)
-    port = os.environ.get("INTELLECT_ANVIL_PORT")
-    if not port:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = str(sock.getsockname()[1])
-    dev = CONFIG.networks["development"]
-    dev["host"] = "http://127.0.0.1"
-    dev.setdefault("cmd_settings", {})["port"] = int(port)
-
-
-_use_private_anvil_port()
+use_private_anvil_port()  # before brownie connects (pytest_collection_finish)
 
 WORKER, VALIDATOR, TRAINER, RELAY = 1, 2, 3, 4
 # TaskStatus / ChallengeStatus enums
@@ -112,6 +88,15 @@ def reverts(error: str, *args: Any, leading_args: bool = True, ignore_case: bool
 def event(tx: Any, name: str, index: int = 0) -> dict:
     assert name in tx.events, f"{name} not emitted (events: {list(tx.events.keys())})"
     return dict(tx.events[name][index])
+
+
+def has_voted(net: Any, challenge_id: int, validator: Any) -> bool:
+    """Whether `validator` voted in the challenge's current round (its challenger counts as voted)."""
+    c = net.ledger.challengeInfo(challenge_id)
+    if _fmt(c["challenger"]) == _fmt(validator):
+        return True
+    voted_round, _ = net.ledger.voteOf(challenge_id, validator)
+    return voted_round != 0 and voted_round == c["round"]
 
 
 def set_balance(address: str, wei: int = 10**21) -> None:

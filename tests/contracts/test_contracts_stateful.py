@@ -12,6 +12,11 @@ each step the invariants are checked:
 - no withdrawal succeeds while a challenge against the node is open, nor pays out stake that was active
   when one of its still-challengeable submissions was claimed
 - stale and future policy steps are refused
+- challenges weigh votes by validator stake at the block before they opened; a rejected submission can be
+  challenged again inside its window
+- a node holds at most maxOpenLeases unsubmitted leases and maxReservationBps of the escrow in reservations
+  (its book matches the model after every step); an upheld challenge voids only the worker's submissions
+  whose window was still open
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ from contracts_helpers import (
 from hypothesis import strategies as st
 
 WINDOW, VOTE, LEASE, UNBOND = 300, 120, 600, 3600
-REWARD, BOND, SLASH, MAX_UNITS, ASYNC = TOKEN, 10 * TOKEN, 50 * TOKEN, 1024, 2
+REWARD, BOND, SLASH, ASYNC = TOKEN, 10 * TOKEN, 50 * TOKEN, 2
 SHARE_BPS = 5_000
+MAX_LEASES, MAX_RESERVATION_BPS = 2, 2_500  # the dev pool's
 SLEEPS = [1, 2, 59, 118, 121, 298, 302, 599, 602, 3601]
 
 
@@ -51,6 +57,9 @@ class NodeM:
     last_request: int = -1
     open_challenges: int = 0
     epoch: int = 0
+    open_leases: int = 0
+    reserved: int = 0
+    wiped_at: dict = field(default_factory=dict)  # ended epoch -> when it ended
 
 
 @dataclass
@@ -58,7 +67,7 @@ class TaskM:
     node: str
     lease: int
     claimed_at: int
-    status: str = "claimed"  # claimed, submitted, challenged, upheld, paid, voided
+    status: str = "claimed"  # claimed, submitted, challenged, upheld, paid, voided, expired
     reward: int = 0
     window_end: int = 0
     epoch: int = 0
@@ -67,12 +76,21 @@ class TaskM:
 
 @dataclass
 class ChallengeM:
+    """One round of a challenge: the electorate and weights are the validators' stakes when it opened."""
+
     challenger: str
     vote_end: int
+    weights: dict  # validator -> weight at the snapshot (the block before the challenge)
     voters: set = field(default_factory=set)
     votes_for: int = 1
     votes_against: int = 0
+    weight_for: int = 0
+    weight_against: int = 0
     open: bool = True
+
+    @property
+    def electorate(self) -> int:
+        return sum(self.weights.values())
 
 
 OUTCOMES: Counter = Counter()
@@ -96,7 +114,7 @@ def _send(fn, *args, sender):
 
 class ProtocolMachine:
     st_idx = st.integers(min_value=0, max_value=63)
-    st_units = st.sampled_from([1, 7, 1024, 1025, 0])
+    st_units = st.sampled_from([1, 7, 1024, -1, 0])  # -1: one above the pool's maxUnitsPerSubmission
     st_step_back = st.integers(min_value=-1, max_value=ASYNC + 1)
     st_sleep = st.sampled_from(SLEEPS)
     st_bool = st.booleans()
@@ -104,6 +122,7 @@ class ProtocolMachine:
 
     def __init__(cls, net) -> None:
         cls.net = net
+        cls.max_units = int(net.pool()["params"]["maxUnitsPerSubmission"])
         cls.operator = accounts[5]
         # workers: one self-owned, two owned by the operator; validators: two self-owned, one of the operator
         cls.initial = [
@@ -159,6 +178,11 @@ class ProtocolMachine:
     def _eligible(self, n: NodeM, role: int) -> bool:
         return n.role == role and n.active >= MIN_STAKE
 
+    def _void(self, t: TaskM) -> bool:
+        """A wipe after the submission ended its epoch while its window was still open."""
+        n = self.nodes[t.node]
+        return t.epoch != n.epoch and t.window_end > n.wiped_at[t.epoch]
+
     def _slash(self, n: NodeM) -> int:
         amount = min(SLASH, n.active + n.unbonding)
         from_active = min(amount, n.active)
@@ -201,9 +225,10 @@ class ProtocolMachine:
         """claimTask, and (unless st_bool) submitWork right away, as a worker does."""
         n = self._pick(self._workers(), st_idx)
         ok, tx, ts = _send(self.net.ledger.claimTask, self.net.pool_id, sender=self.accts[n.addr])
-        assert ok == self._eligible(n, WORKER), (ok, n)
+        assert ok == (self._eligible(n, WORKER) and n.open_leases < MAX_LEASES), (ok, n)
         if ok:
             tid = int(tx.return_value)
+            n.open_leases += 1
             self.tasks[tid] = TaskM(n.addr, ts + LEASE, ts)
             if not st_bool:
                 self._submit(tid, st_units, st_step_back)
@@ -216,6 +241,7 @@ class ProtocolMachine:
 
     def _submit(self, tid, st_units, st_step_back):
         t = self.tasks[tid]
+        st_units = self.max_units + 1 if st_units < 0 else st_units
         step = self.latest - st_step_back
         if step < 0:
             return
@@ -223,25 +249,42 @@ class ProtocolMachine:
             self.net.ledger.submitWork, tid, ROLLOUTS_CID, PROOFS_HASH, st_units, step, sender=self.accts[t.node]
         )
         reward = st_units * REWARD
+        node = self.nodes[t.node]
+        cap = (self.budget + self.reserved) * MAX_RESERVATION_BPS // 10_000
         expect = (
             ts <= t.lease
-            and 1 <= st_units <= MAX_UNITS
+            and 1 <= st_units <= self.max_units
             and self.latest - ASYNC <= step <= self.latest
             and self.budget >= reward
+            and node.reserved + reward <= cap
         )
         assert ok == expect, (ok, expect, ts, t, st_units, step, self.latest)
         if not ok:
             msg = tx.revert_msg
-            if not (self.latest - ASYNC <= step <= self.latest) and ts <= t.lease and 1 <= st_units <= MAX_UNITS:
+            if not (self.latest - ASYNC <= step <= self.latest) and ts <= t.lease and 1 <= st_units <= self.max_units:
                 assert msg.startswith(("TaskLedgerStalePolicyStep", "TaskLedgerFuturePolicyStep")), msg
             return
         t.status, t.reward, t.window_end = "submitted", reward, ts + WINDOW
-        t.epoch = self.nodes[t.node].epoch
+        t.epoch = node.epoch
+        node.open_leases -= 1
+        node.reserved += reward
         self.budget -= reward
         self.reserved += reward
 
+    def rule_expire(self, st_idx):
+        claimed = [i for i, t in self.tasks.items() if t.status == "claimed"]
+        tid = self._pick(claimed, st_idx)
+        if tid is None:
+            return
+        t = self.tasks[tid]
+        ok, _, ts = _send(self.net.ledger.expireLease, tid, sender=accounts[9])
+        assert ok == (ts > t.lease), (ok, ts, t)
+        if ok:
+            t.status = "expired"
+            self.nodes[t.node].open_leases -= 1
+
     def rule_challenge(self, st_idx, st_bool):
-        subs = [i for i, t in self.tasks.items() if t.status == "submitted" and not t.challenged]
+        subs = [i for i, t in self.tasks.items() if t.status == "submitted"]
         tid = self._pick(subs, st_idx)
         if tid is None:
             return
@@ -253,7 +296,8 @@ class ProtocolMachine:
         assert ok == expect, (ok, expect, ts, t, v)
         if ok:
             t.status, t.challenged = "challenged", True
-            self.challenges[tid] = ChallengeM(v.addr, ts + VOTE, {v.addr})
+            weights = {n.addr: n.active for n in self._validators()}
+            self.challenges[tid] = ChallengeM(v.addr, ts + VOTE, weights, {v.addr}, weight_for=weights[v.addr])
             worker.open_challenges += 1
             self.bonds += BOND
 
@@ -266,14 +310,17 @@ class ProtocolMachine:
         v = self._pick(self._validators(), st_idx // 3)
         worker = self.nodes[self.tasks[cid].node]
         ok, _, ts = _send(self.net.ledger.vote, cid, st_bool, sender=self.accts[v.addr])
-        expect = ts < c.vote_end and v.addr not in c.voters and v.owner != worker.owner
+        expect = (ts < c.vote_end and self._eligible(v, VALIDATOR) and v.addr not in c.voters
+                  and v.owner != worker.owner and c.weights.get(v.addr, 0) > 0)
         assert ok == expect, (ok, expect, ts, c, v)
         if ok:
             c.voters.add(v.addr)
             if st_bool:
                 c.votes_for += 1
+                c.weight_for += c.weights[v.addr]
             else:
                 c.votes_against += 1
+                c.weight_against += c.weights[v.addr]
 
     def rule_resolve(self, st_idx):
         open_ids = [i for i, c in self.challenges.items() if c.open]
@@ -283,17 +330,16 @@ class ProtocolMachine:
         c = self.challenges[cid]
         t = self.tasks[cid]
         ok, tx, ts = _send(self.net.ledger.resolve, cid, sender=accounts[9])
-        n_val = len(self._validators())
-        total = c.votes_for + c.votes_against
+        quorate = c.votes_for + c.votes_against >= 1
         if ts < c.vote_end:
-            if 2 * c.votes_for > n_val and total >= 1:
+            if 2 * c.weight_for > c.electorate and quorate:
                 expect_ok, upheld = True, True
-            elif 2 * c.votes_against > n_val:
+            elif 2 * c.weight_against >= c.electorate:
                 expect_ok, upheld = True, False
             else:
                 expect_ok, upheld = False, None
         else:
-            expect_ok, upheld = True, c.votes_for > c.votes_against and total >= 1
+            expect_ok, upheld = True, c.weight_for > c.weight_against and quorate
         assert ok == expect_ok, (ok, expect_ok, ts, c)
         if not ok:
             return
@@ -306,6 +352,8 @@ class ProtocolMachine:
             t.status = "upheld"
             self.reserved -= t.reward
             self.budget += t.reward
+            worker.reserved -= t.reward
+            worker.wiped_at[worker.epoch] = ts
             worker.epoch += 1
             slashed = self._slash(worker)
             assert tx.events["ChallengeResolved"][0]["slashed"] == slashed
@@ -326,9 +374,7 @@ class ProtocolMachine:
         before = self.net.token.balanceOf(node.owner)
         ok, _, ts = _send(self.net.ledger.claimRewards, ids, sender=self.accts[t.node])
         expect = all(
-            self.tasks[i].status == "submitted"
-            and ts >= self.tasks[i].window_end
-            and self.tasks[i].epoch == self.nodes[self.tasks[i].node].epoch
+            self.tasks[i].status == "submitted" and ts >= self.tasks[i].window_end and not self._void(self.tasks[i])
             for i in ids
         )
         assert ok == expect, (ok, expect, ts, [self.tasks[i] for i in ids])
@@ -339,6 +385,7 @@ class ProtocolMachine:
                 assert i not in self.paid, f"double payment of {i}"
                 self.paid.add(i)
                 self.tasks[i].status = "paid"
+                self.nodes[self.tasks[i].node].reserved -= self.tasks[i].reward
             self.reserved -= total
 
     def rule_void(self, st_idx):
@@ -348,9 +395,10 @@ class ProtocolMachine:
             return
         t = self.tasks[tid]
         ok, _, _ = _send(self.net.ledger.voidSubmissions, [tid], sender=accounts[9])
-        assert ok == (t.epoch != self.nodes[t.node].epoch)
+        assert ok == self._void(t), (ok, t)
         if ok:
             t.status = "voided"
+            self.nodes[t.node].reserved -= t.reward
             self.reserved -= t.reward
             self.budget += t.reward
 
@@ -397,13 +445,17 @@ class ProtocolMachine:
                 batch.add(tok.functions.balanceOf(a))
             for n in nodes:
                 batch.add(sm.functions.stakeOf(n))
+            for n in nodes:
+                batch.add(led.functions.nodeBook(n, net.pool_id))
             out = batch.execute()
         supply, in_stake, in_ledger, total_staked, pool = out[:5]
         balances = dict(zip(everyone, out[5 : 5 + len(everyone)], strict=True))
-        stakes = dict(zip(nodes, out[5 + len(everyone) :], strict=True))
+        k = 5 + len(everyone)
+        stakes = dict(zip(nodes, out[k : k + len(nodes)], strict=True))
+        books = dict(zip(nodes, out[k + len(nodes) :], strict=True))
         return {
             "supply": supply, "in_stake": in_stake, "in_ledger": in_ledger, "total_staked": total_staked,
-            "budget": pool[2], "reserved": pool[3], "balances": balances, "stakes": stakes,
+            "budget": pool[2], "reserved": pool[3], "balances": balances, "stakes": stakes, "books": books,
         }
 
     def invariant_protocol(self):
@@ -421,8 +473,10 @@ class ProtocolMachine:
         assert (snap["budget"], snap["reserved"]) == (self.budget, self.reserved)
         assert snap["in_ledger"] == self.budget + self.reserved + self.bonds
         for addr, n in self.nodes.items():
-            active, unbonding, _, open_challenges = snap["stakes"][addr]
+            active, unbonding, _, open_challenges = snap["stakes"][addr][:4]
             assert (active, unbonding, open_challenges) == (n.active, n.unbonding, n.open_challenges), n
+            reserved, open_leases = snap["books"][addr][:2]
+            assert (reserved, open_leases) == (n.reserved, n.open_leases), n
         # no reward for upheld/voided work, none twice
         for i in self.paid:
             assert self.tasks[i].status == "paid"

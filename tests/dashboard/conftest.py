@@ -67,8 +67,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
                        servers=servers)
     finally:
         for s in servers:
-            s.shutdown()
-            s.server_close()
+            s.stop()
         net.stop()
 
 

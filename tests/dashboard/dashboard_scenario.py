@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from intellect.sdk import Protocol
+from intellect.sdk._http import HttpServer, JsonHandler
 from intellect.sdk.devnet import Devnet
 
 TOKEN = 10**18
@@ -18,32 +16,19 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-
                   "--disable-component-update", "--disable-sync"]
 
 
-class _StatusHandler(BaseHTTPRequestHandler):
-    server: _StatusServer
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
+class _StatusHandler(JsonHandler):
     def do_GET(self) -> None:
-        body = json.dumps(self.server.doc).encode() if self.path == "/status" else b"{}"
-        self.send_response(200 if self.path == "/status" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        if self.path == "/status":
+            self.reply_json(200, self.server.owner.doc)  # type: ignore[attr-defined]
+        else:
+            self.reply_json(404, {})
 
 
-class _StatusServer(ThreadingHTTPServer):
-    daemon_threads = True
-    doc: dict[str, Any]
-
-
-def serve_status(doc: dict[str, Any]) -> tuple[_StatusServer, str]:
-    """An HTTP server answering GET /status with `doc` (the agent's status document)."""
-    srv = _StatusServer(("127.0.0.1", 0), _StatusHandler)
-    srv.doc = doc
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv, f"http://127.0.0.1:{srv.server_address[1]}"
+def serve_status(doc: dict[str, Any]) -> tuple[HttpServer, str]:
+    """An HTTP server answering GET /status with `doc` (the agent's status document); `.stop()` it."""
+    srv = HttpServer(_StatusHandler, name="test-status")
+    srv.doc = doc  # type: ignore[attr-defined]
+    return srv.start(), srv.url
 
 
 @dataclass

@@ -128,8 +128,7 @@ def test_status_fetcher_refuses_unknown_schema_and_bad_endpoints() -> None:
         assert f.fetch_one("relay://not-http")[1] is not None
         assert f.fetch_one("")[1] == "no endpoint registered"
     finally:
-        srv.shutdown()
-        srv.server_close()
+        srv.stop()
 
 
 def test_parse_snapshot_unknown_version_refused(scenario: Scenario) -> None:

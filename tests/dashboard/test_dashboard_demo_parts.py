@@ -15,7 +15,8 @@ import yaml
 from dashboard_scenario import TOKEN, Scenario
 
 from intellect.agents.config import load_config
-from intellect.agents.demo import (
+from intellect.agents.demo.report import write_report
+from intellect.agents.demo.swarm import (
     DemoError,
     DemoOptions,
     DemoSummary,
@@ -30,7 +31,6 @@ from intellect.agents.demo import (
     summarize,
     write_configs,
 )
-from intellect.agents.report import write_report
 from intellect.sdk.dashboard import ChainIndex, StatusFetcher, collect
 
 
@@ -106,7 +106,7 @@ def test_demo_sigterm_stops_children(tmp_path: Path) -> None:
     """The orchestrator's signal handler path: SIGTERM → every child's process group is gone."""
     code = ("import sys, time\n"
             "from pathlib import Path\n"
-            "from intellect.agents.demo import Supervisor\n"
+            "from intellect.agents.demo.swarm import Supervisor\n"
             f"sup = Supervisor(Path({str(tmp_path)!r}) / 'logs').install()\n"
             "try:\n"
             "    p = sup.start('sleeper', [sys.executable, '-c', 'import time; time.sleep(600)'])\n"
@@ -177,10 +177,10 @@ def test_summary_read_unknown_version_refused(tmp_path: Path) -> None:
 
 def test_report_cli_rebuilds_from_summary(tmp_path: Path) -> None:
     _summary([], [StepRow(step=0, checkpoint_cid="bafkreiabc")]).write(tmp_path / "summary.json")
-    out = subprocess.run([sys.executable, "-m", "intellect.agents.report", str(tmp_path)], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "intellect.agents.demo.report", str(tmp_path)], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "report.html").is_file() and "bafkreiabc" in (tmp_path / "report.html").read_text()
-    bad = subprocess.run([sys.executable, "-m", "intellect.agents.report", str(tmp_path / "nope")],
+    bad = subprocess.run([sys.executable, "-m", "intellect.agents.demo.report", str(tmp_path / "nope")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2

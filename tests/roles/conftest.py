@@ -15,14 +15,21 @@ from typing import Any
 import pytest
 import yaml
 
-AGENT = [sys.executable, "-m", "intellect.agents.cli"]
+AGENT = [sys.executable, "-m", "intellect.agents.cli"]  # the product's `intellect-agent`
+ATTACK_KIT = [sys.executable, "-m", "intellect.agents.adversary"]  # the same CLI with the cheating workers
 
 # the pool's rules, shared by every agent of a test swarm (tiny: seconds per task on CPU)
 POOL_RULES: dict[str, Any] = {
     "tasks": {"source": "synthetic:64:0", "budgets": {"cpu": [6, 8], "gpu-small": [10, 12], "gpu-large": [12, 16]}},
     "worker": {"problems_per_task": 2, "group_size": 4, "poll_interval": 0.5},
-    "validator": {"poll_interval": 0.5, "concurrency": 2},
-    "trainer": {"batch_groups": 2, "max_steps": 3, "poll_interval": 0.5, "learning_rate": 1e-3},
+    # every node of these swarms computes in fp32 on CPU: the exact profile. Under the default `mixed` profile
+    # (bf16 workers welcome) a quantised tiny model proven with the real one stays inside bf16's tolerance
+    # (docs/benchmarks-verifier.md, section 1.2), and the cheater matrix tests that it is caught
+    "validator": {"poll_interval": 0.5, "concurrency": 2, "toploc_profile": "fp32"},
+    # the random tiny model solves nothing, so every group is flat: with INTELLECT-2's zero-advantage filter on,
+    # the trainer would (rightly) wait for signal forever; these protocol tests train on the flat groups instead
+    "trainer": {"batch_groups": 2, "max_steps": 3, "poll_interval": 0.5, "learning_rate": 1e-3,
+                "filter_zero_advantage": False},
 }
 
 
@@ -46,7 +53,9 @@ class AgentProc:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
         log.write(f"\n==== start {self.starts} ====\n".encode())
         log.flush()
-        self.proc = subprocess.Popen([*AGENT, "--config", str(self.cfg_path)], stdout=log, stderr=subprocess.STDOUT,
+        cheater = (yaml.safe_load(self.cfg_path.read_text()).get("worker") or {}).get("adversary") is not None
+        self.proc = subprocess.Popen([*(ATTACK_KIT if cheater else AGENT), "--config", str(self.cfg_path)], stdout=log,
+                                     stderr=subprocess.STDOUT,
                                      env=self.env)
         self.starts += 1
         return self

@@ -21,6 +21,8 @@ def test_swarm_trains_on_attested_rollouts_and_slashes_cheater(swarm, devnet):
     p = devnet.protocol(0)
     pool_id = p.deployment.default_pool_id
     params = p.pool(pool_id).params
+    p.set_attester_reward(pool_id, 10**18)  # issue 21: validators paid per attestation the trainer used
+    p.fund_attester_rewards(pool_id, 100 * 10**18)
     trainer = swarm.add("trainer", "trainer", 0, {"log_json": True}).start()
     swarm.add("relay", "relay", 5).start()
     validator = swarm.add("validator", "validator", 4).start()
@@ -49,6 +51,11 @@ def test_swarm_trains_on_attested_rollouts_and_slashes_cheater(swarm, devnet):
 
     # 3. windows over: honest workers claim their rewards
     swarm.wait(lambda: w1.status()["submitted"] >= 3 and w2.status()["submitted"] >= 3, 120, "honest submissions")
+    # the trainer records the attestations it used while their windows are open (every ~5 s): wait for it
+    # before moving time past the windows, or the recording is refused as too late
+    vnode = validator.status()["node"]
+    swarm.wait(lambda: p.get_events(["AttestationRecorded"], filters={"validator": vnode}), 120,
+               "the trainer records the attestations it used")
     devnet.increase_time(params.window_length + 5)
     honest = {w1.status()["node"], w2.status()["node"]}
     swarm.wait(lambda: all(p.rewards(n).paid > 0 and not p.rewards(n).claimable_ids for n in honest), 120,
@@ -57,6 +64,9 @@ def test_swarm_trains_on_attested_rollouts_and_slashes_cheater(swarm, devnet):
         assert all(s.status == TaskStatus.PAID for s in p.submissions(node=n))
     assert all(s.status in (TaskStatus.UPHELD, TaskStatus.VOIDED) for s in p.submissions(node=cheater))
     assert w1.status()["rewards_claimed"] > 0
+    # the trainer recorded the attestations it used; the validator claims their rewards once the windows close
+    swarm.wait(lambda: p.get_events(["AttesterRewardPaid"], filters={"validator": vnode}), 120,
+               "the validator claims its attester rewards")
 
     # 4. the trainer trained only on attested, unchallenged work (from its own state)
     st = trainer.status()

@@ -9,9 +9,9 @@ import urllib.request
 
 import pytest
 
-from intellect.agents._server import AgentServer, HttpError, Metrics
-from intellect.agents._state import StateStore
 from intellect.agents.attestation import Attestation, AttestationError, sign_attestation
+from intellect.agents.roles._server import AgentServer, HttpError, Metrics
+from intellect.agents.roles._state import StateStore
 
 LEDGER = "0x" + "11" * 20
 PROOFS = "0x" + "22" * 32
@@ -22,7 +22,7 @@ def test_state_store_survives_kill(tmp_path):
     # a child process writes a record and is killed -9 right after the call returns
     code = (
         "import os, signal, sys\n"
-        "from intellect.agents._state import StateStore\n"
+        "from intellect.agents.roles._state import StateStore\n"
         f"s = StateStore({str(path)!r})\n"
         "s.put('submission', 7, 'sending', {'cid': 'bafk'})\n"
         "s.set('cursor', [12, 3])\n"

@@ -10,33 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from intellect.agents._runtime import hardware_class, thinking_budgets
-from intellect.agents.config import TaskSettings, load_config
-from intellect.agents.trainer import ready_submissions
+from intellect.agents.config import load_config
+from intellect.agents.roles.trainer import ready_submissions
 
 WORKER = "0x" + "ab" * 20
 OTHER = "0x" + "cd" * 20
-
-
-@pytest.mark.parametrize(("gpu", "vram", "count", "cls"), [
-    ("cpu", 0, 0, "cpu"), ("RTX 4090", 24, 1, "gpu-small"), ("H100", 80, 8, "gpu-large"), ("A100", 40, 1, "gpu-large"),
-    ("H100", 80, 0, "cpu"), ("none", 0, 2, "cpu"),
-])
-def test_hardware_class_by_declared_gpu(gpu, vram, count, cls):
-    assert hardware_class(gpu, vram, count) == cls
-
-
-def test_thinking_budgets_slow_nodes_get_short_tasks():
-    s = TaskSettings()
-    cpu = thinking_budgets(s, "cpu", 0, 0)
-    small = thinking_budgets(s, "RTX 4090", 24, 1)
-    large = thinking_budgets(s, "H100", 80, 8)
-    assert max(cpu) < min(small) and max(small) < min(large)
-
-
-def test_thinking_budgets_falls_back_to_cpu_entry():
-    s = TaskSettings(budgets={"cpu": [4]})
-    assert thinking_budgets(s, "H100", 80, 1) == [4]
 
 
 def _subs(**steps):
@@ -64,7 +42,7 @@ def test_ready_submissions_separates_stale_and_skips_consumed():
 
 
 def _rollout_file(worker=WORKER, units_tokens=(5, 6), step=1, task_id="7"):
-    from intellect.agents.rollouts import RolloutFile, RolloutMeta, RolloutRow
+    from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
 
     rows = [RolloutRow(problem_id="p", prompt_ids=[1, 2], completion_ids=list(range(n)), reward=0.0,
                        task_reward=0.0, length_penalty=0.0, advantage=0.0, policy_step=step, worker=worker)
@@ -76,7 +54,7 @@ def _rollout_file(worker=WORKER, units_tokens=(5, 6), step=1, task_id="7"):
 
 @pytest.fixture
 def validator(tmp_path):
-    from intellect.agents.validator import Validator
+    from intellect.agents.roles.validator import Validator
 
     cfg = load_config(None, env={}, overrides={"role": "validator", "data_dir": str(tmp_path / "v")})
     v = Validator(cfg)
@@ -118,7 +96,7 @@ def test_verify_submission_rejects_other_task(validator):
 
 @pytest.fixture
 def worker(tmp_path):
-    from intellect.agents.worker import Worker
+    from intellect.agents.roles.worker import Worker
 
     cfg = load_config(None, env={}, overrides={"role": "worker", "data_dir": str(tmp_path / "w")})
     w = Worker(cfg)
@@ -139,7 +117,7 @@ def test_worker_settled_never_resubmits(worker, status, local):
 
 
 def test_worker_done_counts_sent_submissions(tmp_path):
-    from intellect.agents.worker import Worker
+    from intellect.agents.roles.worker import Worker
 
     cfg = load_config(None, env={}, overrides={"role": "worker", "data_dir": str(tmp_path / "w"),
                                                "worker.max_tasks": "2"})
@@ -211,9 +189,9 @@ def test_cli_refuses_to_start_without_stake_when_auto_stake_off(devnet, tmp_path
 
 
 def test_trainer_accept_attestation_checks_signer_and_submission(devnet, tmp_path):
-    from intellect.agents._server import HttpError
     from intellect.agents.attestation import sign_attestation
-    from intellect.agents.trainer import Trainer
+    from intellect.agents.roles._server import HttpError
+    from intellect.agents.roles.trainer import Trainer
     from intellect.sdk import dev_account
 
     cfg = load_config(None, env={}, overrides={

@@ -7,12 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from intellect.agents._runtime import AgentError
-from intellect.agents._state import StateStore
 from intellect.agents.config import TaskSettings, WorkerSettings
-from intellect.agents.learn import WarmStartRecipe, prompt_text, warm_start_cached
-from intellect.agents.trainer import warm_start_recipe
-from intellect.agents.worker import Worker
+from intellect.agents.roles._runtime import AgentError
+from intellect.agents.roles._state import StateStore
+from intellect.agents.roles.trainer import warm_start_recipe
+from intellect.agents.roles.worker import Worker
+from intellect.agents.warmstart import WarmStartRecipe, warm_start_cached
+from intellect.verifier.submission import prompt_text
 
 
 def test_warm_start_recipe_covers_every_pool_budget():
@@ -79,7 +80,7 @@ def test_step_quota_used_without_limit_never_waits(tmp_path):
 
 
 def test_pool_rules_tiny_warm_one_task_per_step():
-    from intellect.agents.demo import DemoOptions, pool_rules
+    from intellect.agents.demo.swarm import DemoOptions, pool_rules
 
     rules = pool_rules(DemoOptions(steps=4))
     assert rules["trainer"]["model"] == "tiny-warm"

@@ -7,26 +7,17 @@ from pathlib import Path
 
 import click
 import pytest
+from cli_runner import run_cli
 from click.testing import CliRunner
 
-from intellect.sdk.cli import EXIT_NETWORK, EXIT_REVERT, EXIT_USER, cli, main
+from intellect.sdk.cli import EXIT_NETWORK, EXIT_REVERT, EXIT_USER, cli
 from intellect.sdk.devnet import Devnet
 
 PASSWORD = "correct horse battery staple"
 
 
 def run(args: list[str], *, input: str | None = None, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    runner = CliRunner()
-    base_env = {"INTELLECT_KEYSTORE_PASSWORD": PASSWORD}
-    with runner.isolation(input=input, env={**base_env, **(env or {})}) as streams:
-        code = 0
-        try:
-            main(args)
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out = streams[0].getvalue().decode()
-        err = streams[1].getvalue().decode() if len(streams) > 1 and streams[1] is not None else ""
-    return code, out, err
+    return run_cli(args, input=input, env={"INTELLECT_KEYSTORE_PASSWORD": PASSWORD, **(env or {})})
 
 
 def _chain(net: Devnet) -> list[str]:

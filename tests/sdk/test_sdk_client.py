@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
@@ -20,6 +19,7 @@ from intellect.sdk import (
     TransientRpcError,
 )
 from intellect.sdk._accounts import dev_account
+from intellect.sdk._http import HttpServer, JsonHandler
 from intellect.sdk._models import ChallengeStatus, NodeStatus, Role, TaskStatus, parse_tokens
 from intellect.sdk.devnet import Devnet
 
@@ -162,32 +162,21 @@ class _FlakyProxy:
         self.seen = 0
         outer = self
 
-        class H(BaseHTTPRequestHandler):
+        class H(JsonHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 outer.seen += 1
                 if outer.seen <= outer.failures:
-                    self.send_response(503)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
+                    self.reply(503, b"")
                     return
                 r = requests.post(upstream, data=body, headers={"Content-Type": "application/json"}, timeout=10)
-                self.send_response(r.status_code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(r.content)))
-                self.end_headers()
-                self.wfile.write(r.content)
+                self.reply(r.status_code, r.content, "application/json")
 
-            def log_message(self, *a: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server = HttpServer(H, name="flaky-proxy").start()
+        self.url = self.server.url
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()
 
 
 @pytest.fixture

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import requests
 
 from intellect.sdk._errors import SchemaVersionError
+from intellect.sdk._http import HttpServer, JsonHandler
 from intellect.sdk.ipfs import (
     CHUNK_SIZE,
     MAX_LINKS,
@@ -163,29 +162,16 @@ def test_embedded_fetches_from_peer_gateway(tmp_path: Path) -> None:
 
 
 def test_embedded_refuses_lying_peer(tmp_path: Path) -> None:
-    class Liar(BaseHTTPRequestHandler):
+    class Liar(JsonHandler):
         def do_GET(self) -> None:
-            body = b"not what you asked for"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.reply(200, b"not what you asked for")
 
-        def log_message(self, *a: object) -> None:
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Liar)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    try:
-        store = EmbeddedIpfs(tmp_path / "s", peers=[f"http://127.0.0.1:{srv.server_address[1]}"])
+    with HttpServer(Liar, name="liar") as srv:
+        store = EmbeddedIpfs(tmp_path / "s", peers=[srv.url])
         cid = compute_cid(b"the real content")
         with pytest.raises(CidMismatchError):
             store.cat(cid)
         assert not store.has_block(cid)  # nothing from a liar is stored
-    finally:
-        srv.shutdown()
-        srv.server_close()
 
 
 def test_embedded_gc_keeps_pinned(store: EmbeddedIpfs) -> None:
@@ -272,28 +258,16 @@ def test_kubo_cat_enforces_max_size(kubo: KuboIpfs) -> None:
 
 def test_kubo_cat_refuses_lying_node() -> None:
     # an RPC endpoint that answers /cat and /block/get with other bytes than the CID names
-    class Liar(BaseHTTPRequestHandler):
+    class Liar(JsonHandler):
         def do_POST(self) -> None:
-            body = b"forged content"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.reply(200, b"forged content")
 
-        def log_message(self, *a: object) -> None:
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Liar)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        liar = KuboIpfs(f"http://127.0.0.1:{srv.server_address[1]}")
+    with HttpServer(Liar, name="liar") as srv:
+        liar = KuboIpfs(srv.url)
         with pytest.raises(CidMismatchError):
             liar.cat(compute_cid(b"genuine content"))
         with pytest.raises(CidMismatchError):
             liar.cat(compute_cid(_data(3 * CHUNK_SIZE)))  # dag-pb root: falls back to /block/get, refused
-    finally:
-        srv.shutdown()
-        srv.server_close()
 
 
 def test_kubo_pin_and_errors(kubo: KuboIpfs) -> None:

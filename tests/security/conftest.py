@@ -51,8 +51,10 @@ def hooked(module_isolation) -> Net:
     registry = p.NodeRegistry.deploy(tx)
     stake = p.StakeManager.deploy(admin, token, registry, admin, params.unbondingPeriod,
                                   params.challengerShareBps, tx)
+    p.PoolRules.deploy(tx)  # linked into the ledger
     ledger = p.TaskLedger.deploy(admin, token, registry, stake, params.minWindowLength, tx)
     stake.grantRole(stake.SLASHER_ROLE(), ledger, tx)
+    registry.setStakeHook(stake, tx)
     stake.setMinStake(WORKER, MIN_STAKE, tx)
     stake.setMinStake(VALIDATOR, MIN_STAKE, tx)
     assert params.defaultPool is not None

@@ -13,6 +13,7 @@ from typing import Any
 
 from brownie import accounts, chain
 from eth_utils import keccak
+from swarm_loader import roles_helpers
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -158,21 +159,6 @@ class Net:
 # ------------------------------------------------------------------------------------- agent swarms (roles)
 
 
-def _roles_helpers() -> Any:
-    """tests/roles/conftest.py (Swarm, AgentProc, POOL_RULES) loaded under its own module name."""
-    import importlib.util
-
-    name = "_intellect_roles_swarm_helpers"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "roles" / "conftest.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @contextlib.contextmanager
 def running_devnet(tmp_path: Path, **anvil_kw: Any) -> Iterator[Any]:
     """anvil with 24 funded dev accounts (a swarm of many cheaters) and the real dev deployment;
@@ -190,7 +176,7 @@ def running_devnet(tmp_path: Path, **anvil_kw: Any) -> Iterator[Any]:
 @contextlib.contextmanager
 def running_swarm(devnet: Any, tmp_path: Path) -> Iterator[Any]:
     """The roles tests' Swarm of agent processes on `devnet`, stopped on exit."""
-    s = _roles_helpers().Swarm(devnet, tmp_path / "swarm")
+    s = roles_helpers().Swarm(devnet, tmp_path / "swarm")
     s.root.mkdir()
     try:
         yield s

@@ -1,9 +1,10 @@
 """Altered completions (issue 5 cheater matrix): a worker generates honestly, then changes one token of each
 completion and keeps the proofs. Found by the swarm matrix: with the reference (mixed-precision) TOPLOC bounds
 the validator ACCEPTED such work on the tiny model (16-22 of 128 exponent mismatches, under the bound of 38;
-every token's log-prob far above the sampling floor of a near-uniform model). The validator now uses the
-strict fp32 profile (`validator.toploc_profile: fp32`, the default), which rejects it while honest work
-under other batch sizes and thread counts still passes."""
+every token's log-prob far above the sampling floor of a near-uniform model). Since then every row's seeded
+sampler is replayed: an altered token is not the sampler's draw, and both profiles reject it, the strict `fp32`
+one and `mixed` (the default since issue 18: honest bf16 workers pass it against an fp32 validator), while
+honest work under other batch sizes and thread counts still passes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from intellect.verifier.replay import sample_seed
-from intellect.verifier.toploc import DEFAULT_THRESHOLDS, Thresholds
+from intellect.verifier.toploc import DEFAULT_THRESHOLDS, Thresholds, check_replay_budget, profile
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +83,8 @@ def test_verify_samples_fp32_toploc_alone_rejects_early_altered_token(honest, fr
     assert not any(r.ok for r in results), [(r.ok, r.detail) for r in results]
 
 
-def test_verify_samples_reference_profile_misses_altered_token(honest):
-    """The gap the fp32 profile closes, kept visible: the reference bounds accept an altered first token."""
+def test_verify_samples_mixed_toploc_alone_misses_altered_token(honest):
+    """Kept visible: the mixed (reference) TOPLOC bounds alone, without the replay, accept an altered first token."""
     from intellect.verifier.prefill import verify_samples
 
     model, samples = honest
@@ -91,7 +92,27 @@ def test_verify_samples_reference_profile_misses_altered_token(honest):
     assert sum(r.ok for r in results) >= len(results) // 2
 
 
-def test_validator_settings_default_to_fp32_profile():
-    from intellect.agents.config import ValidatorSettings
+@pytest.mark.parametrize("frac", [0.0, 0.5, 1.0])
+def test_mixed_profile_with_replay_rejects_altered_tokens(honest, frac):
+    """The default profile as the validator applies it (per-sample replay, then the submission's budget of
+    differing tokens): every submission with altered tokens is rejected, the last token included."""
+    from intellect.verifier.prefill import verify_samples
 
-    assert ValidatorSettings().toploc_profile == "fp32"
+    model, samples = honest
+    th = profile("mixed")
+    assert all(r.ok for r in verify_samples(model, samples, th)) and check_replay_budget(
+        verify_samples(model, samples, th), th).ok  # honest: accepted
+    results = verify_samples(model, _altered(samples, frac), th)
+    assert any(not r.ok for r in results) or not check_replay_budget(results, th).ok
+
+
+def test_validator_settings_and_pool_rules_default_to_mixed_profile():
+    from intellect.agents.config import ValidatorSettings
+    from intellect.verifier.submission import SubmissionRules
+
+    assert ValidatorSettings().toploc_profile == "mixed"
+    assert profile("mixed") is DEFAULT_THRESHOLDS and profile("reference") is DEFAULT_THRESHOLDS
+    assert SubmissionRules(problems_per_task=1, group_size=2, length_alpha=0, temperature=1,
+                           budgets={"cpu": [8]}).toploc_profile == "mixed"
+    with pytest.raises(ValueError, match="unknown verification profile 'bf17'"):
+        profile("bf17")

@@ -1,4 +1,4 @@
-"""Cheater matrix (issue 5): worker variants (intellect.agents.adversary / adversary_matrix) run as separate
+"""Cheater matrix (issue 5): worker variants (intellect.agents.adversary / adversary.matrix) run as separate
 `intellect-agent` processes against an honest validator and trainer on a local pool (anvil + the real
 deployment + embedded IPFS + the tiny model). Every cheating submission must end challenged, upheld and
 slashed, for the reason its variant predicts, and the trainer must never train on it; `stale_step` must be
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from intellect.agents.adversary_matrix import EXPECTED_REASONS
+from intellect.agents.adversary.matrix import EXPECTED_REASONS
 from intellect.sdk import ChallengeStatus
 
 STAKE = 100 * 10**18  # worker.stake_amount (default 100 tokens)
@@ -21,6 +21,10 @@ FAST = ["inflated_units", "garbage_file", "chosen_problems"]
 # it is caught since the validator's fp32 profile (test_security_altered.py, docs/security.md)
 MATRIX_A = ["wrong_model", "quantised", "altered_completions", "inflated_rewards", "inflated_units", "replay"]
 MATRIX_B = ["own_old_work", "chosen_problems", "stale_step", "copied_proofs", "garbage_file", "unresolvable_cid"]
+# issue 22: each passed 5e47eb6's validator (TOPLOC fp32 + replay within 2.0 + aggregate). eos_padding is a cheat
+# only where the model draws EOS before the budget, which the random tiny model of this pool almost never does:
+# it is covered by tests/verifier/test_verifier_exact_sampling.py and the calibration (docs/benchmarks-verifier.md)
+MATRIX_C = ["steered_tokens", "best_prefix", "quantised_real_proofs"]
 
 
 def assert_books_balance(p: Any) -> dict[str, int]:
@@ -147,8 +151,8 @@ def test_cheater_matrix_fast_subset_slashed_and_never_trained(sec_swarm, big_dev
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("variants", [MATRIX_A, MATRIX_B, ["altered_completions"]],
-                         ids=["matrix-a", "matrix-b", "altered"])
+@pytest.mark.parametrize("variants", [MATRIX_A, MATRIX_B, ["altered_completions"], MATRIX_C],
+                         ids=["matrix-a", "matrix-b", "altered", "issue-22"])
 def test_cheater_matrix_full_slashed_and_never_trained(sec_swarm, big_devnet, variants):
     out = run_matrix(sec_swarm, big_devnet, variants)
     print("cheater reasons:", out["reasons"], "books:", out["books"])

@@ -295,10 +295,15 @@ def test_submit_work_dust_and_junk_refused(worked):
         net.submit(worker, sid)
 
 
-def test_claim_task_flood_reserves_nothing(worked):
+def test_claim_task_flood_reserves_nothing_and_stops_at_the_lease_cap(worked):
+    """Claims reserve nothing; and a node cannot hoard leases (issue 21: pick the seeds it likes among many
+    claims): past the pool's maxOpenLeases its claims revert until it submits or its leases expire."""
     net, worker, _, _, _ = worked
     before = net.ledger.pool(net.pool_id)
-    for _ in range(20):
+    cap = net.params()["maxOpenLeases"]
+    for _ in range(cap):
+        net.claim(worker)
+    with reverts("TaskLedgerTooManyLeases", worker, cap, cap):
         net.claim(worker)
     after = net.ledger.pool(net.pool_id)
     assert (after["budget"], after["reserved"]) == (before["budget"], before["reserved"])
@@ -360,12 +365,13 @@ def test_fund_pool_overflow_boundaries_revert(net):
 
 def test_stake_overflow_and_unstake_underflow_revert(net):
     node = net.register(WORKER)
-    net.fund(node, 2**128)
+    # stake amounts are held in 112 bits (5.2e15 tokens; the hot slot also holds role and status)
+    net.fund(node, 2**112)
     net.token.approve(net.stake, 2**256 - 1, {"from": node})
-    with reverts("SafeCastOverflowedUintDowncast", 128, 2**128):
-        net.stake.stake(node, 2**128, {"from": node})
-    with pytest.raises(brownie.exceptions.VirtualMachineError):  # active + amount > 2**128 - 1: checked add
-        net.stake.stake(node, 2**128 - 1, {"from": node})
+    with reverts("SafeCastOverflowedUintDowncast", 112, 2**112):
+        net.stake.stake(node, 2**112, {"from": node})
+    with pytest.raises(brownie.exceptions.VirtualMachineError):  # active + amount > 2**112 - 1: checked add
+        net.stake.stake(node, 2**112 - 1, {"from": node})
     with reverts("StakeManagerInsufficientStake", node, MIN_STAKE, MIN_STAKE + 1):
         net.stake.requestUnstake(node, MIN_STAKE + 1, {"from": node})
     with reverts("StakeManagerZeroAmount"):
@@ -378,9 +384,10 @@ def test_largest_reward_fits_and_step_bounds_hold(net):
     """rewardPerUnit = 2**96-1 times workUnits = 2**32-1 fits the uint128 reward exactly; steps stop at 2**48-2."""
     admin = accounts[0]
     p = dict(net.ledger.pool(net.pool_id)["params"].dict())
-    p.update(rewardPerUnit=2**96 - 1, maxUnitsPerSubmission=2**32 - 1, asyncLevel=0)
+    p.update(rewardPerUnit=2**96 - 1, maxUnitsPerSubmission=2**32 - 1, asyncLevel=0, maxReservationBps=10_000)
     fields = ["trainer", "taskSetCid", "rewardPerUnit", "challengeBond", "slashAmount", "windowLength",
-              "votePeriod", "leaseDuration", "maxUnitsPerSubmission", "asyncLevel", "quorum"]
+              "votePeriod", "leaseDuration", "maxUnitsPerSubmission", "asyncLevel", "quorum", "maxOpenLeases",
+              "maxReservationBps"]
     pool_id = int(net.ledger.createPool(tuple(p[f] for f in fields), {"from": admin}).return_value)
     reward = (2**96 - 1) * (2**32 - 1)
     assert reward < 2**128
@@ -525,7 +532,8 @@ def _quorum_pool(net, quorum: int) -> int:
     p = dict(net.ledger.pool(net.pool_id)["params"].dict())
     p["quorum"] = quorum
     fields = ["trainer", "taskSetCid", "rewardPerUnit", "challengeBond", "slashAmount", "windowLength",
-              "votePeriod", "leaseDuration", "maxUnitsPerSubmission", "asyncLevel", "quorum"]
+              "votePeriod", "leaseDuration", "maxUnitsPerSubmission", "asyncLevel", "quorum", "maxOpenLeases",
+              "maxReservationBps"]
     pool_id = int(net.ledger.createPool(tuple(p[f] for f in fields), {"from": admin}).return_value)
     net.fund(admin, 10_000 * TOKEN)
     net.token.approve(net.ledger, 10_000 * TOKEN, {"from": admin})
@@ -573,3 +581,218 @@ def test_resolve_without_quorum_rejects_and_forfeits_bond(net):
     assert net.stake.activeStake(worker) == MIN_STAKE
     assert net.token.balanceOf(net.stake.treasury()) == treasury_before + bond
     assert net.ledger.task(sid)["status"] == T_SUBMITTED
+
+
+# ------------------------------------------------------------------------- steering the dispute (issue 21)
+
+
+def test_voters_exiting_after_voting_cannot_flip_the_outcome(net):
+    """Issue 21, attack 1: two attacker validators vote to uphold a challenge of honest work, three honest ones
+    vote against, then the attacker's two exit the registry. The old ledger divided by the active count at
+    resolution (5 -> 3), so 2 for / 3 against resolved early as upheld. The electorate is now fixed when the
+    challenge opens (stake at the block before): the honest 300 of 500 reject it and nobody is slashed."""
+    attacker = accounts[7]
+    worker = net.register(WORKER)
+    a1, a2 = net.register(VALIDATOR, owner=attacker), net.register(VALIDATOR, owner=attacker)
+    honest = [net.register(VALIDATOR) for _ in range(3)]
+    net.publish(0)
+    sid = net.claim(worker)
+    net.submit(worker, sid)
+    bond = net.bond_ready(a1)
+    net.ledger.challenge(sid, "fabricated", {"from": a1})
+    net.ledger.vote(sid, True, {"from": a2})
+    for v in honest:
+        net.ledger.vote(sid, False, {"from": v})
+    net.registry.exit(a1, {"from": attacker})
+    net.registry.exit(a2, {"from": attacker})
+    treasury = net.token.balanceOf(net.stake.treasury())
+    assert net.ledger.resolve(sid, {"from": attacker}).return_value is False  # 300 of 500 against: early
+    assert net.ledger.challengeInfo(sid)["status"] == C_REJECTED
+    assert net.stake.activeStake(worker) == MIN_STAKE
+    assert net.token.balanceOf(net.stake.treasury()) == treasury + bond  # the attacker's bond is forfeited
+
+
+def test_sham_challenge_does_not_shield_a_cheater(net):
+    """Issue 21, attack 2: a cheating worker's friends (four validator keys of another owner, 400 staked) open a
+    sham challenge against its submission and vote it down; it resolves rejected. The old ledger then refused
+    every later challenge of that submission (TaskLedgerAlreadyChallenged) and the cheater was paid after the
+    window. Now an honest validator (500 staked) challenges again inside the window and the cheater is slashed."""
+    friends_owner = accounts[7]
+    cheater = net.register(WORKER, owner=accounts[6])
+    friends = [net.register(VALIDATOR, owner=friends_owner) for _ in range(4)]
+    honest = net.register(VALIDATOR, stake=500 * TOKEN)
+    net.publish(0)
+    sid = net.claim(cheater)
+    net.submit(cheater, sid, units=16)
+    net.bond_ready(friends[0])
+    net.ledger.challenge(sid, "sham", {"from": friends[0]})
+    for v in friends[1:]:
+        net.ledger.vote(sid, False, {"from": v})
+    # 300 against of a 900 electorate: not decisive early; the friends wait out the vote period
+    with reverts("TaskLedgerVotePeriodActive"):
+        net.ledger.resolve(sid, {"from": friends_owner})
+    chain.sleep(net.params()["votePeriod"] + 1)
+    assert net.ledger.resolve(sid, {"from": friends_owner}).return_value is False
+    net.bond_ready(honest)
+    net.ledger.challenge(sid, "real evidence", {"from": honest})  # round 2, inside the window
+    assert net.ledger.challengeInfo(sid)["round"] == 2
+    assert net.ledger.resolve(sid, {"from": accounts[9]}).return_value is True  # 500 of 900: early
+    assert net.ledger.task(sid)["status"] == T_UPHELD
+    assert net.stake.activeStake(cheater) == MIN_STAKE - net.params()["slashAmount"]
+    chain.sleep(net.params()["windowLength"] + 1)
+    with reverts("TaskLedgerInvalidStatus", sid, T_UPHELD):
+        net.ledger.claimRewards([sid], {"from": cheater})
+
+
+def test_sybil_keys_do_not_outvote_stake(net):
+    """Six attacker keys at the minimum stake (600) against two honest validators with 800: the challenge of
+    honest work is rejected however the attacker's keys vote."""
+    attacker = accounts[7]
+    worker = net.register(WORKER)
+    keys = [net.register(VALIDATOR, owner=attacker) for _ in range(6)]
+    honest = [net.register(VALIDATOR, stake=400 * TOKEN) for _ in range(2)]
+    net.publish(0)
+    sid = net.claim(worker)
+    net.submit(worker, sid)
+    net.bond_ready(keys[0])
+    net.ledger.challenge(sid, "fabricated", {"from": keys[0]})
+    for v in keys[1:]:
+        net.ledger.vote(sid, True, {"from": v})
+    for v in honest:
+        net.ledger.vote(sid, False, {"from": v})
+    c = net.ledger.challengeInfo(sid)
+    assert (c["votesFor"], c["votesAgainst"]) == (6, 2) and c["weightFor"] < c["weightAgainst"]
+    assert net.ledger.resolve(sid, {"from": accounts[9]}).return_value is False
+    assert net.stake.activeStake(worker) == MIN_STAKE
+
+
+# ------------------------------------------------------------------- pool bounds, caps and wipes (issue 21)
+
+
+def test_honeypot_pool_slash_above_min_stake_refused(net):
+    """A pool creator cannot set a slash that takes a node's whole stake: slash <= the workers' minimum stake;
+    and a slash is capped at the current minimum when applied (the admin may lower it later)."""
+    p = dict(net.ledger.pool(net.pool_id)["params"].dict())
+    p["slashAmount"] = MIN_STAKE + 1
+    with reverts("TaskLedgerSlashAboveMinStake", MIN_STAKE + 1, MIN_STAKE):
+        net.ledger.createPool(tuple(p.values()), {"from": accounts[3]})
+    p["slashAmount"] = MIN_STAKE
+    net.ledger.createPool(tuple(p.values()), {"from": accounts[3]})
+    # the default pool slashes 50; with the minimum lowered to 20 a slash takes 20
+    worker = net.register(WORKER)
+    v = net.register(VALIDATOR)
+    net.stake.setMinStake(WORKER, 20 * TOKEN, {"from": accounts[0]})
+    net.publish(0)
+    sid = net.claim(worker)
+    net.submit(worker, sid)
+    net.bond_ready(v)
+    net.ledger.challenge(sid, "bad", {"from": v})
+    tx = net.ledger.resolve(sid, {"from": accounts[9]})
+    assert tx.events["ChallengeResolved"][0]["slashed"] == 20 * TOKEN
+
+
+def test_pool_bond_and_quorum_floors(net):
+    """The protocol's floors (set by the admin: 10 INTL and quorum 3 on public networks) refuse a 1-wei bond
+    and a quorum of one."""
+    admin = accounts[0]
+    with reverts("AccessControlUnauthorizedAccount"):
+        net.ledger.setPoolBounds(10 * TOKEN, 3, {"from": accounts[3]})
+    tx = net.ledger.setPoolBounds(10 * TOKEN, 3, {"from": admin})
+    assert tx.events["PoolBoundsSet"][0]["minQuorum"] == 3
+    assert tuple(int(x) for x in net.ledger.poolBounds()) == (10 * TOKEN, 3)
+    p = dict(net.ledger.pool(net.pool_id)["params"].dict())
+    p.update(challengeBond=1, quorum=3)
+    with reverts("TaskLedgerBondTooLow", 1, 10 * TOKEN):
+        net.ledger.createPool(tuple(p.values()), {"from": accounts[3]})
+    p.update(challengeBond=10 * TOKEN, quorum=1)
+    with reverts("TaskLedgerQuorumTooLow", 1, 3):
+        net.ledger.createPool(tuple(p.values()), {"from": accounts[3]})
+    p.update(quorum=3)
+    net.ledger.createPool(tuple(p.values()), {"from": accounts[3]})
+
+
+def test_one_worker_cannot_lock_the_budget(net):
+    """Issue 21: one worker reserved the whole budget with max-unit junk and honest submitWork reverted
+    InsufficientBudget; after the upheld challenge the junk stayed reserved and defundPool reverted. Now a node
+    holds at most maxReservationBps (25 % on the dev pool) of the escrow, and voiding the wiped junk frees it
+    for defunding."""
+    pool = net.ledger.pool(net.pool_id)
+    budget = pool["budget"]  # 100,000 INTL; 1 INTL per unit
+    cap = budget * pool["params"]["maxReservationBps"] // 10_000
+    n = cap // (1024 * TOKEN)  # max-size junk submissions that fit the cap
+    junk = net.register(WORKER)
+    honest = net.register(WORKER)
+    v = net.register(VALIDATOR)
+    net.publish(0)
+    ids = []
+    for _ in range(n):
+        sid = net.claim(junk)
+        net.submit(junk, sid, units=1024)
+        ids.append(sid)
+    sid = net.claim(junk)
+    with reverts("TaskLedgerReservationCap", junk, (n + 1) * 1024 * TOKEN, cap):
+        net.submit(junk, sid, units=1024)
+    h = net.claim(honest)
+    net.submit(honest, h, units=1024)  # the honest worker is not locked out
+    net.bond_ready(v)
+    net.ledger.challenge(ids[0], "junk", {"from": v})
+    assert net.ledger.resolve(ids[0], {"from": accounts[9]}).return_value is True
+    # the wipe voided the junk still in its window; anyone returns it to the budget, O(1) per submission
+    net.ledger.voidSubmissions(ids[1:], {"from": accounts[9]})
+    assert net.ledger.nodeBook(junk, net.pool_id)["reserved"] == 0
+    pool = net.ledger.pool(net.pool_id)
+    assert pool["reserved"] == 1024 * TOKEN  # the honest submission only
+    net.ledger.defundPool(net.pool_id, pool["budget"], accounts[0], {"from": accounts[0]})
+
+
+def test_upheld_challenge_voids_only_rewards_still_in_their_window(net):
+    """Issue 21: an upheld challenge voided all of the worker's unclaimed submissions, even those whose window
+    had closed before the challenge. Now only those whose window was still open when it was upheld."""
+    worker = net.register(WORKER)
+    v = net.register(VALIDATOR)
+    net.publish(0)
+    old = net.claim(worker)
+    net.submit(worker, old, units=3)
+    chain.sleep(net.params()["windowLength"] + 1)  # old's window closes unclaimed
+    live = net.claim(worker)
+    net.submit(worker, live, units=5)
+    bad = net.claim(worker)
+    net.submit(worker, bad, units=7)
+    net.bond_ready(v)
+    net.ledger.challenge(bad, "bad", {"from": v})
+    assert net.ledger.resolve(bad, {"from": accounts[9]}).return_value is True
+    with reverts("TaskLedgerNotVoidable", old):
+        net.ledger.voidSubmissions([old], {"from": accounts[9]})
+    net.ledger.voidSubmissions([live], {"from": accounts[9]})
+    assert net.ledger.task(live)["status"] == T_VOIDED
+    assert net.ledger.claimRewards([old], {"from": worker}).return_value == 3 * TOKEN
+    assert net.ledger.nodeBook(worker, net.pool_id)["reserved"] == 0
+
+
+def test_lease_hoarding_capped_and_expired_leases_count(net):
+    """Issue 21: a worker could claim many tasks and submit only those whose seeds suit it. Now a node holds at
+    most maxOpenLeases unsubmitted leases; an expired one keeps its slot until expireLease (anyone, after the
+    lease) and stays on the node's record (expiredLeases)."""
+    worker = net.register(WORKER)
+    net.publish(0)
+    a, b = net.claim(worker), net.claim(worker)
+    with reverts("TaskLedgerTooManyLeases", worker, 2, 2):
+        net.claim(worker)
+    expiry = net.ledger.task(a)["leaseExpiry"]
+    with reverts("TaskLedgerLeaseNotExpired", a, expiry):
+        net.ledger.expireLease(a, {"from": accounts[9]})
+    net.submit(worker, b)  # submitting frees its slot
+    c = net.claim(worker)
+    chain.sleep(net.params()["leaseDuration"] + 1)
+    with reverts("TaskLedgerTooManyLeases", worker, 2, 2):  # expired, but still holding their slots
+        net.claim(worker)
+    tx = net.ledger.expireLease(a, {"from": accounts[9]})
+    assert tx.events["LeaseExpired"][0]["expiredLeases"] == 1
+    with reverts("TaskLedgerInvalidStatus", a, 7):  # Expired
+        net.ledger.expireLease(a, {"from": accounts[9]})
+    with reverts("TaskLedgerInvalidStatus", a, 7):
+        net.submit(worker, a)
+    net.claim(worker)
+    book = net.ledger.nodeBook(worker, net.pool_id)
+    assert (book["openLeases"], book["expiredLeases"], book["claims"]) == (2, 1, 4)
+    del c

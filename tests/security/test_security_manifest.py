@@ -1,7 +1,7 @@
 """Trainer and manifest attacks (issue 5), against real agent processes on a local pool (anvil + the real
 deployment + embedded IPFS + Shardcast + the tiny model).
 
-The attacker runs a relay node registered on-chain (`intellect.agents.adversary_relay.MaliciousRelay`): the
+The attacker runs a relay node registered on-chain (`intellect.agents.adversary.relay.MaliciousRelay`): the
 registry advertises it to every worker and validator as a checkpoint source and an IPFS peer. Before the pool
 has any checkpoint, it forges a poisoned copy of the model as "step 1" under its own manifest, puts the
 manifest on its IPFS store, announces it in its Shardcast `/versions`, and posts it on-chain everywhere it
@@ -44,7 +44,7 @@ def _refused(fn: Any) -> str:
 
 @pytest.mark.timeout(1200)
 def test_manifest_forged_by_relay_never_loaded_and_tampered_shards_avoided(sec_swarm, big_devnet, tmp_path):
-    from intellect.agents.adversary_relay import MaliciousRelay
+    from intellect.agents.adversary.relay import MaliciousRelay
     from intellect.agents.models import tiny_model_dir
 
     swarm, devnet = sec_swarm, big_devnet

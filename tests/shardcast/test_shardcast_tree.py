@@ -256,3 +256,53 @@ def test_fetch_reused_client_keeps_corrupting_relay_benched(tmp_path: Path, orig
     finally:
         bad.stop()
         good.stop()
+
+
+def test_fetch_dripping_source_cut_at_its_shard_deadline(tmp_path: Path, origin: Origin, random_checkpoint: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22: a registered relay that answers a shard with the right headers and then one byte every 0.2 s
+    never trips a per-read timeout; the shard's total deadline cuts it off and the shard comes from elsewhere."""
+    import socket
+
+    from intellect.sdk.shardcast import _download
+
+    monkeypatch.setattr(_download, "SHARD_DEADLINE_SLACK_S", 1.0)  # seconds, instead of 30, for the test
+    manifest, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
+    sizes = {s.index: s.size for s in manifest.shards}
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    stop = threading.Event()
+    served: list[str] = []
+
+    def drip(conn: socket.socket) -> None:
+        with conn:
+            request = conn.recv(65536).decode(errors="replace").split(" ")[1]
+            served.append(request)
+            index = int(request.split("/shards/")[1].split("?")[0])
+            conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {sizes[index]}\r\n\r\n".encode())
+            while not stop.is_set():
+                try:
+                    conn.send(b"\0")
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=drip, args=(c,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    dripper = f"http://127.0.0.1:{srv.getsockname()[1]}"
+    try:
+        result = Client([dripper, origin.url], workers=2, wait=0.5).fetch_detailed(manifest, tmp_path / "out")
+        assert served, "the dripping source was never asked"
+        assert dripper not in result.per_source and sum(result.per_source.values()) == len(manifest.shards)
+        assert_same_tree(random_checkpoint, tmp_path / "out")
+    finally:
+        stop.set()
+        srv.close()

@@ -1,0 +1,59 @@
+"""The one rollout builder: a policy's completions → scored rows → a rollout file.
+
+    rollout_rows(task, target_len, generations, ...)   one problem's group, scored by the verifier's
+                                                       `score_group` (rewards, group advantages)
+    generate_for_claim(engine, task_set, seed, ...)    what a worker submits for a task claim: the
+                                                       problems the seed assigns, `group_size` seeded
+                                                       completions each with TOPLOC proofs, the file
+
+The worker, the learning experiment (`intellect.agents.demo.learn`) and the verify-vs-generate bench
+build their files here, so a file is scored the way `intellect.verifier.submission.check_submission`
+rescores it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from intellect.verifier.replay import problem_seed
+from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
+from intellect.verifier.submission import prompt_text, score_group
+from intellect.verifier.tasks import Task, TaskSet, sample_problems
+
+__all__ = ["generate_for_claim", "rollout_rows"]
+
+
+def rollout_rows(task: Task, target_len: int | None, generations: Sequence[Any], *, length_alpha: float,
+                 policy_step: int, worker: str) -> list[RolloutRow]:
+    """The rows of one problem's group: each completion (an engine `Generation`) with its task reward,
+    length penalty, total reward and group advantage."""
+    scored = score_group(task, [g.text for g in generations], [len(g.completion_ids) for g in generations],
+                         target_len, length_alpha)
+    return [RolloutRow(problem_id=task.id, prompt_ids=g.prompt_ids, completion_ids=g.completion_ids, reward=total,
+                       task_reward=tr, length_penalty=lp, target_length=target_len, advantage=adv,
+                       policy_step=policy_step, proofs=g.proofs, worker=worker)
+            for g, (tr, lp, total, adv) in zip(generations, scored, strict=True)]
+
+
+def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: int | str, problems: int,
+                       budgets: Sequence[int], group_size: int, temperature: float, length_alpha: float,
+                       policy_step: int, worker: str, model: str, tokenizer: Any = None) -> RolloutFile:
+    """The rollout file for task claim `task_id` with chain-drawn `seed`: `problems` problems and target
+    lengths from `sample_problems(task_set, seed, problems, budgets)`, `group_size` completions of each
+    sampled with the replayable seed `problem_seed(seed, k)` and TOPLOC proofs. `model` is the
+    checkpoint's manifest CID; `tokenizer`: whose chat template the prompts use (None: the bare text, see
+    `prompt_text`)."""
+    from intellect.agents.engines import SamplingParams
+
+    rows: list[RolloutRow] = []
+    for k, a in enumerate(sample_problems(task_set, seed, problems, budgets)):
+        task = task_set[a.task_id]
+        params = SamplingParams(max_tokens=a.target_len, temperature=temperature, seed=problem_seed(seed, k),
+                                capture_proofs=True)
+        gens = engine.generate([prompt_text(task, a.target_len, tokenizer)] * group_size, params)
+        rows += rollout_rows(task, a.target_len, gens, length_alpha=length_alpha, policy_step=policy_step,
+                             worker=worker)
+    meta = RolloutMeta(task_id=str(task_id), seed=seed.hex(), model=model, worker=worker, policy_step=policy_step,
+                       group_size=group_size, length_alpha=length_alpha)
+    return RolloutFile(meta, rows, name=f"task-{task_id}")

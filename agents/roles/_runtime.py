@@ -1,0 +1,558 @@
+"""What every role agent shares: chain connection, node registration and stake, local IPFS and
+its gateway, the HTTP face, crash-safe state, peer discovery, logging and graceful shutdown.
+
+    agent = Worker(cfg)      # a subclass of Agent
+    agent.run()              # blocks until SIGTERM/SIGINT or the role's work is done
+
+Peers are found through the chain: every agent registers its node with its AgentServer URL as
+the endpoint, and serves `/status` naming its other services (IPFS gateway, Shardcast). Nothing
+else is configured by hand on a local swarm.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from intellect.agents.config import AgentConfig, TaskSettings
+from intellect.agents.roles._server import AgentServer, Metrics
+from intellect.agents.roles._state import StateStore
+from intellect.sdk import IntellectError
+
+__all__ = [
+    "MAX_ATTESTATIONS_PAGE",
+    "STATUS_SCHEMA",
+    "Agent",
+    "AgentError",
+    "Directory",
+    "JsonFormatter",
+    "PeerDocumentError",
+    "StateCursorStore",
+    "attestation_page",
+    "load_task_set",
+    "parse_status",
+    "peer_service",
+    "setup_logging",
+]
+
+log = logging.getLogger(__name__)
+
+STATUS_SCHEMA = "intellect.agent.status/v1"
+
+
+class AgentError(IntellectError, RuntimeError):
+    """The agent cannot start or continue (the message says what to fix)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# logging
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg (+ exc)."""
+
+    def __init__(self, role: str = "", node: str = "") -> None:
+        super().__init__()
+        self.role = role
+        self.node = node
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if self.role:
+            doc["role"] = self.role
+        if self.node:
+            doc["node"] = self.node
+        for key in ("event", "submission", "step", "task"):
+            if hasattr(record, key):
+                doc[key] = getattr(record, key)
+        if record.exc_info:
+            doc["exc"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str)
+
+
+def setup_logging(level: str = "INFO", json_lines: bool = False, role: str = "") -> None:
+    handler = logging.StreamHandler()
+    if json_lines:
+        handler.setFormatter(JsonFormatter(role=role))
+    else:
+        handler.setFormatter(logging.Formatter(f"%(asctime)s %(levelname)s {role} %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    for noisy in ("urllib3", "web3", "filelock", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+# ---------------------------------------------------------------------------------------------
+# event cursor in the state store
+
+
+class StateCursorStore:
+    """`intellect.sdk.EventStream` cursor kept in the agent's SQLite state (one key per stream)."""
+
+    def __init__(self, store: StateStore, key: str) -> None:
+        self.store = store
+        self.key = f"cursor:{key}"
+
+    def load(self) -> Any:
+        from intellect.sdk import Cursor
+
+        raw = self.store.get(self.key)
+        return None if raw is None else Cursor.model_validate(raw)
+
+    def save(self, cursor: Any) -> None:
+        self.store.set(self.key, json.loads(cursor.model_dump_json()))
+
+
+# ---------------------------------------------------------------------------------------------
+# task sets
+
+
+def load_task_set(settings: TaskSettings, pool_task_set_cid: str | None, ipfs: Any) -> Any:
+    """The pool's task set: from `tasks.source` (checked against the pool's CID when the pool names
+    a real one) or fetched from IPFS by the pool's CID."""
+    from intellect.sdk.ipfs import compute_cid
+    from intellect.verifier.tasks import TaskSet
+
+    empty = compute_cid(b"")
+    src = settings.source
+    if src == "pool":
+        if not pool_task_set_cid or pool_task_set_cid == empty:
+            raise AgentError("the pool names no task set (empty CID): set tasks.source to synthetic:N:SEED or a path")
+        return TaskSet.from_bytes(ipfs.cat(pool_task_set_cid, max_size=256 << 20), name=pool_task_set_cid)
+    if src.startswith("synthetic:"):
+        from intellect.agents.tasks import synthetic_task_set
+
+        try:
+            _, n, seed = src.split(":")
+            ts = synthetic_task_set(int(n), seed=int(seed), max_operand=20, ops=("+",), name=src)
+        except ValueError as exc:
+            raise AgentError(f"tasks.source {src!r}: expected synthetic:N:SEED ({exc})") from None
+    else:
+        ts = TaskSet.load(Path(src))
+    if pool_task_set_cid and pool_task_set_cid != empty:
+        cid = compute_cid(ts.to_jsonl_bytes())
+        if cid != pool_task_set_cid:
+            raise AgentError(f"task set {src} has CID {cid}, the pool names {pool_task_set_cid}: wrong task set")
+    return ts
+
+
+# ---------------------------------------------------------------------------------------------
+# peers
+
+
+class PeerDocumentError(IntellectError, ValueError):
+    """A peer's `/status` document is not a JSON object of the expected shape."""
+
+
+#: Largest `/status` document read from a peer (a real one is a few KB).
+MAX_STATUS_BYTES = 1 << 20
+
+
+def parse_status(body: bytes, source: str) -> dict[str, Any]:
+    """A peer's `/status` JSON object; `PeerDocumentError` naming `source` (its URL) if it is not one."""
+    if len(body) > MAX_STATUS_BYTES:
+        raise PeerDocumentError(f"status document from {source} is {len(body)} bytes, over {MAX_STATUS_BYTES}")
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError) as exc:  # not UTF-8/JSON, an int over 4300 digits, deep nesting
+        raise PeerDocumentError(f"status document from {source} is not JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise PeerDocumentError(f"status document from {source} is a JSON {type(doc).__name__}, not an object")
+    services = doc.get("services")
+    if services is not None and not isinstance(services, dict):
+        raise PeerDocumentError(f"status document from {source}: 'services' is not an object")
+    return doc
+
+
+def peer_service(doc: dict[str, Any], name: str) -> str | None:
+    """The URL a peer's status document gives for service `name`, if it is an http(s) URL."""
+    url = (doc.get("services") or {}).get(name)
+    if not isinstance(url, str) or len(url) > 2048 or not url.startswith(("http://", "https://")):
+        return None
+    return url
+
+
+MAX_IPFS_PEERS = 16
+"""Most gateways an agent's embedded IPFS store asks for a missing block (after the ones a call names)."""
+IPFS_PEER_ROLES = ("trainer", "relay", "validator", "worker")
+"""Order in which registered nodes' gateways are tried."""
+MAX_ATTESTATIONS_PAGE = 256
+"""Most attestations one `GET /attestations` answers or one pull asks for (about 130 KB of JSON)."""
+
+
+def attestation_page(records: list[dict[str, Any]], since: float, after: int, limit: int) -> list[dict[str, Any]]:
+    """The `limit` state records after cursor (since, after) in (updated_at, id) order: a stable paging
+    that neither skips nor repeats records whose `updated_at` ties across a page boundary."""
+    newer = [r for r in records if (r["updated_at"], int(r["id"])) > (since, after)]
+    newer.sort(key=lambda r: (r["updated_at"], int(r["id"])))
+    return newer[:limit]
+
+
+class Directory:
+    """Nodes from the registry and their `/status` documents, with bounded work per stranger.
+
+    - Nodes are followed incrementally: each refresh (at most every `ttl` seconds) reads only the
+      NodeRegistered / NodeUpdated / NodeExited events since the last block it read and re-reads
+      only the nodes they name (registration is free: a full rescan per refresh would let anyone
+      make every agent's refresh cost grow with the number of nodes).
+    - A `/status` fetch has a total deadline (`timeout`, `intellect.sdk._fetch.fetch`): a peer that
+      drips its answer is cut off at the deadline, however slowly it sends. A peer that fails or
+      stalls is benched (`bench_base` seconds, doubled per offence up to `bench_max`) and not asked
+      again meanwhile; documents are cached `status_ttl` seconds.
+    - `services()` fetches the documents it lacks concurrently (`max_parallel`), so one slow peer
+      costs one deadline, not one per peer in a row, and at most `max_fetch_per_call` of them per
+      call (a flood of free registrations is worked through over several refreshes).
+    """
+
+    def __init__(self, protocol: Any, ttl: float = 5.0, timeout: float = 3.0, *, status_ttl: float = 30.0,
+                 bench_base: float = 30.0, bench_max: float = 600.0, max_parallel: int = 16,
+                 max_fetch_per_call: int = 64) -> None:
+        self.protocol = protocol
+        self.ttl = ttl
+        self.timeout = timeout
+        self.status_ttl = status_ttl
+        self.bench_base = bench_base
+        self.bench_max = bench_max
+        self.max_parallel = max_parallel
+        self.max_fetch_per_call = max_fetch_per_call
+        self._nodes: dict[str, Any] = {}
+        self._scanned_at = 0.0
+        self._block: int | None = None  # last block whose registry events are in `_nodes`
+        self._status: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._bench: dict[str, tuple[float, int]] = {}  # address -> (benched until, offences)
+        self._lock = threading.Lock()
+
+    def nodes(self, refresh: bool = False) -> dict[str, Any]:
+        with self._lock:
+            if refresh or time.monotonic() - self._scanned_at > self.ttl:
+                head = self.protocol.block_number()
+                start = None if self._block is None else self._block + 1
+                if start is None or start <= head:
+                    evs = self.protocol.get_events(["NodeRegistered", "NodeUpdated", "NodeExited"],
+                                                   from_block=start, to_block=head)
+                    for a in sorted({e.args["node"] for e in evs}):
+                        self._nodes[a] = self.protocol.node(a)
+                        self._status.pop(a.lower(), None)  # its endpoint may have changed
+                    self._block = head
+                self._scanned_at = time.monotonic()
+            return dict(self._nodes)
+
+    def node(self, address: str) -> Any:
+        from web3 import Web3
+
+        a = Web3.to_checksum_address(address)
+        n = self.nodes().get(a)
+        return n if n is not None else self.protocol.node(a)
+
+    def by_role(self, role: str) -> list[Any]:
+        from intellect.sdk import NodeStatus, Role
+
+        r = Role.parse(role)
+        return [n for n in self.nodes().values() if n.role == r and n.status == NodeStatus.ACTIVE]
+
+    def benched(self, address: str) -> bool:
+        """True while a peer that failed or stalled is left alone."""
+        b = self._bench.get(address.lower())
+        return b is not None and time.monotonic() < b[0]
+
+    def _fetch_status(self, address: str, endpoint: str) -> dict[str, Any] | None:
+        from intellect.sdk._fetch import PeerHttpError, fetch
+
+        key = address.lower()
+        url = endpoint.rstrip("/") + "/status"
+        doc: dict[str, Any] | None = None
+        try:
+            reply = fetch("GET", url, deadline=self.timeout, max_bytes=MAX_STATUS_BYTES)
+            if not reply.ok:
+                raise PeerDocumentError(f"status of {url}: HTTP {reply.status}")
+            doc = parse_status(reply.body, url)
+            self._bench.pop(key, None)
+        except (PeerHttpError, ValueError) as exc:  # PeerDocumentError is a ValueError
+            offences = self._bench.get(key, (0.0, 0))[1] + 1
+            pause = min(self.bench_max, self.bench_base * 2 ** (offences - 1))
+            self._bench[key] = (time.monotonic() + pause, offences)
+            log.debug("status of %s unavailable (%s): benched %.0f s", address, exc, pause)
+        self._status[key] = (time.monotonic(), doc)
+        return doc
+
+    def status(self, address: str) -> dict[str, Any] | None:
+        """The node's `/status` document (cached `status_ttl` seconds), None if unreachable or benched."""
+        cached = self._status.get(address.lower())
+        if cached is not None and time.monotonic() - cached[0] < self.status_ttl:
+            return cached[1]
+        if self.benched(address):
+            return None
+        try:
+            endpoint = self.node(address).endpoint
+        except Exception as exc:  # an RPC failure: no document this time
+            log.debug("node %s unavailable: %s", address, exc)
+            return None
+        return self._fetch_status(address, endpoint) if endpoint else None
+
+    def service(self, address: str, name: str) -> str | None:
+        doc = self.status(address)
+        return None if doc is None else peer_service(doc, name)
+
+    def services(self, name: str, roles: tuple[str, ...] = ("worker", "validator", "trainer", "relay")) -> list[str]:
+        """Service `name`'s URL of every active node of `roles` that names one (stale documents are
+        fetched concurrently first: the whole call takes at most about one `timeout`)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        nodes = [n for role in roles for n in self.by_role(role)]
+        now = time.monotonic()
+        todo = [n for n in nodes if n.endpoint and not self.benched(n.address)
+                and now - self._status.get(n.address.lower(), (-1e18, None))[0] >= self.status_ttl]
+        todo = todo[: self.max_fetch_per_call]  # the rest on later calls: a flood of registrations costs each
+        # refresh at most this many fetches (each bounded by its deadline)
+        if len(todo) == 1:
+            self._fetch_status(todo[0].address, todo[0].endpoint)
+        elif todo:
+            with ThreadPoolExecutor(max_workers=min(self.max_parallel, len(todo)), thread_name_prefix="status") as ex:
+                list(ex.map(lambda n: self._fetch_status(n.address, n.endpoint), todo))
+        out: list[str] = []
+        for n in nodes:  # documents at hand only: nothing more is fetched here
+            doc = self._status.get(n.address.lower(), (0.0, None))[1]
+            url = None if doc is None else peer_service(doc, name)
+            if url and url not in out:
+                out.append(url)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the agent base
+
+
+class Agent:
+    """Base of the role agents. Subclasses set `role`, implement `loop()` and extend `status()`."""
+
+    role = "agent"
+    node_role: str | None = None  # registry role; None = no registration
+
+    def __init__(self, cfg: AgentConfig) -> None:
+        self.cfg = cfg
+        self.data_dir = Path(cfg.data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.stop_event = threading.Event()
+        self.metrics = Metrics()
+        self.metrics.declare("up", "gauge", "1 while the agent runs")
+        self.metrics.declare("chain_head", "gauge", "latest block seen")
+        self.metrics.declare("errors_total", "counter", "errors by kind")
+        self.doing = "starting"
+        self.counters: dict[str, int] = {}
+        self._counter_lock = threading.Lock()
+        self.state = StateStore(self.data_dir / "state.sqlite")
+        self.protocol: Any = None
+        self.ipfs: Any = None
+        self.gateway: Any = None
+        self.server: AgentServer | None = None
+        self.directory: Directory | None = None
+        self.pool_id: int = 0
+        self._closers: list[Callable[[], None]] = []
+
+    # -- counters ------------------------------------------------------------------------------
+    def count(self, name: str, amount: int = 1) -> None:
+        with self._counter_lock:
+            self.counters[name] = self.counters.get(name, 0) + amount
+            self.state.set(f"counter:{name}", self.counters[name])
+
+    def _load_counters(self, *names: str) -> None:
+        """Start the named counters from the values `count` kept in the state store (a restart resumes them)."""
+        for name in names:
+            self.counters[name] = int(self.state.get(f"counter:{name}", 0))
+
+    # -- set-up --------------------------------------------------------------------------------
+    def connect(self) -> None:
+        from intellect.sdk import Protocol
+
+        c = self.cfg.chain
+        password = os.environ.get(c.password_env) if c.keystore is not None else None
+        if c.keystore is not None and password is None and c.password_file is None:
+            raise AgentError(f"chain.keystore is set but neither ${c.password_env} nor chain.password_file is")
+        if c.keystore is None and c.dev_account is None:
+            raise AgentError("no account: set chain.keystore (+ password) or, on a local chain, chain.dev_account")
+        self.protocol = Protocol.connect(
+            c.network, rpc_url=c.rpc_url, deployment=c.deployment_file, keystore=c.keystore, password=password,
+            password_file=c.password_file, dev_account_index=c.dev_account,
+        )
+        pool_id = c.pool_id if c.pool_id is not None else self.protocol.deployment.default_pool_id
+        if pool_id is None:
+            raise AgentError("chain.pool_id is unset and the deployment has no default pool")
+        self.pool_id = int(pool_id)
+        self.pool = self.protocol.pool(self.pool_id)
+        self.directory = Directory(self.protocol)
+        log.info("%s %s on chain %d, pool %d", self.role, self.protocol.address, self.protocol.chain_id, self.pool_id)
+
+    def open_ipfs(self) -> None:
+        from intellect.sdk.ipfs import EmbeddedIpfs, IpfsGateway, KuboIpfs
+
+        if self.cfg.ipfs.backend == "kubo":
+            self.ipfs = KuboIpfs(str(self.cfg.ipfs.api_url))
+            return
+        self.ipfs = EmbeddedIpfs(self.data_dir / "ipfs", timeout=10.0)
+        if self.cfg.ipfs.gateway:
+            s = self.cfg.server
+            self.gateway = IpfsGateway(self.ipfs, host=s.host, port=s.ipfs_port).start()
+            self._closers.append(self.gateway.stop)
+
+    def refresh_ipfs_peers(self, extra: list[str] | None = None) -> None:
+        """Embedded store: fetch misses from every known agent's gateway (plus `extra` first)."""
+        if self.directory is None or not hasattr(self.ipfs, "peers"):
+            return
+        mine = self.ipfs_public_url
+        # the pool's own nodes first: registration is free, so workers' gateways may be many and hostile
+        peers = [p for p in (extra or []) if p] + self.directory.services("ipfs", roles=IPFS_PEER_ROLES)
+        self.ipfs.peers = [p.rstrip("/") for p in dict.fromkeys(peers) if p and p != mine][:MAX_IPFS_PEERS]
+
+    def shardcast_sources(self) -> list[str]:
+        """Where this node fetches checkpoint shards: the pool trainer's Shardcast origin, then the relays'."""
+        assert self.directory is not None
+        origin = self.directory.service(self.pool.params.trainer, "shardcast")
+        return ([origin] if origin else []) + self.directory.services("shardcast", roles=("relay",))
+
+    def start_server(self) -> None:
+        s = self.cfg.server
+        self.server = AgentServer(self.status, self.metrics, host=s.host, port=s.port).start()
+        self._closers.append(self.server.stop)
+        url_file = self.data_dir / "url"  # where local tools (tests, the demo) find this agent
+        url_file.write_text(self.server.url + "\n")
+
+    @property
+    def public_url(self) -> str:
+        """This agent's URL as other nodes reach it (server.public_url / public_host; the bound one on loopback)."""
+        assert self.server is not None
+        if not self.cfg.server.advertise:  # no inbound route: register no endpoint peers would try in vain
+            return ""
+        return self.cfg.server.advertised("status", self.server.url)
+
+    @property
+    def ipfs_public_url(self) -> str | None:
+        """The IPFS gateway peers fetch this node's objects from (None: this node serves none)."""
+        if not self.cfg.server.advertise:
+            return None
+        if self.gateway is not None:
+            return self.cfg.server.advertised("ipfs", self.gateway.url)
+        if self.cfg.ipfs.backend == "kubo" and self.cfg.server.ipfs_public_url:  # the Kubo node's own gateway
+            return str(self.cfg.server.ipfs_public_url).rstrip("/")
+        return None
+
+    def services(self) -> dict[str, str]:
+        if not self.cfg.server.advertise:
+            return {}
+        out = {"status": self.public_url + "/status", "metrics": self.public_url + "/metrics"}
+        if (gw := self.ipfs_public_url) is not None:
+            out["ipfs"] = gw
+        return out
+
+    def ensure_node(self, *, gpu_model: str = "cpu", vram_gib: int = 0, gpu_count: int = 0,
+                    stake_amount: float = 0.0, auto_stake: bool = True) -> None:
+        """Register this account's node in `node_role` (endpoint = this agent's URL) and stake the minimum."""
+        from intellect.sdk import NodeStatus, Role
+
+        p = self.protocol
+        role = Role.parse(self.node_role)
+        node = p.node()
+        if node.status == NodeStatus.NONE:
+            if not auto_stake:
+                raise AgentError(f"node {p.address} is not registered as {role.name.lower()}; register it "
+                                 f"(`intellect node register`) or enable auto_stake")
+            p.register_node(role, gpu_model=gpu_model, vram_gib=vram_gib, gpu_count=gpu_count,
+                            endpoint=self.public_url)
+            log.info("registered node %s as %s at %s", p.address, role.name.lower(), self.public_url)
+        elif node.role != role or node.status != NodeStatus.ACTIVE:
+            raise AgentError(f"node {p.address} is registered as {node.role.name.lower()} ({node.status.name.lower()}), "
+                             f"not an active {role.name.lower()}: use another key")
+        elif (node.endpoint != self.public_url or node.gpu_model != gpu_model or node.vram_gib != vram_gib
+              or node.gpu_count != gpu_count):
+            p.update_node(p.address, gpu_model=gpu_model, vram_gib=vram_gib, gpu_count=gpu_count,
+                          endpoint=self.public_url)
+            log.info("updated node %s endpoint to %s", p.address, self.public_url)
+        need = p.min_stake(role)
+        have = p.active_stake(p.address)
+        if have < need:
+            if not auto_stake:
+                raise AgentError(f"node {p.address} has {have / 1e18:g} tokens staked, the {role.name.lower()} "
+                                 f"minimum is {need / 1e18:g}: stake (`intellect stake add`) or enable auto_stake")
+            amount = max(need - have, int(stake_amount * 10**18))
+            if p.balance_of() < amount + 20 * 10**18 and p.is_dev_chain:
+                p.drip()
+            p.stake(p.address, amount)
+            log.info("staked %g tokens on %s", amount / 1e18, p.address)
+        self.node_info = p.node()
+
+    def start(self) -> None:
+        """Connect, open IPFS and the server. Subclasses extend (call super first)."""
+        self.connect()
+        self.open_ipfs()
+        self.start_server()
+
+    # -- running -------------------------------------------------------------------------------
+    def loop(self) -> None:
+        raise NotImplementedError
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep unless stopping; True if a stop was requested."""
+        return self.stop_event.wait(seconds)
+
+    def install_signals(self) -> None:
+        def handler(signum: int, _frame: Any) -> None:
+            log.info("signal %d: stopping after the current step", signum)
+            self.stop_event.set()
+
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+
+    def run(self) -> None:
+        """Start, loop until stopped, close cleanly. A crash in the loop is logged and re-raised."""
+        self.metrics.set("up", 1)
+        try:
+            self.start()
+            self.doing = "running"
+            self.loop()
+        finally:
+            self.doing = "stopped"
+            self.metrics.set("up", 0)
+            self.close()
+
+    def close(self) -> None:
+        for fn in reversed(self._closers):
+            try:
+                fn()
+            except Exception:  # closing must go on
+                log.exception("closing failed")
+        self._closers.clear()
+        self.state.close()
+
+    # -- status --------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        head = None
+        if self.protocol is not None:
+            try:
+                head = self.protocol.block_number()
+                self.metrics.set("chain_head", head)
+            except Exception:  # status must answer even when the RPC is down
+                head = None
+        return {
+            "schema": STATUS_SCHEMA,
+            "role": self.role,
+            "node": self.protocol.address if self.protocol is not None and self.protocol.account else None,
+            "pool": self.pool_id,
+            "chain_id": self.protocol.chain_id if self.protocol is not None else None,
+            "chain_head": head,
+            "doing": self.doing,
+            "counters": dict(self.counters),
+            "services": self.services() if self.server is not None else {},
+            "pid": os.getpid(),
+        }

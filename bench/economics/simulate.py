@@ -1,0 +1,498 @@
+"""Economic simulation of issue 21's incentives, played against the real contracts (deploy_all) on anvil.
+
+Every strategy plays with its own node(s), owner keys and real stake on the dev pool (window 300 s, vote 120 s,
+lease 600 s, 1 INTL per unit, challenge bond 10, worker slash 50, attesterSlash 20, voterSlash 10,
+maxOpenLeases 2). Whether a submission is bad is a ground-truth flag of the simulation: the contract game is
+what is simulated (TOPLOC and the acceptance rule are tested elsewhere). One round:
+
+- workers claim and submit (`--tasks` submissions of 64 units per round is a worker's compute capacity):
+  `honest`; `cheater-10` / `cheater-50` / `cheater-100` (each submission bad with that probability, drawn
+  from the cheater's own generator seeded by `--seed`; the claim seeds, and so the cherry-picker's choices,
+  come from block hashes, which follow anvil's wall-clock timestamps and differ between runs; junk costs `--cheat-cost` of honest compute); `cherry-picker` (claims, computes the task's
+  seed from the claim's block, submits only seeds that are cheap for it, lets the others expire; claims until
+  it has submitted `--tasks` or the lease cap refuses it); `overstated` (declares gpu-large hardware while it
+  has gpu-small: the pool's budgets give its class tasks `--overstate`x longer, so it claims `--tasks`
+  leases of that size, finishes what its real capacity allows and truncates the rest: those are bad);
+  `overstated-patient` (the same node, but it submits only what it finished and lets the rest expire);
+- the trainer (pool owner) submits `--canaries` canaries (known-bad work) per round from a worker node of its
+  own, records the attestations it received (AttesterBook, `--attester-reward` each), slashes every attester
+  of upheld work with the attestation it holds;
+- validators (100 INTL stake each): `honest` (two nodes: check every submission, attest the good, challenge
+  the bad, alternating who challenges, the other votes with the truth, report losing voters); `lazy` (attests
+  everything, checks nothing); `malicious` (checks, challenges one good submission per round, votes against
+  the truth on every challenge); `idle` (nothing);
+- the chain moves past the vote period (anyone resolves), past the window (workers and attesters claim, void
+  submissions are voided, attester rewards of upheld work released) and past the lease (expired leases freed).
+  A node slashed below the minimum stake tops its stake up from its owner's balance (so every strategy keeps
+  playing; the top-up is a transfer inside its own wealth).
+
+After every round the token books must balance to the wei: total supply = minted supply = every holder's
+balance + the StakeManager's + the TaskLedger's + the AttesterBook's balance; the StakeManager holds exactly
+its totalStaked; the ledger exactly the pool's budget + reserved (no challenge is open at a round's end);
+the AttesterBook exactly the pool's attester budget + the rewards recorded and not yet claimed or released.
+
+Profit of a strategy = change of (owner balance + node balance + active and unbonding stake) minus its costs:
+compute `--unit-cost` INTL per unit generated (honest work; x the seed's cost factor for the cherry-picker,
+which conditions on it; everyone else pays the expected factor 1), `--check-cost` INTL per submission a
+validator checks. Per day = profit / chain seconds elapsed x 86,400. Gas is not counted (anvil, gas price 0).
+
+Usage:
+    .venv/bin/python bench/economics/simulate.py [--rounds 16] [--tasks 2] [--seed 1] [--json out.json]
+        [--unit-cost 0.5] [--check-cost 1.6] [--attester-reward 2] [--canaries 1] [--workers honest,cheater-10,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import random
+import sys
+import time
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+log = logging.getLogger("economics")
+UNITS = 64
+CID = "bafkreicysg23kiwv34eg2d7qweipxwosdo2py4ldv42nbauguluen5v6am"
+PROOFS = "0x" + "11" * 32
+WORKERS = ("honest", "cheater-10", "cheater-50", "cheater-100", "cherry-picker", "overstated", "overstated-patient")
+CHEAT_RATE = {"cheater-10": 0.1, "cheater-50": 0.5, "cheater-100": 1.0}
+VALIDATORS = ("honest", "lazy", "malicious", "idle")
+SMALL = ("RTX4090", 24, 1)  # gpu-small: the hardware every worker really has
+LARGE = ("H100", 80, 8)  # gpu-large: what the overstating worker declares
+
+
+@dataclass
+class Params:
+    rounds: int = 16
+    tasks: int = 2
+    seed: int = 1
+    unit_cost: float = 0.5
+    cheat_cost: float = 0.0
+    check_cost: float = 1.6
+    attester_reward: float = 2.0
+    canaries: int = 1
+    overstate: int = 2
+    workers: str = ",".join(WORKERS)  # the worker strategies in play (comma-separated)
+
+
+@dataclass
+class Player:
+    strategy: str
+    role: str  # "worker" | "validator"
+    node: Any
+    owner: Any
+    start: int = 0
+    cost: float = 0.0  # INTL spent off-chain (compute, checks)
+    credit: float = 0.0  # overstated: leases its real capacity can finish
+    rng: random.Random = field(default_factory=random.Random)  # its own draws (cheaters), seeded per strategy
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+@dataclass
+class Sub:
+    sid: int
+    player: Player
+    bad: bool
+    attesters: list[Player] = field(default_factory=list)
+
+
+class Sim:
+    def __init__(self, p: Params) -> None:
+        from brownie import accounts, chain, web3
+        from eth_utils import keccak
+
+        from scripts._deployment import TOKEN, dev_params
+        from scripts._eip712 import registration_signature
+        from scripts.deploy import deploy_all
+
+        self.p, self.rng = p, random.Random(p.seed)
+        self.accounts, self.chain, self.web3, self.keccak, self.TOKEN = accounts, chain, web3, keccak, TOKEN
+        self.sig = registration_signature
+        self.admin = accounts[0]  # deployer, pool owner and trainer
+        self.treasury = accounts[9]  # slashes' treasury share, kept apart from the trainer's books
+        params = dev_params().model_copy(update={"treasury": self.treasury.address})
+        d = deploy_all(self.admin, params, dev=True)
+        self.token, self.reg, self.sm, self.ledger, self.book = (
+            d.token, d.registry, d.stake_manager, d.ledger, d.attester_book)
+        self.pool = d.default_pool_id
+        pp = self.ledger.pool(self.pool)["params"]
+        self.window_s, self.vote_s, self.lease_s = int(pp["windowLength"]), int(pp["votePeriod"]), int(
+            pp["leaseDuration"])
+        self.minted = self.token.totalSupply()
+        self.book.setAttesterReward(self.pool, int(p.attester_reward * TOKEN), {"from": self.admin})
+        self.token.approve(self.book, 2**255, {"from": self.admin})
+        self.book.fundAttesterRewards(self.pool, 20_000 * TOKEN, {"from": self.admin})
+        self.ledger.publishCheckpoint(self.pool, 0, "m0", {"from": self.admin})
+        self.n = 0
+        chosen = [w.strip() for w in p.workers.split(",") if w.strip()]
+        unknown = set(chosen) - set(WORKERS)
+        if unknown or "honest" not in chosen:
+            raise ValueError(f"--workers {p.workers!r}: needs 'honest', knows {', '.join(WORKERS)}")
+        self.workers = [self._player(s, "worker", LARGE if s.startswith("overstated") else SMALL) for s in chosen]
+        self.validators = [self._player("honest", "validator"), self._player("honest", "validator")] + [
+            self._player(s, "validator") for s in VALIDATORS[1:]]
+        self.canary = self._player("canary", "worker", SMALL, owner=self.admin)
+        self.players = self.workers + self.validators
+        for pl in self.players:
+            pl.start = self.wealth(pl)
+        self.trainer_start = self.trainer_wealth()
+        self.t0 = self.chain.time()
+        self.stats: dict[str, int] = defaultdict(int)
+        self.reserved_attestations = 0  # recorded attester rewards not yet claimed or released
+        self.book_lines: list[str] = []
+
+    # ---------------------------------------------------------------- setup and accounting
+    def _mint(self, to: Any, amount: int) -> None:
+        self.token.mint(to, amount, {"from": self.admin})
+        self.minted += amount
+
+    def _player(self, strategy: str, role: str, hw: tuple = SMALL, owner: Any = None) -> Player:
+        self.n += 1
+        node = self.accounts.add("0x" + self.keccak(text=f"economics-{self.n}").hex())
+        self.web3.provider.make_request("anvil_setBalance", [node.address, hex(10**21)])
+        if owner is None:
+            owner = self.accounts.add("0x" + self.keccak(text=f"economics-owner-{self.n}").hex())
+            self.web3.provider.make_request("anvil_setBalance", [owner.address, hex(10**21)])
+            self._mint(owner, 10_000 * self.TOKEN)  # top-ups after slashes come from here
+        role_id = 1 if role == "worker" else 2
+        deadline = self.chain.time() + 3600
+        self.reg.register(node, role_id, *hw, "", deadline,
+                          self.sig(self.reg, node, owner.address, role_id, deadline), {"from": owner})
+        self._mint(node, 1_000 * self.TOKEN)  # challenge bonds come from the node's own balance
+        self.token.approve(self.sm, 2**255, {"from": owner})
+        self.token.approve(self.ledger, 2**255, {"from": node})
+        self.sm.stake(node, 100 * self.TOKEN, {"from": owner})
+        return Player(strategy, role, node, owner, rng=random.Random(f"{self.p.seed}-{strategy}-{self.n}"))
+
+    def wealth(self, pl: Player) -> int:
+        s = self.sm.stakeOf(pl.node)
+        return self.token.balanceOf(pl.owner) + self.token.balanceOf(pl.node) + s["active"] + s["unbonding"]
+
+    def trainer_wealth(self) -> int:
+        """The pool owner's tokens: its balance, its canary node, the pool's escrow in the ledger and in
+        the AttesterBook (what the trainer pays out is what leaves this)."""
+        pool = self.ledger.pool(self.pool)
+        s = self.sm.stakeOf(self.canary.node)
+        return (self.token.balanceOf(self.admin) + self.token.balanceOf(self.canary.node) + s["active"]
+                + s["unbonding"] + pool["budget"] + pool["reserved"] + self.token.balanceOf(self.book))
+
+    def tx(self, fn: Any, *args: Any, sender: Any) -> Any:
+        from brownie.exceptions import TransactionError, VirtualMachineError
+        from brownie.network.transaction import TransactionReceipt
+        from web3.exceptions import TransactionNotFound
+
+        try:
+            return fn(*args, {"from": sender})
+        except VirtualMachineError as exc:
+            self.stats[f"refused {fn._name}: {(exc.revert_msg or '').split(':')[0]}"] += 1
+            return None
+        except TransactionError as exc:  # brownie's "dropped without known replacement" race on a loaded host
+            txid = str(exc).rsplit(" ", 1)[-1]
+            for _ in range(20):
+                try:
+                    receipt = self.web3.eth.get_transaction_receipt(txid)
+                    break
+                except TransactionNotFound:
+                    time.sleep(0.5)
+            else:
+                raise
+            self.stats["brownie reported a mined transaction as dropped (receipt read back)"] += 1
+            if receipt["status"] != 1:
+                self.stats[f"refused {fn._name}"] += 1
+                return None
+            return TransactionReceipt(txid)
+
+    def top_up(self, pl: Player) -> None:
+        role_id = 1 if pl.role == "worker" else 2
+        need = self.sm.minStake(role_id) - self.sm.stakeOf(pl.node)["active"]
+        if need > 0:
+            self.tx(self.sm.stake, pl.node, need, sender=pl.owner)
+            pl.counts["top-ups"] += 1
+
+    # ---------------------------------------------------------------- worker moves
+    def seed_factor(self, receipt: Any, tid: int, node: Any) -> float:
+        """The task's seed (keccak(abi.encode(claimBlockHash, node, taskId))) mapped to a compute-cost
+        factor in [0.5, 1.5): how expensive its problems are for this node (expectation 1)."""
+        from eth_abi import encode
+
+        bh = self.web3.eth.get_block(receipt.block_number)["hash"]
+        seed = int.from_bytes(self.keccak(encode(["bytes32", "address", "uint256"], [bh, node.address, tid])), "big")
+        return 0.5 + (seed % 1000) / 1000
+
+    def claim(self, pl: Player) -> tuple[int, Any] | None:
+        rc = self.tx(self.ledger.claimTask, self.pool, sender=pl.node)
+        return None if rc is None else (int(rc.return_value), rc)
+
+    def submit(self, pl: Player, tid: int, units: int, bad: bool, subs: list[Sub]) -> None:
+        if self.tx(self.ledger.submitWork, tid, CID, PROOFS, units, 0, sender=pl.node):
+            subs.append(Sub(tid, pl, bad))
+            pl.counts["bad" if bad else "good"] += 1
+
+    def play_worker(self, pl: Player, subs: list[Sub], expiring: list[int]) -> None:
+        p, s = self.p, pl.strategy
+        if s == "honest" or s in CHEAT_RATE:
+            for _ in range(p.tasks):
+                got = self.claim(pl)
+                if got is None:
+                    continue
+                bad = pl.rng.random() < CHEAT_RATE.get(s, 0.0)
+                pl.cost += p.unit_cost * UNITS * (p.cheat_cost if bad else 1.0)
+                self.submit(pl, got[0], UNITS, bad, subs)
+        elif s == "cherry-picker":
+            submitted = 0
+            while submitted < p.tasks:
+                got = self.claim(pl)
+                if got is None:  # the lease cap: the discarded seeds hold its slots
+                    break
+                factor = self.seed_factor(got[1], got[0], pl.node)
+                if factor < 1.0:
+                    pl.cost += p.unit_cost * UNITS * factor
+                    self.submit(pl, got[0], UNITS, False, subs)
+                    submitted += 1
+                else:
+                    expiring.append(got[0])
+                    pl.counts["discarded"] += 1
+        else:  # overstated: tasks sized for gpu-large, the compute of gpu-small
+            units = UNITS * p.overstate
+            for _ in range(p.tasks):
+                got = self.claim(pl)
+                if got is None:
+                    continue
+                # its real capacity (tasks x UNITS units per round) finishes 1 / overstate of these leases
+                pl.credit += 1.0 / p.overstate
+                if pl.credit >= 1.0 - 1e-9:
+                    pl.credit -= 1.0
+                    pl.cost += p.unit_cost * units
+                    self.submit(pl, got[0], units, False, subs)
+                elif s == "overstated":  # truncated completions: shorter than its class's budgets say
+                    self.submit(pl, got[0], units, True, subs)
+                else:
+                    expiring.append(got[0])
+                    pl.counts["expired"] += 1
+
+    # ---------------------------------------------------------------- one round
+    def round(self, r: int) -> None:
+        p = self.p
+        subs: list[Sub] = []
+        expiring: list[int] = []
+        for pl in self.workers:
+            self.play_worker(pl, subs, expiring)
+        for _ in range(p.canaries):
+            got = self.claim(self.canary)
+            if got is not None:
+                self.submit(self.canary, got[0], UNITS, True, subs)
+        self.rng.shuffle(subs)
+        honest = [v for v in self.validators if v.strategy == "honest"]
+        lazy, malicious = (next(v for v in self.validators if v.strategy == s) for s in ("lazy", "malicious"))
+        for v in self.validators:  # who checks pays for it
+            if v.strategy in ("honest", "malicious"):
+                v.cost += p.check_cost * len(subs)
+                v.counts["checked"] += len(subs)
+        # attestations the trainer receives and records
+        for sub in subs:
+            sub.attesters = [lazy] + ([] if sub.bad else honest)
+            if self.tx(self.book.recordAttestations, sub.sid, [v.node for v in sub.attesters], sender=self.admin):
+                self.reserved_attestations += len(sub.attesters)
+        # challenges: every bad submission by an honest validator, one good one by the malicious validator
+        challenged: list[tuple[Sub, Player]] = []
+        for i, sub in enumerate(s for s in subs if s.bad):
+            who = honest[i % len(honest)]
+            if self.tx(self.ledger.challenge, sub.sid, "evidence", sender=who.node):
+                challenged.append((sub, who))
+        good = [s for s in subs if not s.bad and s.player.role == "worker"]
+        if good and self.tx(self.ledger.challenge, good[0].sid, "fabricated", sender=malicious.node):
+            challenged.append((good[0], malicious))
+        for sub, challenger in challenged:
+            for v in honest:
+                if v is not challenger:
+                    self.tx(self.ledger.vote, sub.sid, sub.bad, sender=v.node)
+            if challenger is not malicious:
+                self.tx(self.ledger.vote, sub.sid, not sub.bad, sender=malicious.node)
+        self.chain.sleep(self.vote_s + 1)
+        self.chain.mine()
+        for sub, _ in challenged:
+            self.tx(self.ledger.resolve, sub.sid, sender=self.admin)
+            self.stats["upheld" if self.ledger.task(sub.sid)["status"] == 4 else "rejected"] += 1
+        for sub, _ in challenged:
+            upheld = self.ledger.task(sub.sid)["status"] == 4
+            for v in self.validators:  # an honest validator reports the losing voters (reporter share)
+                voted, uphold = self.ledger.voteOf(sub.sid, v.node)
+                if voted and uphold != upheld and self.tx(self.book.slashVoter, sub.sid, v.node,
+                                                          sender=honest[0].node):
+                    v.counts["voter slashes"] += 1
+            if upheld:  # the trainer holds the attesters' accepting signatures
+                for v in sub.attesters:
+                    reserved = self.book.recorded(sub.sid, v.node) > 0
+                    if self.tx(self.book.slashAttester, sub.sid, v.node, *self.attestation(v, sub.sid),
+                               sender=self.admin):
+                        v.counts["attester slashes"] += 1
+                        self.reserved_attestations -= reserved  # the slash releases its reward to the pool
+        self.chain.sleep(self.window_s + 1)
+        self.chain.mine()
+        for sub in subs:
+            status = self.ledger.task(sub.sid)["status"]
+            if self.ledger.claimable(sub.sid):
+                self.tx(self.ledger.claimRewards, [sub.sid], sender=sub.player.node)
+            elif status == 2 and self.tx(self.ledger.voidSubmissions, [sub.sid], sender=self.admin):
+                sub.player.counts["wiped"] += 1  # Submitted but void after a wipe
+            status = self.ledger.task(sub.sid)["status"]
+            for v in sub.attesters:
+                if self.book.recorded(sub.sid, v.node):
+                    if status in (4, 6):  # Upheld, Voided: the reward goes back to the pool
+                        if self.tx(self.book.releaseAttesterReward, sub.sid, v.node, sender=self.admin):
+                            self.reserved_attestations -= 1
+                    elif self.tx(self.book.claimAttesterReward, sub.sid, v.node, sender=v.node):
+                        v.counts["attester rewards"] += 1
+                        self.reserved_attestations -= 1
+        self.chain.sleep(max(0, self.lease_s - self.window_s - self.vote_s) + 5)
+        self.chain.mine()
+        for tid in expiring:
+            self.tx(self.ledger.expireLease, tid, sender=self.admin)
+        for pl in [*self.players, self.canary]:
+            self.top_up(pl)
+        self.check_books(r)
+
+    def attestation(self, v: Player, sid: int) -> tuple:
+        from intellect.agents.attestation import sign_attestation
+
+        a = sign_attestation(v.node.private_key, chain_id=self.chain.id, ledger=self.ledger.address,
+                             submission_id=sid, rollouts_cid=CID, proofs_hash=PROOFS, policy_step=0)
+        return (self.keccak(text=CID), PROOFS, 0, a.signature)
+
+    def check_books(self, r: int) -> None:
+        holders = {a.address for a in self.accounts}
+        balances = sum(self.token.balanceOf(a) for a in holders)
+        sm, led, book = (self.token.balanceOf(c) for c in (self.sm, self.ledger, self.book))
+        supply = self.token.totalSupply()
+        assert supply == self.minted, f"round {r}: supply {supply} != minted {self.minted}"
+        assert balances + sm + led + book == supply, (
+            f"round {r}: tokens outside the books ({balances + sm + led + book} != supply {supply})")
+        assert sm == self.sm.totalStaked(), f"round {r}: StakeManager holds {sm}, totalStaked {self.sm.totalStaked()}"
+        pool = self.ledger.pool(self.pool)
+        assert led == pool["budget"] + pool["reserved"], f"round {r}: ledger holds {led} != budget + reserved"
+        reward, budget = self.book.poolRule(self.pool)
+        assert book == budget + self.reserved_attestations * reward, (
+            f"round {r}: AttesterBook holds {book} != budget {budget} + {self.reserved_attestations} reserved rewards")
+        self.book_lines.append(f"round {r + 1}: supply {supply} wei = holders {balances} + stakes {sm} "
+                               f"+ ledger escrow {led} + attester escrow {book}: balanced")
+        self.stats["rounds with the books balanced to the wei"] += 1
+
+    # ---------------------------------------------------------------- the run
+    def run(self) -> dict:
+        for r in range(self.p.rounds):
+            self.round(r)
+            log.info("%s", self.book_lines[-1])
+        seconds = self.chain.time() - self.t0
+        days = seconds / 86400
+        rows: list[dict] = []
+        for role in ("worker", "validator"):
+            groups: dict[str, list[Player]] = defaultdict(list)
+            for pl in self.players:
+                if pl.role == role:
+                    groups[pl.strategy].append(pl)
+            for strategy, pls in groups.items():
+                tokens = sum(self.wealth(pl) - pl.start for pl in pls) / self.TOKEN / len(pls)
+                cost = sum(pl.cost for pl in pls) / len(pls)
+                counts: dict[str, int] = defaultdict(int)
+                for pl in pls:
+                    for k, v in pl.counts.items():
+                        counts[k] += v
+                rows.append({"role": role, "strategy": strategy, "nodes": len(pls), "tokens": tokens, "cost": cost,
+                             "profit": tokens - cost, "per_day": (tokens - cost) / days, "counts": dict(counts)})
+        for role in ("worker", "validator"):
+            mine = [r for r in rows if r["role"] == role]
+            best = max((r["per_day"] for r in mine if r["strategy"] != "honest"), default=float("-inf"))
+            honest = next(r for r in mine if r["strategy"] == "honest")
+            for r in mine:
+                r["honest_strictly_best"] = honest["per_day"] > best
+        trainer = (self.trainer_wealth() - self.trainer_start) / self.TOKEN
+        return {"params": self.p.__dict__, "chain_seconds": seconds, "rows": rows, "trainer_per_day": trainer / days,
+                "treasury": self.token.balanceOf(self.treasury) / self.TOKEN, "stats": dict(self.stats),
+                "books": self.book_lines}
+
+
+def table(result: dict) -> str:
+    p = result["params"]
+    lines = [f"{p['rounds']} rounds ({result['chain_seconds']} s of chain time), {p['tasks']} submissions of {UNITS} "
+             f"units per worker per round, seed {p['seed']}; costs: {p['unit_cost']} INTL/unit generated, "
+             f"{p['check_cost']} INTL per check; attester reward {p['attester_reward']} INTL; "
+             f"{p['canaries']} canary per round",
+             "", "| role | strategy | nodes | tokens won (INTL/node) | costs | profit | profit per day | what happened |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in result["rows"]:
+        what = ", ".join(f"{k} {v}" for k, v in sorted(r["counts"].items()))
+        lines.append(f"| {r['role']} | {r['strategy']} | {r['nodes']} | {r['tokens']:.1f} | {r['cost']:.1f} | "
+                     f"{r['profit']:.1f} | {r['per_day']:.0f} | {what} |")
+    lines.append("")
+    for role in ("worker", "validator"):
+        mine = [r for r in result["rows"] if r["role"] == role]
+        if len(mine) < 2:
+            lines.append(f"- {role}s: honest only in this run")
+            continue
+        best = max((r for r in mine if r["strategy"] != "honest"), key=lambda r: r["per_day"])
+        honest = next(r for r in mine if r["strategy"] == "honest")
+        if mine[0]["honest_strictly_best"]:
+            verdict = "yes"
+        elif best["per_day"] == honest["per_day"]:
+            verdict = f"NO: {best['strategy']} earns exactly as much (a tie)"
+        else:
+            verdict = f"NO: {best['strategy']} earns more"
+        lines.append(f"- honest strictly best {role}: {verdict} (best other: {best['strategy']}, "
+                     f"{best['per_day']:.0f} INTL/day)")
+    lines.append(f"- trainer (pool owner): {result['trainer_per_day']:.0f} INTL/day (rewards paid, canaries); "
+                 f"treasury received {result['treasury']:.1f} INTL")
+    lines.append(f"- books: balanced to the wei after each of {result['stats'].get('rounds with the books balanced to the wei', 0)} rounds")
+    return "\n".join(lines)
+
+
+def run(p: Params) -> dict:
+    """Deploys on the connected brownie network and plays `p.rounds` rounds (the smoke test calls this)."""
+    return Sim(p).run()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    d = Params()
+    for name, value in d.__dict__.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    p = Params(**{k: getattr(args, k) for k in d.__dict__})
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    from brownie import network, project
+
+    from scripts._anvil import use_private_anvil_port
+
+    proj = project.load(str(ROOT), name="IntellectProtocol")
+    proj.load_config()
+    use_private_anvil_port()  # our own anvil, never another session's on 8545
+    started = time.monotonic()
+    with contextlib.redirect_stdout(io.StringIO()):  # brownie prints every transaction
+        network.connect("development")
+        try:
+            result = run(p)
+        finally:
+            network.disconnect()
+    result["wall_seconds"] = round(time.monotonic() - started, 1)
+    print()
+    print(table(result))
+    print("refusals and outcomes:", json.dumps(result["stats"], sort_keys=True))
+    print(f"wall time {result['wall_seconds']} s")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
+import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
+
+import {IAttesterBook} from "./interfaces/IAttesterBook.sol";
+import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
+import {IStakeManager} from "./interfaces/IStakeManager.sol";
+import {ITaskLedger} from "./interfaces/ITaskLedger.sol";
+
+/// @title AttesterBook
+/// @notice Attester rewards and attester slashes beside the TaskLedger (see IAttesterBook). A contract of its
+/// own: the ledger is at the EIP-170 size limit, and this one only reads the ledger's views and slashes through
+/// the StakeManager (SLASHER_ROLE). Every call is O(1) or O(batch <= 16).
+contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook {
+    using SafeERC20 for IERC20;
+
+    /// @notice EIP-712 type of an attestation (intellect.agents.attestation: the same message).
+    bytes32 public constant ATTESTATION_TYPEHASH = keccak256(
+        "Attestation(uint256 submissionId,bytes32 rolloutsCidHash,bytes32 proofsHash,uint256 policyStep,bool accepted)"
+    );
+    bytes32 private constant _DOMAIN_TYPEHASH =
+        keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
+    uint256 private constant _MAX_BATCH = 16;
+
+    // one slot: 96 + 128 + 8 = 232 bits
+    struct PoolRule {
+        uint96 reward;
+        uint128 budget;
+        bool set;
+    }
+
+    // one slot per (submission, validator): 96 + 8 + 8 bits. state: 0 none, 1 reserved, 2 settled
+    struct Record {
+        uint96 amount;
+        uint8 state;
+        bool slashed;
+    }
+
+    IERC20 private immutable _token;
+    ITaskLedger private immutable _ledger;
+    IStakeManager private immutable _stakeManager;
+    INodeRegistry private immutable _registry;
+
+    mapping(uint32 poolId => PoolRule) private _rules;
+    mapping(uint256 submissionId => mapping(address validator => Record)) private _records;
+    uint256 private _attesterSlash;
+    uint256 private _voterSlash;
+    // the last round of each challenge for which a validator was slashed as a losing voter
+    mapping(uint256 challengeId => mapping(address validator => uint16 round)) private _voterSlashed;
+
+    /// @param admin receives DEFAULT_ADMIN_ROLE (sets the attester slash)
+    /// @param ledger_ the TaskLedger whose submissions are attested (also the attestations' EIP-712 domain)
+    /// @param attesterSlash_ tokens slashed per accepting attestation of upheld work (capped at the minimum stake)
+    /// @param voterSlash_ tokens slashed per vote against a challenge's outcome (capped likewise)
+    constructor(address admin, ITaskLedger ledger_, uint256 attesterSlash_, uint256 voterSlash_) {
+        _ledger = ledger_;
+        _token = IERC20(ledger_.token());
+        _stakeManager = IStakeManager(ledger_.stakeManager());
+        _registry = INodeRegistry(ledger_.registry());
+        _grantRole(DEFAULT_ADMIN_ROLE, admin);
+        _attesterSlash = attesterSlash_;
+        emit AttesterSlashSet(attesterSlash_);
+        _voterSlash = voterSlash_;
+        emit VoterSlashSet(voterSlash_);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function setAttesterReward(uint32 poolId, uint96 rewardPerAttestation) external {
+        address owner = _ledger.pool(poolId).owner;
+        if (owner != msg.sender) revert AttesterBookNotPoolOwner(poolId, msg.sender);
+        PoolRule storage rule = _rules[poolId];
+        if (rule.set) revert AttesterBookRewardAlreadySet(poolId);
+        rule.reward = rewardPerAttestation;
+        rule.set = true;
+        emit AttesterRewardSet(poolId, rewardPerAttestation);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function fundAttesterRewards(uint32 poolId, uint256 amount) external nonReentrant {
+        _ledger.pool(poolId); // reverts TaskLedgerUnknownPool
+        PoolRule storage rule = _rules[poolId];
+        uint128 budget = rule.budget + SafeCast.toUint128(amount);
+        rule.budget = budget;
+        emit AttesterRewardsFunded(poolId, msg.sender, amount, budget);
+        _token.safeTransferFrom(msg.sender, address(this), amount);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function recordAttestations(uint256 submissionId, address[] calldata validators) external {
+        uint256 n = validators.length;
+        if (n == 0 || n > _MAX_BATCH) revert AttesterBookBadBatch(n);
+        ITaskLedger.TaskView memory t = _ledger.task(submissionId);
+        if (_ledger.pool(t.poolId).params.trainer != msg.sender) revert AttesterBookNotTrainer(submissionId, msg.sender);
+        if (t.windowEnd == 0 || block.timestamp >= t.windowEnd) revert AttesterBookWindowClosed(submissionId, t.windowEnd);
+        address workerOwner = _registry.ownerOf(t.node);
+        PoolRule memory rule = _rules[t.poolId];
+        uint256 needed = uint256(rule.reward) * n;
+        if (rule.budget < needed) revert AttesterBookInsufficientBudget(t.poolId, rule.budget, needed);
+        for (uint256 i; i < n; ++i) {
+            address v = validators[i];
+            (address owner, INodeRegistry.Role role,) = _registry.nodeCore(v);
+            if (role != INodeRegistry.Role.Validator || owner == workerOwner) {
+                revert AttesterBookNotAttester(submissionId, v);
+            }
+            Record storage r = _records[submissionId][v];
+            if (r.state != 0) revert AttesterBookBadRecord(submissionId, v);
+            r.amount = rule.reward;
+            r.state = 1;
+            emit AttestationRecorded(submissionId, v, rule.reward);
+        }
+        // needed <= budget < 2**128
+        _rules[t.poolId].budget = rule.budget - uint128(needed);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function claimAttesterReward(uint256 submissionId, address validator)
+        external
+        nonReentrant
+        returns (uint256 amount)
+    {
+        Record storage r = _records[submissionId][validator];
+        if (r.state != 1) revert AttesterBookBadRecord(submissionId, validator);
+        // final and payable: the worker was paid, or its reward is claimable now (window closed, no open
+        // challenge, not upheld, not voided)
+        ITaskLedger.TaskStatus status = _ledger.task(submissionId).status;
+        if (status != ITaskLedger.TaskStatus.Paid && _ledger.claimable(submissionId) == 0) {
+            revert AttesterBookNotPayable(submissionId, validator);
+        }
+        amount = r.amount;
+        r.state = 2;
+        address owner = _registry.ownerOf(validator);
+        emit AttesterRewardPaid(submissionId, validator, owner, amount);
+        _token.safeTransfer(owner, amount);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function releaseAttesterReward(uint256 submissionId, address validator) external returns (uint256 amount) {
+        Record storage r = _records[submissionId][validator];
+        if (r.state != 1) revert AttesterBookBadRecord(submissionId, validator);
+        ITaskLedger.TaskView memory t = _ledger.task(submissionId);
+        if (t.status != ITaskLedger.TaskStatus.Upheld && t.status != ITaskLedger.TaskStatus.Voided) {
+            revert AttesterBookNotReleasable(submissionId, validator);
+        }
+        amount = _release(t.poolId, submissionId, validator, r);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function slashAttester(
+        uint256 submissionId,
+        address validator,
+        bytes32 rolloutsCidHash,
+        bytes32 proofsHash,
+        uint256 policyStep,
+        bytes calldata signature
+    ) external nonReentrant returns (uint256 slashed) {
+        ITaskLedger.TaskView memory t = _ledger.task(submissionId);
+        if (t.status != ITaskLedger.TaskStatus.Upheld) revert AttesterBookNotUpheld(submissionId);
+        _checkSigner(_digest(submissionId, rolloutsCidHash, proofsHash, policyStep, true), signature, validator);
+        Record storage r = _records[submissionId][validator];
+        if (r.slashed) revert AttesterBookAlreadySlashed(submissionId, validator);
+        r.slashed = true;
+        if (r.state == 1) _release(t.poolId, submissionId, validator, r); // no pay for attesting bad work
+        slashed = _slashValidator(validator, _attesterSlash);
+        emit AttesterSlashed(submissionId, validator, msg.sender, slashed);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function slashVoter(uint256 challengeId, address validator) external nonReentrant returns (uint256 slashed) {
+        ITaskLedger.ChallengeView memory c = _ledger.challengeInfo(challengeId);
+        (uint16 round, bool uphold) = _ledger.voteOf(challengeId, validator);
+        bool resolved = c.status == ITaskLedger.ChallengeStatus.Upheld || c.status == ITaskLedger.ChallengeStatus.Rejected;
+        // only the latest round keeps its outcome; a vote recorded for it must be on the losing side
+        if (!resolved || round != c.round || uphold == (c.status == ITaskLedger.ChallengeStatus.Upheld)) {
+            revert AttesterBookNotLosingVoter(challengeId, validator);
+        }
+        if (_voterSlashed[challengeId][validator] == round) revert AttesterBookAlreadySlashed(challengeId, validator);
+        _voterSlashed[challengeId][validator] = round;
+        slashed = _slashValidator(validator, _voterSlash);
+        emit VoterSlashed(challengeId, validator, round, slashed);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function setVoterSlash(uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _voterSlash = amount;
+        emit VoterSlashSet(amount);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function voterSlash() external view returns (uint256) {
+        return _voterSlash;
+    }
+
+    /// @inheritdoc IAttesterBook
+    function setAttesterSlash(uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _attesterSlash = amount;
+        emit AttesterSlashSet(amount);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function poolRule(uint32 poolId) external view returns (uint256 rewardPerAttestation, uint256 budget) {
+        PoolRule memory rule = _rules[poolId];
+        return (rule.reward, rule.budget);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function recorded(uint256 submissionId, address validator) external view returns (uint256) {
+        Record memory r = _records[submissionId][validator];
+        return r.state == 1 ? r.amount : 0;
+    }
+
+    /// @inheritdoc IAttesterBook
+    function attesterSlash() external view returns (uint256) {
+        return _attesterSlash;
+    }
+
+    /// @inheritdoc IAttesterBook
+    function attestationDigest(
+        uint256 submissionId,
+        bytes32 rolloutsCidHash,
+        bytes32 proofsHash,
+        uint256 policyStep,
+        bool accepted
+    ) external view returns (bytes32) {
+        return _digest(submissionId, rolloutsCidHash, proofsHash, policyStep, accepted);
+    }
+
+    function _release(uint32 poolId, uint256 submissionId, address validator, Record storage r)
+        private
+        returns (uint256 amount)
+    {
+        amount = r.amount;
+        r.state = 2;
+        // the amount came out of this pool's budget, which therefore has room for it
+        _rules[poolId].budget += uint128(amount);
+        emit AttesterRewardReleased(submissionId, validator, amount);
+    }
+
+    /// @dev Slashes `amount` (at most the validators' minimum stake) from `validator`; the caller reports it.
+    function _slashValidator(address validator, uint256 amount) private returns (uint256) {
+        uint256 cap = _stakeManager.minStake(INodeRegistry.Role.Validator);
+        return _stakeManager.slash(validator, amount < cap ? amount : cap, msg.sender);
+    }
+
+    function _checkSigner(bytes32 digest, bytes calldata signature, address validator) private pure {
+        (address signer, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, signature);
+        if (err != ECDSA.RecoverError.NoError || signer != validator) {
+            revert AttesterBookBadSignature(validator, signer);
+        }
+    }
+
+    /// @dev The agents' attestation digest: EIP-712 with the TaskLedger as verifying contract.
+    function _digest(
+        uint256 submissionId,
+        bytes32 rolloutsCidHash,
+        bytes32 proofsHash,
+        uint256 policyStep,
+        bool accepted
+    ) private view returns (bytes32) {
+        bytes32 domain = keccak256(
+            abi.encode(
+                _DOMAIN_TYPEHASH,
+                keccak256("intellect-attestation"),
+                keccak256("1"),
+                block.chainid,
+                address(_ledger)
+            )
+        );
+        bytes32 structHash =
+            keccak256(abi.encode(ATTESTATION_TYPEHASH, submissionId, rolloutsCidHash, proofsHash, policyStep, accepted));
+        return MessageHashUtils.toTypedDataHash(domain, structHash);
+    }
+}

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+pragma solidity ^0.8.24;
+
+/// @title IAttesterBook
+/// @notice Validators paid for checking and accountable for their word (issue 21).
+///
+/// Pay: a pool's owner sets, once, a reward per attestation (a pool rule) and funds it here. The pool's trainer
+/// records, inside a submission's window, the validators whose attestations it used; each record reserves one
+/// reward. After the window the reward is paid to the validator's owner if the submission was paid or is
+/// claimable (like the worker's); if the submission was upheld or voided, the reservation returns to the pool.
+///
+/// Accountability: an attestation is the validator's EIP-712 signature (domain "intellect-attestation" v1,
+/// the chain and the TaskLedger's address; message Attestation(submissionId, rolloutsCidHash, proofsHash,
+/// policyStep, accepted)), the one the agents already exchange. Anyone holding an `accepted` attestation of a
+/// submission that the ledger UPHELD as bad may slash its signer (`attesterSlash`, capped at the validators'
+/// minimum stake), once per submission and validator; the reporter gets the challenger's share of the slash.
+///
+/// A validator that voted against the outcome of a challenge's latest round (the ledger keeps each voter's
+/// side: `voteOf`) may be slashed by anyone (`voterSlash`, capped likewise), once per challenge round.
+///
+/// Canaries follow with no extra rule: the trainer submits, from a worker node of its own, work it knows to be
+/// bad (on-chain a submission like any other), gets it upheld (its own validator challenges it; honest ones
+/// vote) and slashes every validator that attested it: attesting without checking loses in expectation.
+interface IAttesterBook {
+    /// @notice Emitted when the owner of pool `poolId` fixes its reward per attestation.
+    event AttesterRewardSet(uint32 indexed poolId, uint256 rewardPerAttestation);
+
+    /// @notice Emitted when `from` funds the attester rewards of pool `poolId`.
+    event AttesterRewardsFunded(uint32 indexed poolId, address indexed from, uint256 amount, uint256 budget);
+
+    /// @notice Emitted when the trainer records that it used `validator`'s attestation of `submissionId`.
+    event AttestationRecorded(uint256 indexed submissionId, address indexed validator, uint256 reward);
+
+    /// @notice Emitted when the reward of `validator`'s attestation of `submissionId` is paid to `owner`.
+    event AttesterRewardPaid(uint256 indexed submissionId, address indexed validator, address indexed owner, uint256 amount);
+
+    /// @notice Emitted when the reward of an attestation of an upheld or voided submission returns to its pool.
+    event AttesterRewardReleased(uint256 indexed submissionId, address indexed validator, uint256 amount);
+
+    /// @notice Emitted when `validator` is slashed for attesting `submissionId`, which the ledger upheld as bad.
+    event AttesterSlashed(uint256 indexed submissionId, address indexed validator, address indexed reporter, uint256 slashed);
+
+    /// @notice Emitted when the admin sets the slash for attesting upheld work.
+    event AttesterSlashSet(uint256 amount);
+
+    /// @notice Emitted when `validator` is slashed for voting against the outcome of round `round`.
+    event VoterSlashed(uint256 indexed challengeId, address indexed validator, uint256 round, uint256 slashed);
+
+    /// @notice Emitted when the admin sets the slash for voting against the outcome.
+    event VoterSlashSet(uint256 amount);
+
+    /// @notice Thrown when `caller` is not the owner of pool `poolId`.
+    error AttesterBookNotPoolOwner(uint32 poolId, address caller);
+
+    /// @notice Thrown when pool `poolId`'s reward per attestation is already set.
+    error AttesterBookRewardAlreadySet(uint32 poolId);
+
+    /// @notice Thrown when `caller` is not the trainer of the submission's pool.
+    error AttesterBookNotTrainer(uint256 submissionId, address caller);
+
+    /// @notice Thrown when recording after the submission's window closed at `windowEnd`.
+    error AttesterBookWindowClosed(uint256 submissionId, uint256 windowEnd);
+
+    /// @notice Thrown when paying before the submission's window closes at `windowEnd`, or while it is not
+    /// payable (challenged, or not yet decided).
+    error AttesterBookNotPayable(uint256 submissionId, address validator);
+
+    /// @notice Thrown when releasing a reward of a submission that was neither upheld nor voided.
+    error AttesterBookNotReleasable(uint256 submissionId, address validator);
+
+    /// @notice Thrown when `validator` is not a registered validator of another owner than the worker's.
+    error AttesterBookNotAttester(uint256 submissionId, address validator);
+
+    /// @notice Thrown when `validator`'s attestation of `submissionId` is recorded already (or none is, to pay).
+    error AttesterBookBadRecord(uint256 submissionId, address validator);
+
+    /// @notice Thrown when the pool's attester budget `budget` is below `needed`.
+    error AttesterBookInsufficientBudget(uint32 poolId, uint256 budget, uint256 needed);
+
+    /// @notice Thrown when slashing for a submission the ledger did not uphold.
+    error AttesterBookNotUpheld(uint256 submissionId);
+
+    /// @notice Thrown when the signature is not `validator`'s accepting attestation (`signer` recovered).
+    error AttesterBookBadSignature(address validator, address signer);
+
+    /// @notice Thrown when `validator` was slashed for `submissionId` already.
+    error AttesterBookAlreadySlashed(uint256 submissionId, address validator);
+
+    /// @notice Thrown when `validator` did not vote against the outcome of the challenge's latest, resolved round.
+    error AttesterBookNotLosingVoter(uint256 challengeId, address validator);
+
+    /// @notice Thrown for an empty or too long batch (at most 16 validators per submission and call).
+    error AttesterBookBadBatch(uint256 length);
+
+    /// @notice Sets, once, pool `poolId`'s reward per recorded attestation. Only the pool's owner.
+    function setAttesterReward(uint32 poolId, uint96 rewardPerAttestation) external;
+
+    /// @notice Escrows `amount` (transferFrom the caller) for pool `poolId`'s attester rewards. Anyone.
+    function fundAttesterRewards(uint32 poolId, uint256 amount) external;
+
+    /// @notice Records that the trainer used these validators' attestations of `submissionId` (inside its
+    /// window; each validator once; registered validators of another owner than the worker's); reserves one
+    /// reward each. Only the trainer of the submission's pool. O(batch), at most 16.
+    function recordAttestations(uint256 submissionId, address[] calldata validators) external;
+
+    /// @notice Pays a recorded attestation's reward to the validator's owner once the submission is final and
+    /// payable (window closed, not challenged, not upheld, not voided). Anyone.
+    function claimAttesterReward(uint256 submissionId, address validator) external returns (uint256 amount);
+
+    /// @notice Returns a recorded attestation's reward to its pool when the submission was upheld or voided.
+    function releaseAttesterReward(uint256 submissionId, address validator) external returns (uint256 amount);
+
+    /// @notice Slashes `validator` for its accepting attestation (`signature`) of `submissionId`, which the
+    /// ledger upheld as bad. Anyone (the reporter gets the challenger's share of the slash); once per pair.
+    function slashAttester(
+        uint256 submissionId,
+        address validator,
+        bytes32 rolloutsCidHash,
+        bytes32 proofsHash,
+        uint256 policyStep,
+        bytes calldata signature
+    ) external returns (uint256 slashed);
+
+    /// @notice Sets the slash for attesting upheld work (capped at the validators' minimum stake). Only the admin.
+    function setAttesterSlash(uint256 amount) external;
+
+    /// @notice Slashes `validator` for voting against the outcome of the latest round of `challengeId` (resolved
+    /// upheld or rejected); anyone (the reporter gets the challenger's share); once per round.
+    function slashVoter(uint256 challengeId, address validator) external returns (uint256 slashed);
+
+    /// @notice Sets the slash for voting against the outcome (capped at the validators' minimum stake). Admin.
+    function setVoterSlash(uint256 amount) external;
+
+    /// @notice The slash for voting against the outcome.
+    function voterSlash() external view returns (uint256);
+
+    /// @notice Pool `poolId`'s reward per attestation and unreserved attester budget.
+    function poolRule(uint32 poolId) external view returns (uint256 rewardPerAttestation, uint256 budget);
+
+    /// @notice The reward reserved for `validator`'s attestation of `submissionId` (0: none or settled).
+    function recorded(uint256 submissionId, address validator) external view returns (uint256);
+
+    /// @notice The slash for attesting upheld work.
+    function attesterSlash() external view returns (uint256);
+
+    /// @notice The EIP-712 digest a validator signs to attest `submissionId` (the agents' attestation).
+    function attestationDigest(
+        uint256 submissionId,
+        bytes32 rolloutsCidHash,
+        bytes32 proofsHash,
+        uint256 policyStep,
+        bool accepted
+    ) external view returns (bytes32);
+}

@@ -1,0 +1,196 @@
+"""Pool rules: everything a pool's workers and validators must agree on, as one versioned document.
+
+    rules = PoolRules(taskset_cid=cid, model=ModelRules(family="smollm2-135m"), group_size=8, ...)
+    data = rules.to_bytes()                   # canonical JSON; its IPFS CID is what the pool records
+    rules = PoolRules.from_bytes(data, source=cid)
+
+The document (`intellect.poolrules/v1`) lives on IPFS; `intellect pool create` publishes it and records
+its CID in the pool on-chain (the pool's `taskSetCid` slot holds the rules' CID; the rules name the
+task set). Agents read the rules from the chain, not from their configuration: a local setting that
+contradicts them stops the agent at start with an error naming the field (`conflicts`), so nobody is
+challenged and slashed for a configuration mismatch.
+
+A document that contradicts itself is refused when it is built (`PoolRulesError` naming the fields),
+e.g. `max_units_per_submission` below the most tokens an honest submission can hold (largest budget ×
+group size × problems per task).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ._errors import ConfigError, SchemaVersionError
+
+__all__ = [
+    "POOLRULES_SCHEMA",
+    "ModelRules",
+    "PoolRules",
+    "PoolRulesError",
+    "SamplerRules",
+    "conflicts",
+]
+
+POOLRULES_SCHEMA = "intellect.poolrules/v1"
+MAX_RULES_BYTES = 64 * 1024
+"""Largest rules document read (a real one is well under 2 KB)."""
+HARDWARE_CLASSES = ("cpu", "gpu-small", "gpu-large")
+
+
+class PoolRulesError(ConfigError):
+    """A pool-rules document that is malformed, of another schema, or contradicts itself; or a local
+    setting that contradicts the pool's rules. The message names the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelRules(_Strict):
+    """Which model family the pool trains and how prompts are formatted."""
+
+    family: str = Field(min_length=1, max_length=128)
+    """Model family the checkpoints are of (e.g. `smollm2-135m`, `tiny-llama`): informational for
+    operators choosing hardware; the checkpoint itself comes from the chain."""
+    chat_template: Literal["model", "none"] = "model"
+    """`model`: prompts are the single user turn of the checkpoint's own chat template (when its tokenizer
+    has one); `none`: the bare task text."""
+
+
+class SamplerRules(_Strict):
+    """How completions are sampled (validators replay the sampler)."""
+
+    name: Literal["gumbel-replay"] = "gumbel-replay"
+    """The replayable seeded Gumbel-max sampler (`intellect.verifier.replay`)."""
+    temperature: float = Field(1.0, gt=0, le=10)
+
+
+class PoolRules(_Strict):
+    """`intellect.poolrules/v1`: the rules of one pool."""
+
+    schema_: Literal["intellect.poolrules/v1"] = Field(POOLRULES_SCHEMA, alias="schema")
+    taskset_cid: str = Field(min_length=1, max_length=128)
+    """CID of the training task set (`intellect.taskset/v1`) workers sample problems from."""
+    heldout_cid: str | None = Field(None, min_length=1, max_length=128)
+    """CID of the held-out task set the trainer evaluates on (never sampled for work)."""
+    model: ModelRules
+    group_size: int = Field(ge=2, le=256)
+    """Completions per problem (a GRPO group)."""
+    problems_per_task: int = Field(ge=1, le=256)
+    """Problems each claimed task's seed assigns."""
+    budgets: dict[str, list[int]]
+    """Thinking budgets (target completion lengths, tokens) per hardware class; `cpu` is required and
+    serves classes without an entry."""
+    length_alpha: float = Field(ge=0, le=1)
+    """Length-penalty coefficient: reward = task reward − α·|target − actual|."""
+    sampler: SamplerRules = Field(default_factory=SamplerRules)
+    toploc_profile: Literal["mixed", "fp32", "reference"] = "mixed"
+    """Verification profile validators apply (`mixed`: honest bf16 and fp32 workers on any hardware; `fp32`:
+    every node in fp32, exact; `reference`: the old name of `mixed`)."""
+    max_units_per_submission: int = Field(ge=1, le=2**32 - 1)
+    """Most work units (completion tokens) one submission may claim; the pool's on-chain limit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @field_validator("budgets")
+    @classmethod
+    def _budgets(cls, v: dict[str, list[int]]) -> dict[str, list[int]]:
+        if "cpu" not in v:
+            raise ValueError("budgets needs a 'cpu' entry (it serves hardware classes without one)")
+        for name, lengths in v.items():
+            if name not in HARDWARE_CLASSES:
+                raise ValueError(f"budgets[{name!r}]: unknown hardware class (known: {', '.join(HARDWARE_CLASSES)})")
+            if not lengths or any(int(x) <= 0 or int(x) > 32768 for x in lengths):
+                raise ValueError(f"budgets[{name!r}] must be a non-empty list of token counts in 1..32768")
+        return {k: [int(x) for x in v[k]] for k in sorted(v)}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PoolRules:
+        need = self.max_budget * self.group_size * self.problems_per_task
+        if self.max_units_per_submission < need:
+            raise ValueError(
+                f"max_units_per_submission {self.max_units_per_submission} is below the largest budget "
+                f"{self.max_budget} × group_size {self.group_size} × problems_per_task {self.problems_per_task} "
+                f"= {need}: an honest worker's full-length submission would be refused on-chain"
+            )
+        if self.heldout_cid is not None and self.heldout_cid == self.taskset_cid:
+            raise ValueError("heldout_cid equals taskset_cid: the held-out set must be disjoint from training")
+        return self
+
+    @property
+    def max_budget(self) -> int:
+        return max(max(v) for v in self.budgets.values())
+
+    def budgets_for(self, hardware_class: str) -> list[int]:
+        """Target lengths assigned to a node of `hardware_class` (`cpu`'s when the class has no entry)."""
+        return list(self.budgets.get(hardware_class) or self.budgets["cpu"])
+
+    # -- encoding ---------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """Canonical JSON (sorted keys, no spaces): the same rules always give the same CID."""
+        doc = self.model_dump(mode="json", by_alias=True)
+        return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+    def cid(self) -> str:
+        from .ipfs import compute_cid
+
+        return compute_cid(self.to_bytes())
+
+    @classmethod
+    def build(cls, doc: Mapping[str, Any], source: str = "pool rules") -> PoolRules:
+        """Validate a mapping; `PoolRulesError` naming `source` and every wrong field."""
+        try:
+            return cls.model_validate(dict(doc))
+        except ValidationError as exc:
+            raise PoolRulesError(f"{source}: " + "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '<document>'}: {e['msg'].removeprefix('Value error, ')}"
+                for e in exc.errors())) from None
+
+    @classmethod
+    def from_bytes(cls, data: bytes, source: str = "pool rules") -> PoolRules:
+        """Parse a rules document fetched from `source` (its CID); refuses other schemas by name."""
+        if len(data) > MAX_RULES_BYTES:
+            raise PoolRulesError(f"{source}: {len(data)} bytes, over the {MAX_RULES_BYTES} a rules document may have")
+        try:
+            doc = json.loads(bytes(data).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise PoolRulesError(f"{source}: not a JSON document: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise PoolRulesError(f"{source}: a rules document is a JSON object, got {type(doc).__name__}")
+        if doc.get("schema") != POOLRULES_SCHEMA:
+            raise SchemaVersionError(f"pool rules {source}", str(doc.get("schema"))[:80], POOLRULES_SCHEMA)
+        return cls.build(doc, source)
+
+    @staticmethod
+    def is_rules_document(data: bytes) -> bool:
+        """True when `data` looks like a rules document (a JSON object with this schema), cheaply."""
+        head = bytes(data[:4096])
+        return head.lstrip().startswith(b"{") and b'"schema":"intellect.poolrules/' in head
+
+
+def conflicts(rules: PoolRules, local: Mapping[str, Any]) -> list[str]:
+    """Fields whose locally set value contradicts the rules, as `field: local X, pool rules Y` lines.
+
+    `local` maps a rules field (`group_size`, `problems_per_task`, `budgets`, `length_alpha`,
+    `temperature`, `toploc_profile`, `taskset_cid`) to the value an operator set explicitly; fields
+    left at their defaults are not passed and never conflict (the rules fill them in).
+    """
+    pool = {"group_size": rules.group_size, "problems_per_task": rules.problems_per_task,
+            "budgets": rules.budgets, "length_alpha": rules.length_alpha,
+            "temperature": rules.sampler.temperature, "toploc_profile": rules.toploc_profile,
+            "taskset_cid": rules.taskset_cid}
+    out = []
+    for name, value in local.items():
+        if name not in pool:
+            raise KeyError(f"{name!r} is not a pool-rules field")
+        want = pool[name]
+        same = (value == want) if not isinstance(want, float) else abs(float(value) - want) <= 1e-12
+        if name == "budgets":
+            same = {k: [int(x) for x in v] for k, v in dict(value).items()} == want
+        if not same:
+            out.append(f"{name}: local {value!r}, pool rules {want!r}")
+    return out

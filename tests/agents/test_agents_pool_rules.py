@@ -1,0 +1,65 @@
+"""Agents take the pool's rules from the CID the chain names; a contradicting local setting stops them at
+start with an error naming the field (issue 17)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from intellect.agents.config import load_config
+from intellect.agents.roles._runtime import AgentError
+from intellect.agents.roles.pool_rules import apply_pool_rules, explicit_rule_settings, fetch_pool_rules
+from intellect.agents.tasks import synthetic_task_set
+from intellect.sdk.ipfs import EmbeddedIpfs
+from intellect.sdk.poolrules import PoolRules
+
+
+def _publish(ipfs: EmbeddedIpfs, **change: object) -> tuple[str, PoolRules]:
+    train = synthetic_task_set(8, seed=0, max_operand=9, ops=("+",))
+    doc = {"taskset_cid": ipfs.add(train.to_jsonl_bytes()), "model": {"family": "tiny-llama"}, "group_size": 6,
+           "problems_per_task": 3, "budgets": {"cpu": [6, 8], "gpu-large": [16]}, "length_alpha": 0.001,
+           "sampler": {"temperature": 0.8}, "toploc_profile": "fp32", "max_units_per_submission": 16 * 6 * 3,
+           **change}
+    rules = PoolRules.build(doc)
+    return ipfs.add(rules.to_bytes()), rules
+
+
+def test_rules_fill_in_unset_settings(tmp_path: Path) -> None:
+    ipfs = EmbeddedIpfs(tmp_path / "ipfs")
+    cid, rules = _publish(ipfs)
+    cfg = load_config(None, role="worker", overrides={"worker.gpu_model": "cpu"})
+    assert explicit_rule_settings(cfg) == {}
+    got = apply_pool_rules(cfg, cid, ipfs, pool_id=1)
+    assert got == rules
+    assert (cfg.worker.group_size, cfg.worker.problems_per_task) == (6, 3)
+    assert cfg.tasks.budgets == {"cpu": [6, 8], "gpu-large": [16]} and cfg.tasks.length_alpha == 0.001
+    assert cfg.tasks.temperature == 0.8 == cfg.worker.temperature and cfg.validator.toploc_profile == "fp32"
+
+
+def test_agreeing_explicit_settings_are_fine(tmp_path: Path) -> None:
+    ipfs = EmbeddedIpfs(tmp_path / "ipfs")
+    cid, _ = _publish(ipfs)
+    cfg = load_config(None, role="validator", overrides={"worker.group_size": "6", "tasks.length_alpha": "0.001"})
+    apply_pool_rules(cfg, cid, ipfs, pool_id=1)
+
+
+def test_contradicting_local_settings_stop_the_agent_naming_each_field(tmp_path: Path) -> None:
+    ipfs = EmbeddedIpfs(tmp_path / "ipfs")
+    cid, _ = _publish(ipfs)
+    cfg = load_config(None, role="worker", env={"INTELLECT_AGENT__WORKER__GROUP_SIZE": "4"},
+                      overrides={"tasks.budgets": "{cpu: [64]}", "validator.toploc_profile": "reference"})
+    with pytest.raises(AgentError) as err:
+        apply_pool_rules(cfg, cid, ipfs, pool_id=7)
+    msg = str(err.value)
+    assert f"pool 7's rules ({cid})" in msg
+    assert "group_size: local 4, pool rules 6" in msg and "budgets: local" in msg and "toploc_profile" in msg
+    assert cfg.worker.group_size == 4  # nothing was applied
+
+
+def test_a_pool_naming_a_bare_task_set_has_no_rules(tmp_path: Path) -> None:
+    ipfs = EmbeddedIpfs(tmp_path / "ipfs")
+    cid = ipfs.add(synthetic_task_set(4, seed=1).to_jsonl_bytes())
+    assert fetch_pool_rules(cid, ipfs) is None
+    cfg = load_config(None, role="worker")
+    assert apply_pool_rules(cfg, cid, ipfs, pool_id=1) is None and cfg.worker.group_size == 4

@@ -1,0 +1,127 @@
+"""What the trainer agent takes from strangers (issue 22): the quorum is a pool rule (> 1 off dev
+chains), attestations by the worker's own operator do not count, rewards and advantages are
+recomputed from the completions, whatever the (attested) file says."""
+
+from __future__ import annotations
+
+import pytest
+
+from intellect.agents.grpo import UntrustedValueError
+from intellect.agents.roles.trainer import (
+    attesting_operators,
+    effective_quorum,
+    ready_submissions,
+    same_operator,
+    verified_samples,
+)
+from intellect.agents.tasks import synthetic_task_set
+from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
+
+WORKER = "0x" + "ab" * 20
+OWNER = "0x" + "12" * 20
+VALIDATOR = "0x" + "cd" * 20
+OTHER = "0x" + "ef" * 20
+
+
+def test_effective_quorum_is_the_pools_and_above_one_off_dev_chains():
+    assert effective_quorum(None, 1, 31337) == 1  # anvil dev pool: one validator suffices
+    assert effective_quorum(None, 1, 8453) == 2  # Base mainnet: never a single attestation
+    assert effective_quorum(None, 3, 84532) == 3  # the pool's own rule
+    assert effective_quorum(1, 3, 84532) == 3  # the trainer's setting never lowers it
+    assert effective_quorum(4, 1, 31337) == 4
+
+
+@pytest.mark.parametrize(("validator", "v_owner", "worker", "w_owner", "same"), [
+    (VALIDATOR, OWNER, WORKER, OWNER, True),  # two nodes of one owner
+    (WORKER, WORKER, WORKER, WORKER, True),  # the worker's own key
+    (VALIDATOR, WORKER, WORKER, WORKER, True),  # a validator owned by the worker's key
+    (VALIDATOR, VALIDATOR, WORKER, VALIDATOR, True),  # a worker owned by the validator's key
+    (VALIDATOR, VALIDATOR, WORKER, WORKER, False),
+    (VALIDATOR, OTHER, WORKER, OWNER, False),
+])
+def test_same_operator(validator, v_owner, worker, w_owner, same):
+    assert same_operator(validator, v_owner, worker, w_owner) is same
+    assert same_operator(validator.upper().replace("0X", "0x"), v_owner, worker, w_owner.lower()) is same
+
+
+def _tokenizer():
+    from transformers import AutoTokenizer
+
+    from intellect.agents.models import tiny_model_dir
+
+    return AutoTokenizer.from_pretrained(str(tiny_model_dir()))
+
+
+def _file(tok, task, texts: list[str], rewards: list[float], advantages: list[float]) -> RolloutFile:
+    prompt = tok(task.prompt, add_special_tokens=False)["input_ids"]
+    rows = [RolloutRow(problem_id=task.id, prompt_ids=prompt, completion_ids=tok(t, add_special_tokens=False)["input_ids"],
+                       reward=r, task_reward=max(r, 0.0), length_penalty=0.0, target_length=None, advantage=a,
+                       policy_step=0, proofs=[], worker=WORKER)
+            for t, r, a in zip(texts, rewards, advantages, strict=True)]
+    meta = RolloutMeta(task_id="1", seed="00" * 8, model="m", worker=WORKER, policy_step=0, group_size=len(rows))
+    return RolloutFile(meta, rows)
+
+
+def test_verified_samples_recompute_rewards_and_advantages():
+    """The poisoned row of the issue: advantage 3e38 (and a made-up reward) on a wrong answer."""
+    tok = _tokenizer()
+    ts = synthetic_task_set(4, seed=0, max_operand=20, ops=("+",))
+    task = ts.tasks[0]
+    right = f"\\boxed{{{task.answer}}}"
+    wrong = f"\\boxed{{{int(task.answer) + 1}}}"
+    rf = _file(tok, task, [wrong, right, wrong], [1.0, 0.0, 1.0], [3e38, -1.0, 1.0])
+    samples, diffs = verified_samples(rf, ts, tok, alpha=0.0)
+    assert [s.reward for s in samples] == [0.0, 1.0, 0.0]
+    assert [s.advantage for s in samples] == pytest.approx([-0.5774, 1.1547, -0.5774], abs=1e-3)
+    assert diffs["max_reward_diff"] == 1.0 and diffs["max_advantage_diff"] > 1e38
+
+
+def test_verified_samples_refuses_a_problem_outside_the_task_set():
+    tok = _tokenizer()
+    ts = synthetic_task_set(4, seed=0, max_operand=20, ops=("+",))
+    other = synthetic_task_set(8, seed=99, max_operand=20, ops=("+",)).tasks[7]
+    rf = _file(tok, other, [" 1", " 2"], [0.0, 0.0], [0.0, 0.0])
+    with pytest.raises((KeyError, UntrustedValueError)):
+        verified_samples(rf, ts, tok, alpha=0.0)
+
+
+def test_poisoned_attested_file_trains_a_finite_checkpoint(tmp_path):
+    """Issue 22's poisoned row (advantage 3e38, finite, attested) made 5e47eb6's next GRPO step NaN in every
+    weight, published as the next checkpoint. The trainer's path now: the file's numbers are replaced by
+    recomputed ones, and the step's checkpoint is finite."""
+    import torch
+    from safetensors.torch import load_file
+
+    from intellect.agents.grpo_trainer import GRPOConfig, GRPOTrainer
+    from intellect.agents.models import tiny_model_dir
+
+    tok = _tokenizer()
+    ts = synthetic_task_set(4, seed=0, max_operand=20, ops=("+",))
+    task = ts.tasks[0]
+    right, wrong = f"\\boxed{{{task.answer}}}", f"\\boxed{{{int(task.answer) + 1}}}"
+    rf = _file(tok, task, [wrong, right, wrong, right], [1.0, 0.0, 1.0, 0.0], [3e38, -1.0, 1.0, -1.0])
+    samples, _ = verified_samples(rf, ts, tok, alpha=0.0)
+    trainer = GRPOTrainer(tiny_model_dir(), tmp_path / "ckpt", GRPOConfig(lr=1e-2, optimizer_steps=1,
+                                                                          max_completion_tokens=16))
+    stats = trainer.train_step(samples)
+    assert stats.samples == 4 and torch.isfinite(torch.tensor(stats.loss))
+    weights = load_file(str(tmp_path / "ckpt" / "step-1" / "model.safetensors"))
+    assert all(bool(torch.isfinite(t).all()) for t in weights.values())
+
+
+def test_quorum_counts_operators_not_validator_keys(tmp_path):
+    """Two validator keys of one operator are one attestation towards the quorum."""
+    from intellect.agents.roles._state import StateStore
+
+    state = StateStore(tmp_path / "state.sqlite")
+    owners = {VALIDATOR: OWNER, OTHER: OWNER, WORKER: WORKER}
+    for v in (VALIDATOR, OTHER):  # one operator, two keys
+        state.put("attestation", f"7:{v}", "valid", {"submission_id": 7, "validator": v, "owner": owners[v]})
+    state.put("attestation", f"8:{VALIDATOR}", "valid", {"submission_id": 8, "validator": VALIDATOR})  # older record
+    ops = attesting_operators(state.records("attestation"), owners.__getitem__)
+    assert ops == {7: {OWNER}, 8: {OWNER}}
+    subs = {7: {"policy_step": 0, "status": "pending"}}
+    assert ready_submissions(ops, subs, quorum=2, train_step=0, async_level=2) == ([], [])
+    state.put("attestation", f"7:{WORKER}", "valid", {"submission_id": 7, "validator": WORKER, "owner": "0x" + "99" * 20})
+    ops = attesting_operators(state.records("attestation"), owners.__getitem__)
+    assert ready_submissions(ops, subs, quorum=2, train_step=0, async_level=2) == ([7], [])

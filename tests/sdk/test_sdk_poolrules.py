@@ -1,0 +1,121 @@
+"""Pool rules (intellect.poolrules/v1) and `intellect pool create | fund | defund | show` (issue 17)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_runner import run_cli
+
+from intellect.sdk import SchemaVersionError
+from intellect.sdk.devnet import Devnet
+from intellect.sdk.ipfs import EmbeddedIpfs, compute_cid
+from intellect.sdk.poolrules import POOLRULES_SCHEMA, PoolRules, PoolRulesError, conflicts
+
+GOOD: dict[str, Any] = {
+    "schema": POOLRULES_SCHEMA, "taskset_cid": compute_cid(b"train"), "heldout_cid": compute_cid(b"held"),
+    "model": {"family": "smollm2-135m", "chat_template": "model"}, "group_size": 4, "problems_per_task": 2,
+    "budgets": {"cpu": [64, 128], "gpu-large": [1024]}, "length_alpha": 0.0003,
+    "sampler": {"temperature": 1.0}, "toploc_profile": "fp32", "max_units_per_submission": 8192,
+}
+
+
+def test_rules_roundtrip_and_canonical_cid() -> None:
+    rules = PoolRules.build(GOOD)
+    again = PoolRules.from_bytes(rules.to_bytes(), source="x")
+    assert again == rules and again.cid() == rules.cid() == compute_cid(rules.to_bytes())
+    shuffled = dict(reversed(list(GOOD.items())))
+    assert PoolRules.build(shuffled).cid() == rules.cid()  # key order does not change the CID
+    assert rules.max_budget == 1024 and rules.budgets_for("gpu-small") == [64, 128]
+    assert PoolRules.is_rules_document(rules.to_bytes())
+    assert not PoolRules.is_rules_document(b'{"name": "x", "schema": "intellect.taskset/v1"}\n')
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"max_units_per_submission": 8191}, "max_units_per_submission 8191 is below the largest budget 1024"),
+    ({"budgets": {"gpu-large": [64]}}, "budgets: budgets needs a 'cpu' entry"),
+    ({"budgets": {"cpu": [0]}}, "budgets["),
+    ({"heldout_cid": compute_cid(b"train")}, "heldout_cid equals taskset_cid"),
+    ({"group_size": 1}, "group_size"),
+    ({"sampler": {"temperature": 0}}, "sampler.temperature"),
+    ({"extra_field": 1}, "extra_field"),
+])
+def test_self_contradicting_or_bad_rules_refused_naming_the_field(change: dict[str, Any], field: str) -> None:
+    with pytest.raises(PoolRulesError) as err:
+        PoolRules.build({**GOOD, **change}, source="rules.json")
+    assert field in str(err.value) and str(err.value).startswith("rules.json: ")
+
+
+def test_from_bytes_refuses_other_schemas_and_garbage() -> None:
+    with pytest.raises(SchemaVersionError):
+        PoolRules.from_bytes(json.dumps({**GOOD, "schema": "intellect.poolrules/v9"}).encode(), source="cid")
+    for data in (b"\xff\xfe", b"[1]", b"{" * 100000):
+        with pytest.raises(PoolRulesError):
+            PoolRules.from_bytes(data, source="cid")
+
+
+def test_conflicts_name_each_contradicting_field() -> None:
+    rules = PoolRules.build(GOOD)
+    assert conflicts(rules, {"group_size": 4, "length_alpha": 0.0003, "budgets": {"gpu-large": [1024],
+                                                                                  "cpu": [64, 128]}}) == []
+    got = conflicts(rules, {"group_size": 8, "temperature": 0.7, "toploc_profile": "reference"})
+    assert [g.split(":")[0] for g in got] == ["group_size", "temperature", "toploc_profile"]
+    assert "local 8, pool rules 4" in got[0]
+
+
+def _run(args: list[str]) -> tuple[int, str]:
+    """Exit code and stdout (+ stderr after it when the command failed)."""
+    code, out, err = run_cli(args)
+    return code, out if code == 0 else out + err
+
+
+def _taskset_file(path: Path, name: str, answers: list[str]) -> Path:
+    lines = [json.dumps({"name": name, "schema": "intellect.taskset/v1"}, sort_keys=True)]
+    lines += [json.dumps({"answer": a, "id": f"{name}-{i}", "prompt": f"What is {a} + 0?", "source": "test",
+                          "verifier": "math"}, sort_keys=True) for i, a in enumerate(answers)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_cli_pool_create_dry_run_refuses_contradicting_rules(tmp_path: Path) -> None:
+    base = ["pool", "create", "--dry-run", "--taskset", compute_cid(b"t"), "--model-family", "tiny",
+            "--group-size", "4", "--problems-per-task", "2", "--budget", "cpu=64,128", "--length-alpha", "0",
+            "--ipfs", f"embedded:{tmp_path / 'ipfs'}"]
+    code, out = _run([*base, "--max-units", "1000"])
+    assert code == 2 and "max_units_per_submission 1000 is below" in out, out
+    code, out = _run(["--json", *base])
+    assert code == 0, out
+    doc = json.loads(out)
+    assert doc["rules"]["max_units_per_submission"] == 1024 and doc["rules_cid"] == PoolRules.build(doc["rules"]).cid()
+    assert not (tmp_path / "ipfs").exists() or not EmbeddedIpfs(tmp_path / "ipfs").has(doc["rules_cid"])
+
+
+def test_cli_pool_create_fund_defund_show(net: Devnet, tmp_path: Path) -> None:
+    chain = ["--network", net.url, "--deployment", str(net.deployment_file), "--dev-account", "0"]
+    store = f"embedded:{tmp_path / 'ipfs'}"
+    train = _taskset_file(tmp_path / "train.jsonl", "train", ["1", "2", "3"])
+    held = _taskset_file(tmp_path / "held.jsonl", "held", ["4"])
+    code, out = _run([*chain, "--json", "pool", "create", "--taskset", str(train), "--heldout", str(held),
+                      "--model-family", "tiny-llama", "--group-size", "4", "--problems-per-task", "2",
+                      "--budget", "cpu=6,8", "--budget", "gpu-large=12,16", "--length-alpha", "0",
+                      "--window", "300", "--vote-period", "120", "--lease", "600", "--fund", "100", "--ipfs", store])
+    assert code == 0, out
+    created = json.loads(out.strip().splitlines()[-1])
+    pool_id, rules_cid = created["pool_id"], created["rules_cid"]
+    assert created["taskset_cid"] == compute_cid(train.read_bytes()) and created["budget"] == 100 * 10**18
+
+    p = net.protocol(0)
+    pool = p.pool(pool_id)
+    assert pool.params.task_set_cid == rules_cid and pool.params.max_units_per_submission == 16 * 4 * 2
+    ipfs = EmbeddedIpfs(tmp_path / "ipfs")
+    rules = PoolRules.from_bytes(ipfs.cat(rules_cid), source=rules_cid)  # the chain's CID resolves to the rules
+    assert ipfs.cat(rules.taskset_cid) == train.read_bytes() and ipfs.cat(rules.heldout_cid or "") == held.read_bytes()
+
+    code, out = _run([*chain, "--json", "pool", "show", str(pool_id), "--ipfs", store])
+    assert code == 0 and json.loads(out)["rules"]["group_size"] == 4, out
+    code, out = _run([*chain, "--json", "pool", "defund", str(pool_id), "40"])
+    assert code == 0 and json.loads(out)["budget"] == 60 * 10**18, out
+    code, out = _run([*chain, "--json", "pool", "fund", str(pool_id), "5"])
+    assert code == 0 and json.loads(out)["budget"] == 65 * 10**18, out

@@ -1,0 +1,237 @@
+"""The acceptance rule (`intellect.verifier.submission`): prompt, budgets, group scoring, staleness, and
+`check_submission` on a real rollout file of the tiny model, one rejection reason at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from intellect.verifier.completion import EndError
+from intellect.verifier.rollouts import RolloutFile
+from intellect.verifier.submission import (
+    Checkpoint,
+    Claim,
+    Hardware,
+    Rejection,
+    RejectReason,
+    SubmissionRules,
+    check_submission,
+    group_advantages,
+    hardware_class,
+    is_fresh,
+    prompt_text,
+    score_group,
+    thinking_budgets,
+    too_stale,
+)
+from intellect.verifier.toploc import ReasonCode, proofs_hash
+
+WORKER = "0x" + "11" * 20
+OTHER = "0x" + "22" * 20
+SEED = bytes(range(32))
+SID = 7
+
+
+# -- the pieces ---------------------------------------------------------------------------------
+
+
+def test_reject_reasons_cover_every_completion_and_toploc_code() -> None:
+    assert {RejectReason.of_end(e) for e in EndError} <= set(RejectReason)
+    assert {RejectReason.of_toploc(c) for c in ReasonCode} <= set(RejectReason)
+    assert RejectReason.of_toploc(ReasonCode.REPLAY_MISMATCH) == "toploc_replay_mismatch"
+
+
+@pytest.mark.parametrize(("gpu", "vram", "count", "cls"), [
+    ("cpu", 0, 0, "cpu"), ("RTX 4090", 24, 1, "gpu-small"), ("H100", 80, 8, "gpu-large"), ("A100", 40, 1, "gpu-large"),
+    ("H100", 80, 0, "cpu"), ("none", 0, 2, "cpu"),
+])
+def test_hardware_class_by_declared_gpu(gpu: str, vram: int, count: int, cls: str) -> None:
+    assert hardware_class(gpu, vram, count) == cls
+
+
+def test_thinking_budgets_slow_nodes_get_short_tasks() -> None:
+    from intellect.agents.config import TaskSettings
+
+    s = TaskSettings().budgets  # the agents' default budgets
+    cpu = thinking_budgets(s, "cpu", 0, 0)
+    small = thinking_budgets(s, "RTX 4090", 24, 1)
+    large = thinking_budgets(s, "H100", 80, 8)
+    assert max(cpu) < min(small) and max(small) < min(large)
+
+
+def test_thinking_budgets_falls_back_to_cpu_entry() -> None:
+    assert thinking_budgets({"cpu": [4]}, "H100", 80, 1) == [4]
+    with pytest.raises(ValueError, match="gpu-large"):
+        thinking_budgets({}, "H100", 80, 1)
+
+
+def test_prompt_text_appends_the_thinking_budget(learn_task: Any) -> None:
+    assert prompt_text(learn_task) == learn_task.prompt
+    assert prompt_text(learn_task, 6).startswith(learn_task.prompt) and "6 tokens" in prompt_text(learn_task, 6)
+
+
+def test_group_advantages_normalise_each_group() -> None:
+    adv = group_advantages(torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.5, 0.5, 0.5, 0.5]]))
+    assert torch.allclose(adv[0], torch.tensor([0.866, -0.866, -0.866, 0.866]), atol=1e-3)
+    assert torch.equal(adv[1], torch.zeros(4))
+    with pytest.raises(ValueError, match="at least 2"):
+        group_advantages(torch.zeros(1, 1))
+
+
+def test_score_group_rewards_right_answers_and_penalises_length(learn_task: Any) -> None:
+    right = f" {learn_task.answer}"
+    scored = score_group(learn_task, [right, " 999"], [3, 3], 6, 0.1)
+    (tr0, lp0, tot0, a0), (tr1, lp1, tot1, a1) = scored
+    assert tot1 == pytest.approx(-0.3)
+    assert (tr0, tr1) == (1.0, 0.0) and lp0 == lp1 == pytest.approx(0.3)
+    assert tot0 == pytest.approx(0.7) and a0 > 0 > a1
+
+
+def test_staleness_rule_boundaries() -> None:
+    assert is_fresh(5, 3, 2) and is_fresh(5, 5, 0)  # t - s == async_level: ok
+    assert not is_fresh(5, 2, 2) and too_stale(5, 2, 2)
+    assert not is_fresh(1, 2, 2) and not too_stale(1, 2, 2)  # from the future: never fresh, not stale
+    with pytest.raises(ValueError, match="async_level"):
+        is_fresh(1, 1, -1)
+
+
+# -- check_submission on a real file ------------------------------------------------------------
+
+
+RULES = SubmissionRules(problems_per_task=2, group_size=2, length_alpha=0.0003, temperature=1.0,
+                        budgets={"cpu": [6]}, toploc_profile="fp32")
+CID = "bafy-checkpoint-step-3"
+
+
+@pytest.fixture(scope="module")
+def learn_task(task_set: Any) -> Any:
+    return next(iter(task_set))
+
+
+@pytest.fixture(scope="module")
+def task_set() -> Any:
+    from intellect.agents.tasks import synthetic_task_set
+
+    return synthetic_task_set(16, seed=3, max_operand=9, ops=("+",), name="submission-test")
+
+
+@pytest.fixture(scope="module")
+def checkpoint() -> Checkpoint:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from intellect.agents.models import tiny_model_dir
+
+    d: Path = tiny_model_dir()
+    return Checkpoint(AutoModelForCausalLM.from_pretrained(str(d)).eval(), AutoTokenizer.from_pretrained(str(d)), CID)
+
+
+@pytest.fixture(scope="module")
+def honest(task_set: Any, checkpoint: Checkpoint) -> RolloutFile:
+    from intellect.agents.engines import TransformersEngine
+    from intellect.agents.generate import generate_for_claim
+    from intellect.agents.models import tiny_model_dir
+
+    engine = TransformersEngine(tiny_model_dir())
+    return generate_for_claim(engine, task_set, SEED, task_id=SID, problems=RULES.problems_per_task,
+                              budgets=RULES.budgets["cpu"], group_size=RULES.group_size,
+                              temperature=RULES.temperature, length_alpha=RULES.length_alpha, policy_step=3,
+                              worker=WORKER, model=CID)
+
+
+def _claim(rf: RolloutFile, **over: Any) -> Claim:
+    fields: dict[str, Any] = {
+        "submission_id": SID, "node": WORKER, "policy_step": rf.meta.policy_step,
+        "proofs_hash": "0x" + proofs_hash([p for r in rf.rows for p in r.proofs]).hex(),
+        "work_units": sum(len(r.completion_ids) for r in rf.rows), "rollouts_cid": "bafk-rollouts",
+        "seed": lambda: SEED, "hardware": lambda: Hardware("cpu", 0, 0),
+    }
+    fields.update(over)
+    return Claim(**fields)
+
+
+def _check(rf: RolloutFile | bytes, task_set: Any, checkpoint: Checkpoint, *, rules: SubmissionRules = RULES,
+           load: Callable[[int], Checkpoint] | None = None, claim_of: RolloutFile | None = None, **over: Any) -> Any:
+    data = rf if isinstance(rf, bytes) else rf.to_bytes()
+    claim = _claim(claim_of if claim_of is not None else rf, **over)  # type: ignore[arg-type]
+    return check_submission(data, claim, task_set, rules, load or (lambda step: checkpoint))
+
+
+def _edit(rf: RolloutFile, row: int, **changes: Any) -> RolloutFile:
+    rows = list(rf.rows)
+    rows[row] = rows[row].model_copy(update=changes)
+    return RolloutFile(rf.meta, rows)
+
+
+def test_honest_submission_accepted(honest: RolloutFile, task_set: Any, checkpoint: Checkpoint) -> None:
+    verdict = _check(honest, task_set, checkpoint)
+    assert verdict.accepted, verdict.detail
+    assert verdict.stats["rows"] == RULES.problems_per_task * RULES.group_size
+
+
+def _unknown_task() -> bytes:
+    raise Rejection(RejectReason.UNKNOWN_TASK, "no TaskClaimed event for task 7")
+
+
+@pytest.mark.parametrize(("over", "reason"), [
+    ({"node": OTHER}, RejectReason.WRONG_WORKER),
+    ({"submission_id": 8}, RejectReason.WRONG_TASK),
+    ({"policy_step": 4}, RejectReason.WRONG_POLICY_STEP),
+    ({"proofs_hash": "0x" + "00" * 32}, RejectReason.PROOFS_HASH_MISMATCH),
+    ({"work_units": 1}, RejectReason.WORK_UNITS_MISMATCH),
+    ({"seed": _unknown_task}, RejectReason.UNKNOWN_TASK),
+    ({"seed": lambda: bytes(32)}, RejectReason.WRONG_SEED),
+])
+def test_claim_mismatch_rejected(honest: RolloutFile, task_set: Any, checkpoint: Checkpoint, over: dict[str, Any],
+                                 reason: RejectReason) -> None:
+    verdict = _check(honest, task_set, checkpoint, **over)
+    assert (verdict.accepted, verdict.reason) == (False, reason), verdict.detail
+
+
+@pytest.mark.parametrize(("rules", "reason"), [
+    ({"group_size": 3}, RejectReason.WRONG_GROUP_SIZE),
+    ({"length_alpha": 0.001}, RejectReason.WRONG_LENGTH_ALPHA),
+    ({"problems_per_task": 3}, RejectReason.WRONG_PROBLEMS),
+    ({"budgets": {"cpu": [5]}}, RejectReason.WRONG_PROBLEMS),
+])
+def test_pool_rule_mismatch_rejected(honest: RolloutFile, task_set: Any, checkpoint: Checkpoint,
+                                     rules: dict[str, Any], reason: RejectReason) -> None:
+    verdict = _check(honest, task_set, checkpoint, rules=RULES.model_copy(update=rules))
+    assert (verdict.accepted, verdict.reason) == (False, reason), verdict.detail
+
+
+def test_bad_file_and_wrong_checkpoint_rejected(honest: RolloutFile, task_set: Any, checkpoint: Checkpoint) -> None:
+    assert _check(b"not parquet", task_set, checkpoint, claim_of=honest).reason == RejectReason.BAD_FILE
+    other = Checkpoint(checkpoint.model, checkpoint.tokenizer, "bafy-another-checkpoint")
+    assert _check(honest, task_set, checkpoint, load=lambda step: other).reason == RejectReason.WRONG_CHECKPOINT
+
+
+def test_row_tampering_rejected(honest: RolloutFile, task_set: Any, checkpoint: Checkpoint) -> None:
+    r0 = honest.rows[0]
+    cases = [
+        (_edit(honest, 0, prompt_ids=[*r0.prompt_ids, 5]), RejectReason.WRONG_PROMPT),
+        (_edit(honest, 0, task_reward=1.0 - r0.task_reward, reward=1.0 - r0.task_reward - r0.length_penalty),
+         RejectReason.REWARD_MISMATCH),
+        (_edit(honest, 0, advantage=r0.advantage + 0.5), RejectReason.REWARD_MISMATCH),
+        (_edit(honest, 0, completion_ids=[*r0.completion_ids, *r0.completion_ids][:7]), RejectReason.OVER_BUDGET),
+    ]
+    k, rk = next((k, r) for k, r in enumerate(honest.rows) if len(r.completion_ids) >= 2)
+    eos = {checkpoint.tokenizer.eos_token_id}
+    cut = [t for t in rk.completion_ids[:-1] if t not in eos] or [rk.completion_ids[0] + 1]
+    cases.append((_edit(honest, k, completion_ids=cut), RejectReason.CUT_SHORT))
+    for rf, reason in cases:
+        verdict = _check(rf, task_set, checkpoint)
+        assert (verdict.accepted, verdict.reason) == (False, reason), (reason, verdict.detail)
+
+
+def test_altered_token_fails_toploc_or_replay(honest: RolloutFile, task_set: Any, checkpoint: Checkpoint) -> None:
+    r0 = honest.rows[0]
+    ids = list(r0.completion_ids)
+    ids[0] = (ids[0] + 1) % checkpoint.tokenizer.vocab_size  # same length: the same units and budget
+    verdict = _check(_edit(honest, 0, completion_ids=ids), task_set, checkpoint)
+    assert not verdict.accepted
+    assert verdict.reason in {RejectReason.REWARD_MISMATCH, RejectReason.TOKENS_AFTER_EOS, RejectReason.CUT_SHORT,
+                              *(r for r in RejectReason if r.startswith("toploc_"))}, verdict.detail

@@ -1,0 +1,428 @@
+"""What a valid submission is: the rules every honest worker, validator and trainer must share.
+
+A worker follows them to write its rollout file, a validator checks a file against them, a trainer
+refuses what they refuse. They live here, in one place, as pure functions:
+
+    prompt_text(task, target_len)          the prompt the policy sees (task text + thinking-budget suffix,
+                                           in the model's chat template when it has one)
+    thinking_budgets(budgets, hardware)    the target lengths a node's declared hardware class gets
+    score_group(task, texts, lengths, ...) rewards and group-normalised advantages of one problem's group
+    group_advantages(rewards)              GRPO's (r − mean) / (std + ε) per group
+    is_fresh / too_stale                   the staleness rule: policy step s may train step t iff t − s ≤ async_level
+    check_submission(rollouts, claim,      the acceptance rule: every check a validator runs, cheapest first,
+        task_set, rules, model) -> Verdict  each failure a `RejectReason`
+
+`check_submission`, in order (a failure stops at the first):
+
+    file parses (schema, limits) → worker / task / policy step / proofs hash / work units match the chain
+    → seed = the task claim's → group size and length α = the pool's → problems and target lengths =
+    sample_problems(seed, budgets of the node's declared hardware) → checkpoint = the on-chain one for the
+    file's step → every prompt re-tokenised → every completion ends where the sampler ended → rewards and
+    advantages recomputed → TOPLOC proofs and the seeded sampler replayed by one batched prefill.
+
+The chain facts a check needs late (the claim's seed, the node's hardware, the checkpoint) are looked up
+only when the cheaper checks passed: a malformed file costs no RPC and no model load.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal, NamedTuple
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from intellect.sdk import IntellectError
+from intellect.verifier.completion import EndError, check_completion_end, eos_token_ids
+from intellect.verifier.prefill import verify_samples
+from intellect.verifier.replay import problem_seed, sample_seed
+from intellect.verifier.rewards import reward, task_reward, thinking_budget_suffix
+from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutRow
+from intellect.verifier.tasks import Task, TaskSet, sample_problems
+from intellect.verifier.toploc import (
+    ReasonCode,
+    check_aggregate,
+    check_replay_budget,
+    profile,
+    proofs_hash,
+)
+
+__all__ = [
+    "ADV_EPS",
+    "REWARD_TOL",
+    "Checkpoint",
+    "Claim",
+    "Hardware",
+    "RejectReason",
+    "Rejection",
+    "SubmissionRules",
+    "Verdict",
+    "check_submission",
+    "group_advantages",
+    "group_rows",
+    "hardware_class",
+    "is_fresh",
+    "prompt_text",
+    "score_group",
+    "thinking_budgets",
+    "too_stale",
+]
+
+ADV_EPS = 1e-6
+REWARD_TOL = 1e-4
+"""Largest difference between a reward (or advantage) a worker wrote and the recomputed one."""
+
+
+# ---------------------------------------------------------------------------------------------
+# the prompt
+
+
+def prompt_text(task: Task, target_len: int | None = None, tokenizer: Any = None) -> str:
+    """The prompt the model sees: the task text (+ the thinking-budget suffix if any), as the single
+    user turn of the model's chat template when `tokenizer` is given and has one (an instruct model:
+    SmolLM2-135M-Instruct), with the assistant turn opened; the bare text otherwise (the tiny model).
+
+    Its special tokens are written as text: encode it with `add_special_tokens=False`, as the engines do.
+    """
+    text = task.prompt
+    if target_len is not None:
+        text += thinking_budget_suffix(target_len)
+    if tokenizer is not None and getattr(tokenizer, "chat_template", None):
+        return str(tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                                 add_generation_prompt=True))
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# thinking budgets by hardware class
+
+
+class Hardware(NamedTuple):
+    """A node's declared hardware (its NodeRegistry record)."""
+
+    gpu_model: str
+    vram_gib: int
+    gpu_count: int
+
+
+def hardware_class(gpu_model: str, vram_gib: int, gpu_count: int) -> str:
+    """`cpu` (no GPU), `gpu-small` (< 40 GiB per GPU), `gpu-large` (≥ 40 GiB: A100-40/80, H100, H200)."""
+    if gpu_count <= 0 or gpu_model.strip().lower() in ("", "cpu", "none"):
+        return "cpu"
+    return "gpu-large" if vram_gib >= 40 else "gpu-small"
+
+
+def thinking_budgets(budgets: Mapping[str, Sequence[int]], gpu_model: str, vram_gib: int, gpu_count: int) -> list[int]:
+    """The target lengths a node of this declared hardware class is assigned (INTELLECT-2: slow nodes
+    get short thinking budgets): `budgets[class]`, else `budgets["cpu"]`. Validators recompute this
+    from the node's on-chain record. `ValueError` when neither entry exists."""
+    cls = hardware_class(gpu_model, vram_gib, gpu_count)
+    chosen = budgets.get(cls) or budgets.get("cpu")
+    if not chosen:
+        raise ValueError(f"tasks.budgets has no entry for hardware class {cls!r} (nor 'cpu')")
+    return [int(b) for b in chosen]
+
+
+# ---------------------------------------------------------------------------------------------
+# group scoring
+
+
+def group_advantages(rewards: torch.Tensor, eps: float = ADV_EPS) -> torch.Tensor:
+    """Per-group normalised advantages.
+
+    rewards: (G, n) — G groups (prompts) of n completions each.
+    Returns (G, n): (r - mean) / (std + eps), std the sample standard deviation (n - 1, as in
+    TRL's and prime-rl's GRPO). A group of identical rewards gives zeros.
+    """
+    if rewards.dim() != 2:
+        raise ValueError(f"rewards must be (groups, n), got shape {tuple(rewards.shape)}")
+    if rewards.shape[1] < 2:
+        raise ValueError("a GRPO group needs at least 2 completions")
+    rewards = rewards.to(torch.float64)
+    mean = rewards.mean(dim=1, keepdim=True)  # (G, 1)
+    std = rewards.std(dim=1, keepdim=True)  # (G, 1), unbiased
+    return ((rewards - mean) / (std + eps)).to(torch.float32)
+
+
+def score_group(task: Task, texts: Sequence[str], lengths: Sequence[int], target_len: int | None,
+                alpha: float) -> list[tuple[float, float, float, float]]:
+    """(task_reward, length_penalty, total, advantage) for each completion of one problem's group.
+
+    The same function runs in the worker (to write the file) and the validator (to check it).
+    """
+    scored: list[tuple[float, float]] = []
+    for text, n in zip(texts, lengths, strict=True):
+        if target_len is None:
+            scored.append((float(task_reward(task, text)), 0.0))
+        else:
+            rb = reward(task, text, target_len, n, alpha)
+            scored.append((rb.task_reward, rb.length_penalty))
+    totals = torch.tensor([[tr - lp for tr, lp in scored]], dtype=torch.float64)  # (1, n)
+    adv = group_advantages(totals)[0].tolist()
+    return [(tr, lp, tr - lp, float(a)) for (tr, lp), a in zip(scored, adv, strict=True)]
+
+
+def group_rows(rows: Sequence[RolloutRow]) -> list[tuple[str, list[RolloutRow]]]:
+    """The rows of a rollout file as (problem id, its consecutive rows): one group per problem."""
+    groups: list[tuple[str, list[RolloutRow]]] = []
+    for r in rows:
+        if not groups or groups[-1][0] != r.problem_id:
+            groups.append((r.problem_id, []))
+        groups[-1][1].append(r)
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# staleness
+
+
+def too_stale(train_step: int, policy_step: int, async_level: int) -> bool:
+    """True when a rollout of `policy_step` is older than training step `train_step` may take
+    (INTELLECT-2's async_level: t − s > async_level). The ledger refuses such submissions too."""
+    return train_step - policy_step > async_level
+
+
+def is_fresh(train_step: int, policy_step: int, async_level: int) -> bool:
+    """True when training step `train_step` may consume a rollout of `policy_step`.
+
+    The rule: t - s <= async_level. A rollout from the future (s > t) is never valid: no
+    checkpoint of that step can exist yet.
+    """
+    if async_level < 0:
+        raise ValueError(f"async_level must be >= 0, got {async_level}")
+    return policy_step <= train_step and not too_stale(train_step, policy_step, async_level)
+
+
+# ---------------------------------------------------------------------------------------------
+# the acceptance rule
+
+
+class RejectReason(StrEnum):
+    """Why a submission is rejected (stable strings: they go into challenge evidence and metrics)."""
+
+    BAD_CID = "bad_cid"  # the rollouts CID is malformed, or its content too large / not what it names
+    UNAVAILABLE = "unavailable"  # the rollout file could not be fetched while the window allowed
+    BAD_FILE = "bad_file"  # not a readable rollout file (schema, limits, Parquet)
+    WRONG_WORKER = "wrong_worker"  # the file names another worker than the submitting node
+    WRONG_TASK = "wrong_task"  # the file answers another task
+    WRONG_POLICY_STEP = "wrong_policy_step"  # the file's policy step is not the one submitted
+    PROOFS_HASH_MISMATCH = "proofs_hash_mismatch"  # the proofs do not hash to the on-chain proofs hash
+    WORK_UNITS_MISMATCH = "work_units_mismatch"  # generated tokens != claimed work units
+    UNKNOWN_TASK = "unknown_task"  # no task claim on chain for this id
+    WRONG_SEED = "wrong_seed"  # the file's seed is not the claim's chain-drawn seed
+    WRONG_GROUP_SIZE = "wrong_group_size"  # completions per problem != the pool's group size
+    WRONG_LENGTH_ALPHA = "wrong_length_alpha"  # length-penalty α != the pool's
+    WRONG_PROBLEMS = "wrong_problems"  # problems or target lengths are not the ones the seed assigns
+    WRONG_CHECKPOINT = "wrong_checkpoint"  # the file names another checkpoint than the step's on-chain one
+    WRONG_PROMPT = "wrong_prompt"  # prompt tokens differ from the task's prompt
+    # where a completion ends (`intellect.verifier.completion.EndError`)
+    EMPTY_COMPLETION = EndError.EMPTY.value
+    TOKENS_AFTER_EOS = EndError.TOKENS_AFTER_EOS.value
+    CUT_SHORT = EndError.CUT_SHORT.value
+    OVER_BUDGET = EndError.OVER_BUDGET.value  # more tokens than the thinking budget
+    REWARD_MISMATCH = "reward_mismatch"  # a reward or advantage differs from the recomputed one
+    # TOPLOC and the sampler replay (`intellect.verifier.toploc.ReasonCode`, prefixed)
+    TOPLOC_MALFORMED_PROOF = "toploc_" + ReasonCode.MALFORMED_PROOF.value
+    TOPLOC_WRONG_PROOF_COUNT = "toploc_" + ReasonCode.WRONG_PROOF_COUNT.value
+    TOPLOC_BAD_ACTIVATIONS = "toploc_" + ReasonCode.BAD_ACTIVATIONS.value
+    TOPLOC_EXP_MISMATCH = "toploc_" + ReasonCode.EXP_MISMATCH.value
+    TOPLOC_MANTISSA_MEAN = "toploc_" + ReasonCode.MANTISSA_MEAN.value
+    TOPLOC_MANTISSA_MEDIAN = "toploc_" + ReasonCode.MANTISSA_MEDIAN.value
+    TOPLOC_IMPLAUSIBLE_TOKEN = "toploc_" + ReasonCode.IMPLAUSIBLE_TOKEN.value
+    TOPLOC_REPLAY_MISMATCH = "toploc_" + ReasonCode.REPLAY_MISMATCH.value
+    TOPLOC_REPLAY_DIFFERING = "toploc_" + ReasonCode.REPLAY_DIFFERING.value
+    TOPLOC_AGGREGATE_MANTISSA = "toploc_" + ReasonCode.AGGREGATE_MANTISSA.value
+    TOPLOC_INVALID_SAMPLE = "toploc_" + ReasonCode.INVALID_SAMPLE.value
+
+    @classmethod
+    def of_end(cls, error: EndError) -> RejectReason:
+        return cls(error.value)
+
+    @classmethod
+    def of_toploc(cls, code: ReasonCode | str | None) -> RejectReason:
+        return cls(f"toploc_{code}")
+
+
+class Rejection(IntellectError):
+    """A submission failed a check: `reason` is a stable code, `stats` the failing numbers."""
+
+    def __init__(self, reason: RejectReason | str, detail: str, stats: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = str(reason)
+        self.detail = detail
+        self.stats = stats or {}
+
+
+class Verdict(BaseModel):
+    """The outcome of `check_submission` (`reason` is a `RejectReason` value when rejected)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    submission_id: int
+    accepted: bool
+    reason: str | None = None
+    detail: str = ""
+    stats: dict[str, Any] = Field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class SubmissionRules(BaseModel):
+    """The pool's rules a submission is checked against (from the agents' `worker`/`tasks`/`validator`
+    settings: every honest node of a pool runs with the same values)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    problems_per_task: int
+    group_size: int
+    length_alpha: float
+    temperature: float
+    budgets: dict[str, list[int]]
+    """thinking budgets by hardware class (`cpu`, `gpu-small`, `gpu-large`)"""
+    chat_template: Literal["model", "none"] = "none"
+    """`model`: prompts are the single user turn of the checkpoint tokenizer's chat template (when it has
+    one); `none`: the bare task text (`prompt_text`)"""
+    toploc_profile: Literal["mixed", "fp32", "reference"] = "mixed"
+    """the verification profile (`intellect.verifier.toploc.PROFILES`): `mixed` (default) accepts honest bf16 and
+    fp32 workers against a validator on any hardware; `fp32` is exact for pools whose every node computes in fp32;
+    `reference` is the old name of `mixed`"""
+
+
+class Checkpoint(NamedTuple):
+    """A loaded policy checkpoint: the model, its tokenizer, and its manifest CID on chain."""
+
+    model: Any
+    tokenizer: Any
+    cid: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What the chain says about one submission (`WorkSubmitted`) and where to find the rest.
+
+    `seed` and `hardware` are looked up only when the file passed the cheap checks: the claim's
+    chain-drawn seed (`TaskClaimed`; raise `Rejection(UNKNOWN_TASK)` when there is none) and the
+    submitting node's declared hardware (NodeRegistry).
+    """
+
+    submission_id: int
+    node: str
+    policy_step: int
+    proofs_hash: str
+    work_units: int
+    rollouts_cid: str
+    seed: Callable[[], bytes]
+    hardware: Callable[[], Hardware]
+
+
+def check_submission(rollouts: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
+                     model: Callable[[int], Checkpoint]) -> Verdict:
+    """Run every check of a submission (see the module docstring); `model(step)` loads the checkpoint of
+    the file's policy step, called only once the cheaper checks passed. Never raises `Rejection`:
+    a failed check is a rejecting `Verdict`."""
+    t0 = time.perf_counter()
+    try:
+        stats = _check(rollouts, claim, task_set, rules, model)
+        return Verdict(submission_id=claim.submission_id, accepted=True, stats=stats,
+                       seconds=time.perf_counter() - t0)
+    except Rejection as rej:
+        return Verdict(submission_id=claim.submission_id, accepted=False, reason=rej.reason, detail=rej.detail,
+                       stats=rej.stats, seconds=time.perf_counter() - t0)
+
+
+def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
+           load: Callable[[int], Checkpoint]) -> dict[str, Any]:
+    R = RejectReason
+    # -- the file against the on-chain submission -----------------------------------------------
+    try:
+        rf = RolloutFile.from_bytes(data, name=claim.rollouts_cid)
+    except RolloutFileError as exc:
+        raise Rejection(R.BAD_FILE, str(exc)) from None
+    meta = rf.meta
+    if meta.worker.lower() != claim.node.lower():
+        raise Rejection(R.WRONG_WORKER, f"file names worker {meta.worker}, submitted by {claim.node}")
+    if meta.task_id != str(claim.submission_id):
+        raise Rejection(R.WRONG_TASK, f"file answers task {meta.task_id}, submitted for {claim.submission_id}")
+    if meta.policy_step != claim.policy_step:
+        raise Rejection(R.WRONG_POLICY_STEP, f"file policy step {meta.policy_step}, on-chain {claim.policy_step}")
+    ph = "0x" + proofs_hash([p for r in rf.rows for p in r.proofs]).hex()
+    if ph != claim.proofs_hash.lower():
+        raise Rejection(R.PROOFS_HASH_MISMATCH, f"proofs hash {ph} != on-chain {claim.proofs_hash}")
+    units = sum(len(r.completion_ids) for r in rf.rows)
+    if units != claim.work_units:
+        raise Rejection(R.WORK_UNITS_MISMATCH, f"{units} tokens generated, {claim.work_units} units claimed",
+                        {"tokens": units, "claimed": claim.work_units})
+    # -- the assignment: seed, pool rules, problems and budgets ---------------------------------
+    seed = claim.seed()
+    if meta.seed.lower().removeprefix("0x") != seed.hex():
+        raise Rejection(R.WRONG_SEED, f"file seed {meta.seed} != claim seed {seed.hex()}")
+    try:
+        budgets = thinking_budgets(rules.budgets, *claim.hardware())
+    except ValueError as exc:
+        raise IntellectError(f"the pool rules cannot be applied: {exc}") from exc
+    assigned = sample_problems(task_set, seed, rules.problems_per_task, budgets)
+    if meta.group_size != rules.group_size:
+        raise Rejection(R.WRONG_GROUP_SIZE, f"group size {meta.group_size}, the pool's is {rules.group_size}")
+    if abs(meta.length_alpha - rules.length_alpha) > 1e-12:
+        raise Rejection(R.WRONG_LENGTH_ALPHA, f"length alpha {meta.length_alpha} != {rules.length_alpha}")
+    groups = group_rows(rf.rows)
+    got = [(g[0], g[1][0].target_length) for g in groups]
+    want = [(a.task_id, a.target_len) for a in assigned]
+    if got != want:
+        raise Rejection(R.WRONG_PROBLEMS, f"problems/target lengths {got} != assigned {want}",
+                        {"got": got, "assigned": want})
+    # -- the checkpoint, the prompts, where completions end, the rewards ------------------------
+    model, tok, cid = load(meta.policy_step)
+    if meta.model != cid:
+        raise Rejection(R.WRONG_CHECKPOINT, f"file names checkpoint {meta.model}, step {meta.policy_step} is {cid}")
+    eos = eos_token_ids(model, tok)
+    worst = 0.0
+    for (pid, rows), a in zip(groups, assigned, strict=True):
+        task = task_set[pid]
+        text = prompt_text(task, a.target_len, tokenizer=tok if rules.chat_template == "model" else None)
+        prompt_ids = list(tok(text, add_special_tokens=False)["input_ids"])
+        for i, r in enumerate(rows):
+            if r.target_length != a.target_len:
+                raise Rejection(R.WRONG_PROBLEMS, f"row {i} of {pid}: target {r.target_length} != {a.target_len}")
+            if list(r.prompt_ids) != prompt_ids:
+                raise Rejection(R.WRONG_PROMPT, f"problem {pid} row {i}: prompt tokens differ from the task's")
+            # empty, over the budget, tokens after EOS, cut short: paid tokens = sampled tokens
+            end = check_completion_end(r.completion_ids, eos, a.target_len)
+            if end.error is not None:
+                raise Rejection(R.of_end(end.error), f"problem {pid} row {i}: {end.detail}",
+                                {"row": i, "problem": pid, "tokens": len(r.completion_ids)})
+        texts = [tok.decode(r.completion_ids, skip_special_tokens=True) for r in rows]
+        scored = score_group(task, texts, [len(r.completion_ids) for r in rows], a.target_len, rules.length_alpha)
+        for i, (r, (tr, lp, total, adv)) in enumerate(zip(rows, scored, strict=True)):
+            diffs = {"task_reward": abs(r.task_reward - tr), "length_penalty": abs(r.length_penalty - lp),
+                     "reward": abs(r.reward - total), "advantage": abs(r.advantage - adv)}
+            bad = {k: v for k, v in diffs.items() if v > REWARD_TOL}
+            if bad:
+                raise Rejection(R.REWARD_MISMATCH, f"problem {pid} row {i}: {sorted(bad)} differ from recomputed",
+                                {"row": i, "problem": pid, "claimed": {"task_reward": r.task_reward,
+                                 "reward": r.reward, "advantage": r.advantage},
+                                 "recomputed": {"task_reward": tr, "reward": total, "advantage": adv}})
+            worst = max(worst, *diffs.values())
+    # -- TOPLOC proofs and the sampler replay: one batched prefill ------------------------------
+    # the sampler's seed of row i of problem k, as the worker derived it (replayed by verify_samples)
+    samples = [(list(r.prompt_ids), list(r.completion_ids), list(r.proofs), sample_seed(problem_seed(seed, k), i))
+               for k, (_, rows) in enumerate(groups) for i, r in enumerate(rows)]
+    thresholds = profile(rules.toploc_profile)  # TOPLOC bounds, replay tolerance and differing budget together
+    results = verify_samples(model, samples, thresholds, temperature=rules.temperature)
+    for i, res in enumerate(results):
+        if not res.ok:
+            chunk = res.chunks[res.failed_chunk] if res.chunks and res.failed_chunk is not None else None
+            raise Rejection(R.of_toploc(res.reason), f"row {i}: {res.detail}",
+                            {"row": i, "failed_chunk": res.failed_chunk,
+                             "chunk": chunk.model_dump() if chunk is not None else None,
+                             "failed_rows": sum(1 for r in results if not r.ok), "rows": len(results)})
+    agg = check_aggregate(results, thresholds)  # small deviations everywhere (a slightly different model)
+    if not agg.ok:
+        raise Rejection(R.of_toploc(agg.reason), agg.detail, {"rows": len(results)})
+    budget = check_replay_budget(results, thresholds)  # tokens chosen within the per-token tolerance
+    if not budget.ok:
+        raise Rejection(R.of_toploc(budget.reason), budget.detail, {"rows": len(results)})
+    return {"rows": len(rf.rows), "tokens": units, "max_reward_diff": worst,
+            "mean_reward": sum(r.reward for r in rf.rows) / len(rf.rows)}
