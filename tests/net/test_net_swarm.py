@@ -26,6 +26,7 @@ from intellect.sdk import ChallengeStatus, TaskStatus
 pytestmark = [pytest.mark.net, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 PORTS = {"port": 8000, "ipfs_port": 8001, "shardcast_port": 8002}
+MAX_STEPS = 6
 
 
 def _public(host: Any) -> dict[str, Any]:
@@ -55,15 +56,20 @@ def test_swarm_across_hosts_nat_worker_paid_offline_and_relay_loss(lab, net_devn
     lab.cap("relay", "8mbit")  # slow enough that the relay is still fetching when its cable is pulled
 
     trainer = _add(swarm, lab, "trainer", "trainer", 0, {**_public(lab.hosts["trainer"]),
-                                                          "trainer": {"max_steps": 4}}).start()
+                                                          "trainer": {"max_steps": MAX_STEPS}}).start()
     relay = _add(swarm, lab, "relay", "relay", 5, _public(lab.hosts["relay"])).start()
     v1 = _add(swarm, lab, "v1", "validator", 4, _public(lab.hosts["v1"])).start()
     v2 = _add(swarm, lab, "v2", "validator", 6, _public(lab.hosts["v2"])).start()
     nat = _add(swarm, lab, "w-nat", "worker", 1, {"server": {"host": "127.0.0.1", "advertise": False},
                                                   "ipfs": {"gateway": False},
                                                   "worker": {"max_tasks": 2, "push_to": "trainer"}}).start()
+    # w-home works on every checkpoint (2 tasks per policy step): the trainer always has fresh work for
+    # the step after the relay cut, however far a burst of step-0 submissions carried it before the cut
+    # (CI at b4e4f79: w-home had spent its 4 tasks at step 0, steps 1-3 came in one second, and nothing
+    # fresh enough for step 4 was ever submitted).
     home = _add(swarm, lab, "w-home", "worker", 2, {**_public(lab.hosts["w-home"]),
-                                                    "worker": {"max_tasks": 4}}).start()
+                                                    "worker": {"max_tasks": 2 * (MAX_STEPS + 1),
+                                                               "tasks_per_step": 2}}).start()
     cheat = _add(swarm, lab, "cheat", "worker", 3, {**_public(lab.hosts["cheat"]),
                                                     "worker": {"max_tasks": 2, "adversary": "wrong_model"}},
                  cheater=True).start()
@@ -84,7 +90,7 @@ def test_swarm_across_hosts_nat_worker_paid_offline_and_relay_loss(lab, net_devn
     swarm.wait(lambda: trainer.status()["policy_step"] >= 1, 600, "policy step 1")
     lab.cut("relay")
     cut_at = trainer.status()["policy_step"]
-    assert cut_at < 4, f"the trainer reached its last step ({cut_at}) before the relay could be cut"
+    assert cut_at < MAX_STEPS, f"the trainer reached its last step ({cut_at}) before the relay could be cut"
     swarm.wait(lambda: max(home.status()["local_checkpoints"] or [-1]) > cut_at, 600,
                f"w-home holding a checkpoint published after the relay went away (after step {cut_at})")
 
