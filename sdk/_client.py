@@ -503,6 +503,11 @@ class Protocol:
     def min_stake(self, role: Role | str | int) -> int:
         return int(self.call("StakeManager", "minStake", int(Role.parse(role))))
 
+    def validator_weight_at(self, node: str, block: int) -> int:
+        """`node`'s validator weight (active stake while an active validator, else 0) at the end of past block
+        `block`: checkpointed on-chain, so any node answers it (no archive state needed)."""
+        return int(self.call("StakeManager", "validatorWeightAt", _addr(node), int(block)))
+
     def unbonding_period(self) -> int:
         return int(self.call("StakeManager", "unbondingPeriod"))
 
@@ -597,6 +602,11 @@ class Protocol:
     def min_window_length(self) -> int:
         return int(self.call("TaskLedger", "minWindowLength"))
 
+    def pool_bounds(self) -> tuple[int, int]:
+        """(minChallengeBond, minQuorum): the ledger's floors on new pools."""
+        v = self.call("TaskLedger", "poolBounds")
+        return int(v[0]), int(v[1])
+
     # -- TaskLedger: tasks and submissions --------------------------------------------------------
     def claim_task(self, pool_id: int) -> TaskClaim:
         """Claim a task for this account's worker node; the seed comes from the TaskClaimed event."""
@@ -614,6 +624,17 @@ class Protocol:
         rc = self.transact("TaskLedger", "submitWork", int(task_id), rollouts_cid, bytes(proofs_hash),
                            int(work_units), int(policy_step))
         return self._submission(rc.event("WorkSubmitted"), status=TaskStatus.SUBMITTED)
+
+    def task_claim(self, task_id: int, *, to_block: int | str = "latest") -> TaskClaim | None:
+        """The claim of task `task_id` (its block and seed) from its TaskClaimed event; None if none (up to
+        `to_block`)."""
+        evs = self.get_events(["TaskClaimed"], to_block=to_block, filters={"taskId": int(task_id)})
+        if not evs:
+            return None
+        e = evs[-1]
+        return TaskClaim(task_id=e.args["taskId"], pool_id=e.args["poolId"], node=e.args["node"],
+                         seed=_hex_bytes(e.args["seed"]), lease_expiry=e.args["leaseExpiry"], tx_hash=e.tx_hash,
+                         block_number=e.block_number)
 
     def task(self, task_id: int) -> Task:
         v = self.call("TaskLedger", "task", int(task_id))

@@ -420,7 +420,11 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
 @click.option("--vote-period", type=int, default=6 * 3600, show_default=True, help="Vote period, seconds.")
 @click.option("--lease", type=int, default=3600, show_default=True, help="Task lease, seconds.")
 @click.option("--async-level", type=int, default=2, show_default=True)
-@click.option("--quorum", type=int, default=1, show_default=True, help="Validator quorum.")
+@click.option("--quorum", type=int, default=None,
+              help="Validator quorum: votes an upheld challenge needs and attestations a trainable submission needs "
+                   "(default: 1 on a development chain, else the ledger's floor and at least 2).")
+@click.option("--assigned-validators", type=int, default=None,
+              help="Validators the chain assigns to each submission; only theirs count (default: quorum + 1).")
 @click.option("--fund", "fund_amount", default=None, help="Tokens to fund the pool with right away.")
 @click.option("--ipfs", "ipfs_spec", default="embedded:data/ipfs", show_default=True, envvar="INTELLECT_IPFS",
               help="Where the rules (and task-set files) are added: embedded:/path or kubo:http://host:5001.")
@@ -431,7 +435,8 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
                 budgets: tuple[str, ...], length_alpha: float | None, temperature: float | None,
                 toploc_profile: str | None, max_units: int | None, trainer_addr: str | None, reward_per_unit: str,
                 challenge_bond: str, slash_amount: str, window: int, vote_period: int, lease: int, async_level: int,
-                quorum: int, fund_amount: str | None, ipfs_spec: str, dry_run: bool) -> None:
+                quorum: int | None, assigned_validators: int | None, fund_amount: str | None, ipfs_spec: str,
+                dry_run: bool) -> None:
     """Build the pool's rules (intellect.poolrules/v1), refuse them if they contradict themselves, add
     them to IPFS and create the pool with their CID on-chain (the rules name the task set)."""
     from .ipfs import open_ipfs
@@ -462,6 +467,8 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
             doc[key] = value
     if budgets:
         doc["budgets"] = _budget_items(budgets)
+    if assigned_validators is not None:
+        doc["assigned_validators"] = assigned_validators
     tcid = _taskset_cid(store, taskset, "task set", dry_run)
     if tcid is not None:
         doc["taskset_cid"] = tcid
@@ -479,12 +486,17 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
     if dry_run:
         _out(ctx, {"rules": json.loads(data), "rules_cid": rules.cid()}, [data.decode(), f"rules CID {rules.cid()}"])
         return
-    cid = store.add(data)
-    if cid != rules.cid():
-        raise PoolRulesError(f"IPFS {ipfs_spec} stored the rules as {cid}, expected {rules.cid()}")
     from ._models import PoolParams, parse_tokens
 
     p = ctx.protocol()
+    if quorum is None:
+        quorum = default_quorum(p)
+    if rules.assigned_validators is not None and rules.assigned_validators < quorum:
+        raise PoolRulesError(f"assigned_validators {rules.assigned_validators} is below the quorum {quorum}: "
+                             f"no submission could ever be trained on")
+    cid = store.add(data)
+    if cid != rules.cid():
+        raise PoolRulesError(f"IPFS {ipfs_spec} stored the rules as {cid}, expected {rules.cid()}")
     params = PoolParams(trainer=trainer_addr or p.address, task_set_cid=cid,
                         reward_per_unit=parse_tokens(reward_per_unit), challenge_bond=parse_tokens(challenge_bond),
                         slash_amount=parse_tokens(slash_amount), window_length=window, vote_period=vote_period,
@@ -497,6 +509,12 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
          [f"pool {pool_id} created: rules {cid}", f"  task set {rules.taskset_cid}"
           + (f"  held-out {rules.heldout_cid}" if rules.heldout_cid else ""),
           f"  budget {_tok(created.budget)}"])
+
+
+def default_quorum(protocol: Any) -> int:
+    """`pool create`'s quorum when none is given: 1 on a development chain; elsewhere the ledger's floor and never
+    below 2 (`intellect.verifier.assignment.NON_DEV_MIN_QUORUM`: the trainer would not train on fewer)."""
+    return 1 if protocol.is_dev_chain else max(2, protocol.pool_bounds()[1])
 
 
 @pool.command("fund", short_help="Add tokens to a pool's budget.")

@@ -92,6 +92,10 @@ class PoolRules(_Strict):
     every node in fp32, exact; `reference`: the old name of `mixed`)."""
     max_units_per_submission: int = Field(ge=1, le=2**32 - 1)
     """Most work units (completion tokens) one submission may claim; the pool's on-chain limit."""
+    assigned_validators: int | None = Field(None, ge=1, le=64)
+    """Validators the chain assigns to each submission from its claim's seed (`intellect.verifier.assignment`):
+    only their attestations count towards the trainer's quorum. None: quorum + 1; never fewer than the quorum.
+    Left out of the canonical document when None, so rules made before it keep their CID."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -132,7 +136,8 @@ class PoolRules(_Strict):
 
     def to_bytes(self) -> bytes:
         """Canonical JSON (sorted keys, no spaces): the same rules always give the same CID."""
-        doc = self.model_dump(mode="json", by_alias=True)
+        doc = self.model_dump(mode="json", by_alias=True,
+                              exclude={"assigned_validators"} if self.assigned_validators is None else None)
         return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
     def cid(self) -> str:

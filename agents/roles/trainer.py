@@ -4,8 +4,10 @@
            chain lacks) through Shardcast (origin + manifest on IPFS) and `publishCheckpoint`
     loop:  follow WorkSubmitted → take validator attestations (POST /attestations, and pulled
            from validators' GET /attestations) → a batch of submissions with ≥ quorum valid
-           attestations by active, staked validators, fresh (policy ≥ t − async_level) and not
-           challenged (re-checked on-chain right before training) → GRPO step → publish t+1
+           attestations by validators the chain assigned to them (`intellect.verifier.assignment`:
+           from the claim's seed and the validator set before the claim's block, not chosen by the
+           worker), fresh (policy ≥ t − async_level) and not challenged (re-checked on-chain right
+           before training) → GRPO step → publish t+1
 
 Crash safety: the chosen batch is recorded (`plan`) before training; the checkpoint dir is
 written atomically; on restart the trainer resumes from its newest local checkpoint, publishes
@@ -31,16 +33,11 @@ from intellect.agents.roles._runtime import (
 )
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.store import accept_pushed_file
+from intellect.verifier.assignment import DEV_CHAIN_IDS, assignment_size, effective_quorum
 from intellect.verifier.submission import too_stale
 
 __all__ = ["DEV_CHAIN_IDS", "Trainer", "attesting_operators", "effective_quorum", "ready_submissions", "same_operator",
            "verified_samples", "warm_start_recipe"]
-
-DEV_CHAIN_IDS = frozenset({1337, 31337})
-"""Local development chains (anvil, ganache): the only ones where one attestation may suffice."""
-NON_DEV_MIN_QUORUM = 2
-"""Fewest distinct validators (of distinct operators) whose attestations make a submission trainable
-on any chain other than a development one."""
 
 log = logging.getLogger(__name__)
 
@@ -76,20 +73,16 @@ def ready_submissions(attestations: dict[int, set[str]], submissions: dict[int, 
     return ready, stale
 
 
-def effective_quorum(configured: int | None, pool_quorum: int, chain_id: int) -> int:
-    """Attestations needed per submission: the pool's rule (`quorum`, the one its challenges use), at
-    least `NON_DEV_MIN_QUORUM` off development chains, raised (never lowered) by the trainer's setting."""
-    floor = 1 if chain_id in DEV_CHAIN_IDS else NON_DEV_MIN_QUORUM
-    return max(floor, int(pool_quorum), int(configured or 0))
-
-
-def attesting_operators(records: list[dict[str, Any]], owner_of: Any) -> dict[int, set[str]]:
+def attesting_operators(records: list[dict[str, Any]], owner_of: Any, assigned: Any = None) -> dict[int, set[str]]:
     """Per submission, the distinct operators (owners, lower case) of its attesting validators, from the
     trainer's attestation records: what the quorum counts, so one operator's several validator keys
-    count once. `owner_of(validator)` is asked only for records that do not carry their owner."""
+    count once. `owner_of(validator)` is asked only for records that do not carry their owner. With
+    `assigned(submission_id)` (the validators the chain assigned it, lower case), only their records count."""
     out: dict[int, set[str]] = {}
     for r in records:
         d = r["data"]
+        if assigned is not None and str(d["validator"]).lower() not in assigned(int(d["submission_id"])):
+            continue
         owner = d.get("owner") or owner_of(d["validator"])
         out.setdefault(int(d["submission_id"]), set()).add(str(owner).lower())
     return out
@@ -156,6 +149,9 @@ class Trainer(Agent):
         self._validator_ok: dict[str, tuple[float, bool]] = {}
         self._owners: dict[str, str] = {}
         self.quorum = max(1, self.cfg.trainer.attestation_quorum or 1)
+        self.assigner: Any = None
+        """the chain's assignment of validators to submissions (`roles.assignment.Assigner`), made in start()"""
+        self._assignments: dict[int, frozenset[str]] = {}
         self._intake_lock = threading.Lock()
         self.gt: Any = None
         self.origin: Any = None
@@ -202,7 +198,12 @@ class Trainer(Agent):
         self._load_rules_and_tasks()
         self.quorum = effective_quorum(self.cfg.trainer.attestation_quorum, self.pool.params.quorum,
                                        self.protocol.chain_id)
-        log.info("attestation quorum: %d distinct validators of other operators per submission", self.quorum)
+        from intellect.agents.roles.assignment import Assigner
+
+        k = assignment_size(self.quorum, self.rules.assigned_validators if self.rules is not None else None)
+        self.assigner = Assigner(self.protocol, k=k, quorum=self.quorum)
+        log.info("attestation quorum: %d distinct validators of other operators per submission, of the %d the "
+                 "chain assigns it", self.quorum, k)
         self._init_policy()
         self.eval_tasks = self._load_eval_tasks()
         if self.eval_tasks and self.state.record("eval", self.gt.step) is None:
@@ -432,15 +433,43 @@ class Trainer(Agent):
             out.setdefault(int(r["data"]["submission_id"]), set()).add(r["data"]["validator"].lower())
         return out
 
-    def _attesting_operators(self) -> dict[int, set[str]]:
-        return attesting_operators(self.state.records("attestation"), self._owner)
+    def _assigned(self, sid: int) -> frozenset[str]:
+        """The validators (lower case) the chain assigned to submission `sid`: only their attestations count.
+        Computed once (kept in the state store: an assignment never changes); empty while it cannot be."""
+        got = self._assignments.get(sid)
+        if got is not None:
+            return got
+        rec = self.state.record("assignment", sid)
+        if rec is None:
+            from intellect.sdk import IntellectError
+
+            try:
+                validators = self.assigner.for_task(sid)
+            except IntellectError as exc:
+                log.warning("submission %d: its assigned validators could not be read (retried): %s", sid, exc)
+                return frozenset()
+            if validators is None:
+                return frozenset()
+            self.state.put("assignment", sid, "assigned", {"validators": validators})
+            log.info("submission %d: assigned validators %s", sid, ", ".join(validators) or "none")
+        else:
+            validators = rec["data"]["validators"]
+        got = self._assignments[sid] = frozenset(validators)
+        return got
+
+    def _attesting_operators(self, pending: set[int] | None = None) -> dict[int, set[str]]:
+        """Per submission (of `pending`, else all), the operators of its attesting assigned validators."""
+        records = [r for r in self.state.records("attestation")
+                   if pending is None or int(r["data"]["submission_id"]) in pending]
+        return attesting_operators(records, self._owner, self._assigned)
 
     def _next_ready(self, exclude: set[int]) -> int | None:
         """The oldest attested, fresh, still-unchallenged submission not in `exclude`, or None."""
         from intellect.sdk import TaskStatus
 
         subs = {int(r["id"]): r["data"] | {"status": r["status"]} for r in self.state.records("submission")}
-        ready, stale = ready_submissions(self._attesting_operators(), subs, quorum=self.quorum,
+        pending = {sid for sid, sub in subs.items() if sub["status"] == "pending"}
+        ready, stale = ready_submissions(self._attesting_operators(pending), subs, quorum=self.quorum,
                                          train_step=self.gt.step, async_level=self.pool.params.async_level)
         for sid in stale:
             self.state.put("submission", sid, "stale")
@@ -609,7 +638,8 @@ class Trainer(Agent):
                 return
             used = self._attestation_sets()
             for sid in todo:
-                validators = sorted(used.get(sid, set()))[:16]  # the book takes at most 16 per call
+                # the attestations the quorum counted (assigned validators); the book takes at most 16 per call
+                validators = sorted(used.get(sid, set()) & self._assigned(sid))[:16]
                 recorded: list[str] = []
                 try:
                     if validators:
@@ -735,6 +765,7 @@ class Trainer(Agent):
             "consumed": sorted(int(r["id"]) for r in self.state.records("submission", "consumed")),
             "submissions": [{"submission_id": int(r["id"]), "status": r["status"], "node": r["data"].get("node"),
                              "policy_step": r["data"].get("policy_step"), "attestations": sorted(att.get(int(r["id"]), set())),
+                             "assigned": sorted(self._assignments.get(int(r["id"]), ())),
                              "step": r["data"].get("step")} for r in self.state.records("submission")],
             "quorum": self.quorum,
             "evals": evals,

@@ -49,6 +49,7 @@ __all__ = ["EVIDENCE_SCHEMA", "Evidence", "Rejection", "Validator", "Verdict"]
 log = logging.getLogger(__name__)
 
 EVIDENCE_SCHEMA = "intellect.evidence/v1"
+ATTESTER_CLAIMS_PER_PASS = 32  # due attester rewards asked (one eth_call each) per settle pass, at most
 
 
 class Evidence(BaseModel):
@@ -490,22 +491,51 @@ class Validator(Agent):
                 log.warning("voiding the wiped submissions of %s failed (retried later): %s", node, exc)
 
     def _claim_attester_rewards(self) -> None:
-        """Claim the rewards of this validator's recorded attestations (AttestationRecorded events, kept in
-        the state store by the event follower) that are payable now; each is checked by eth_call first, so
-        windows still open or challenged cost no transaction. A record whose reservation is gone (paid,
-        released or slashed) leaves the set, so a pass reads only the attestations still unsettled."""
-        from intellect.sdk import ContractRevert
+        """Claim the rewards of this validator's recorded attestations once they are payable. The unsettled set
+        is the state store's `attester` records in status `recorded`: the event follower adds one per
+        AttestationRecorded naming this validator, incrementally (its cursor is in the state store, its pages
+        bounded), so nothing here reads the event log. A record costs no RPC while its submission's window is
+        open or a challenge of it is open (both known locally, from WorkSubmitted and the challenge events); a
+        due one is checked by one eth_call of `claimAttesterReward` (at most `ATTESTER_CLAIMS_PER_PASS` per
+        pass, earliest window first) and leaves the set once paid, or found settled by someone else
+        (AttesterBookBadRecord: paid, released or slashed), or never payable (its work upheld or voided); one
+        not payable yet (a wiped worker's, say) is asked again after a back-off in chain time."""
+        from intellect.sdk import ContractRevert, TaskStatus
 
         me, paid = self.protocol.address, 0
-        for r in self.state.records("attester", "recorded"):
-            sid = int(r["id"])
-            if not self.protocol.attestation_reserved(sid, me):
-                self.state.put("attester", sid, "settled")
+        pending = self.state.records("attester", "recorded")
+        if not pending:
+            return
+        now = self.protocol.chain_time()
+        due: list[tuple[int, int]] = []
+        tries: dict[int, int] = {}
+        for r in pending:
+            sid, d = int(r["id"]), r["data"]
+            if "window_end" not in d:  # from the WorkSubmitted the follower kept, else (once) from the chain
+                sub = self.state.record("submission", sid)
+                end = (sub or {}).get("data", {}).get("window_end") or self.protocol.task(sid).window_end
+                d = {**d, "window_end": int(end)}
+                self.state.put("attester", sid, "recorded", {"window_end": int(end)})
+            challenge = self.state.record("challenge", sid)
+            if (d["window_end"] > now or d.get("recheck_at", 0) > now
+                    or (challenge is not None and challenge["status"] in ("open", "opening"))):
                 continue
+            due.append((int(d["window_end"]), sid))
+            tries[sid] = int(d.get("tries", 0))
+        for _, sid in sorted(due)[:ATTESTER_CLAIMS_PER_PASS]:
             try:
                 self.protocol.call("AttesterBook", "claimAttesterReward", sid, me)
-            except ContractRevert:
-                continue  # not payable yet (window open, challenged) or not at all (upheld: released instead)
+            except ContractRevert as exc:
+                if exc.name == "AttesterBookBadRecord":  # no longer reserved: paid (anyone may send it) or released
+                    self.state.put("attester", sid, "settled")
+                    continue
+                status = self.protocol.task(sid).status
+                if status in (TaskStatus.UPHELD, TaskStatus.VOIDED):  # never payable: released to the pool instead
+                    self.state.put("attester", sid, "settled", {"task_status": status.name.lower()})
+                    continue
+                n = tries[sid] + 1
+                self.state.put("attester", sid, "recorded", {"tries": n, "recheck_at": now + min(60 * 2**n, 86_400)})
+                continue
             with self._tx_lock:
                 amount = self.protocol.claim_attester_reward(sid, me)
             self.state.put("attester", sid, "paid", {"amount": amount})

@@ -125,3 +125,54 @@ def test_quorum_counts_operators_not_validator_keys(tmp_path):
     state.put("attestation", f"7:{WORKER}", "valid", {"submission_id": 7, "validator": WORKER, "owner": "0x" + "99" * 20})
     ops = attesting_operators(state.records("attestation"), owners.__getitem__)
     assert ready_submissions(ops, subs, quorum=2, train_step=0, async_level=2) == ([7], [])
+
+
+def test_only_the_chains_assigned_validators_make_a_submission_ready(devnet, tmp_path):
+    """Issue 22: the worker does not pick who vouches for it. Four staked validators of four operators at the
+    claim, two assigned from the claim's seed: an attestation by one of the other two is kept but counts for
+    nothing; one by an assigned validator makes the submission ready (the trainer's own methods, real chain)."""
+    from intellect.agents.roles._state import StateStore
+    from intellect.agents.roles.assignment import Assigner
+    from intellect.agents.roles.trainer import Trainer
+    from intellect.sdk import Role
+
+    token = 10**18
+    validators = []
+    for i in (2, 3, 4, 6):
+        v = devnet.protocol(i)
+        v.drip()
+        v.register_node(Role.VALIDATOR, gpu_model="cpu")
+        v.stake(v.address, 100 * token)
+        validators.append(v.address.lower())
+    pool_id = devnet.deployment.default_pool_id or 1
+    devnet.protocol(0).publish_checkpoint(pool_id, 0, "bafkreimanifestassigned")
+    w = devnet.protocol(1)
+    w.drip()
+    w.register_node("worker", gpu_model="cpu")
+    w.stake(w.address, 100 * token)
+    sid = w.claim_task(pool_id).task_id
+    w.submit_work(sid, "bafkreirolloutsassigned", b"\x11" * 32, 2, 0)
+
+    trainer = Trainer.__new__(Trainer)  # the parts of a started trainer that count attestations
+    trainer.protocol, trainer.state = devnet.protocol(0), StateStore(tmp_path / "state.sqlite")
+    trainer.assigner, trainer._assignments, trainer._owners = Assigner(trainer.protocol, k=2, quorum=1), {}, {}
+    assigned = trainer._assigned(sid)
+    assert len(assigned) == 2 and assigned <= set(validators)
+    assert set(trainer.state.record("assignment", sid)["data"]["validators"]) == assigned  # kept: computed once
+    outsider = next(v for v in validators if v not in assigned)
+    subs = {sid: {"policy_step": 0, "status": "pending"}}
+
+    def attest(v: str) -> None:
+        trainer.state.put("attestation", f"{sid}:{v}", "valid", {"submission_id": sid, "validator": v, "owner": v})
+
+    attest(outsider)
+    assert trainer._attesting_operators({sid}) == {}
+    assert ready_submissions(trainer._attesting_operators({sid}), subs, quorum=1, train_step=0, async_level=2) \
+        == ([], [])
+    attest(sorted(assigned)[0])
+    assert trainer._attesting_operators({sid}) == {sid: {sorted(assigned)[0]}}
+    assert ready_submissions(trainer._attesting_operators({sid}), subs, quorum=1, train_step=0, async_level=2) \
+        == ([sid], [])
+    # the same records counted by every validator, as before assignment: the outsider alone was enough
+    everyone = attesting_operators(trainer.state.records("attestation"), str.lower)
+    assert everyone == {sid: {outsider, sorted(assigned)[0]}}

@@ -33,6 +33,35 @@ def test_rules_roundtrip_and_canonical_cid() -> None:
     assert not PoolRules.is_rules_document(b'{"name": "x", "schema": "intellect.taskset/v1"}\n')
 
 
+def test_assigned_validators_is_a_rule_and_old_documents_keep_their_cid() -> None:
+    """Issue 22: how many validators the chain assigns each submission. Unset (quorum + 1) it is not written,
+    so a document made before the field existed has the same bytes and CID."""
+    rules = PoolRules.build(GOOD)
+    assert rules.assigned_validators is None and b"assigned_validators" not in rules.to_bytes()
+    assert set(json.loads(rules.to_bytes())) == set(GOOD)  # the fields a document had before issue 22
+    five = PoolRules.build({**GOOD, "assigned_validators": 5})
+    assert five.cid() != rules.cid() and PoolRules.from_bytes(five.to_bytes()).assigned_validators == 5
+    for bad in (0, 65):
+        with pytest.raises(PoolRulesError) as err:
+            PoolRules.build({**GOOD, "assigned_validators": bad})
+        assert "assigned_validators" in str(err.value)
+
+
+def test_default_quorum_is_above_one_off_development_chains() -> None:
+    from intellect.sdk.cli import default_quorum
+
+    class Chain:
+        def __init__(self, dev: bool, floor: int) -> None:
+            self.is_dev_chain, self._floor = dev, floor
+
+        def pool_bounds(self) -> tuple[int, int]:
+            return 10**19, self._floor
+
+    assert default_quorum(Chain(True, 1)) == 1
+    assert default_quorum(Chain(False, 1)) == 2  # a ledger deployed with floor 1 off a dev chain still gets 2
+    assert default_quorum(Chain(False, 3)) == 3  # base-sepolia / base-mainnet profiles: minQuorum 3
+
+
 @pytest.mark.parametrize(("change", "field"), [
     ({"max_units_per_submission": 8191}, "max_units_per_submission 8191 is below the largest budget 1024"),
     ({"budgets": {"gpu-large": [64]}}, "budgets: budgets needs a 'cpu' entry"),
@@ -113,6 +142,13 @@ def test_cli_pool_create_fund_defund_show(net: Devnet, tmp_path: Path) -> None:
     rules = PoolRules.from_bytes(ipfs.cat(rules_cid), source=rules_cid)  # the chain's CID resolves to the rules
     assert ipfs.cat(rules.taskset_cid) == train.read_bytes() and ipfs.cat(rules.heldout_cid or "") == held.read_bytes()
 
+    assert pool.params.quorum == 1  # the default on a development chain
+
+    code, out = _run([*chain, "pool", "create", "--taskset", str(train), "--model-family", "tiny-llama",
+                      "--group-size", "4", "--problems-per-task", "2", "--budget", "cpu=6,8", "--length-alpha", "0",
+                      "--window", "300", "--vote-period", "120", "--lease", "600", "--ipfs", store,
+                      "--quorum", "2", "--assigned-validators", "1"])
+    assert code == 2 and "assigned_validators 1 is below the quorum 2" in out, out
     code, out = _run([*chain, "--json", "pool", "show", str(pool_id), "--ipfs", store])
     assert code == 0 and json.loads(out)["rules"]["group_size"] == 4, out
     code, out = _run([*chain, "--json", "pool", "defund", str(pool_id), "40"])

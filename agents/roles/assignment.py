@@ -1,0 +1,70 @@
+"""The validators the chain assigned to a pool's submissions, for the trainer (whose quorum counts only
+theirs) and the validators (who check their assigned submissions first).
+
+    assigner = Assigner(protocol, k=assignment_size(quorum, rules.assigned_validators), quorum=quorum)
+    assigner.for_task(task_id)   # [validator, ...] best rank first; None while the claim is not visible
+
+The rule is `intellect.verifier.assignment.assigned_validators` over the validator set at the end of the
+block before the claim's block (`intellect.sdk.ValidatorHistory`: events and checkpointed weights, no
+archive state), leaving out the worker's own operator, one validator per operator. The one exception is a
+development chain (anvil): a claim made before `quorum` validators were staked there (a swarm's processes
+start together) is assigned from the current set instead, so a local swarm trains however its processes
+raced; every other chain keeps the claim's set, and such a claim's submission is never trainable.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from intellect.verifier.assignment import DEV_CHAIN_IDS, assigned_validators
+
+__all__ = ["Assigner"]
+
+log = logging.getLogger(__name__)
+
+
+class Assigner:
+    """Assignments of one pool's claims (cached by the callers: a claim's assignment never changes)."""
+
+    def __init__(self, protocol: Any, *, k: int, quorum: int) -> None:
+        from intellect.sdk import ValidatorHistory
+
+        self.protocol = protocol
+        self.k = int(k)
+        self.quorum = int(quorum)
+        self.history = ValidatorHistory(protocol)
+        self._owners: dict[str, str] = {}
+
+    def _owner(self, node: str) -> str:
+        key = node.lower()
+        if key not in self._owners:  # a node's owner never changes
+            self._owners[key] = self.protocol.owner_of(node).lower()
+        return self._owners[key]
+
+    def for_claim(self, seed: bytes, claim_block: int, worker: str) -> list[str]:
+        """The validators assigned to the claim of `worker` at block `claim_block` whose seed is `seed`."""
+        exclude = (worker, self._owner(worker))
+        owners = self.history.at(int(claim_block) - 1)
+        assigned = assigned_validators(seed, owners, self.k, owners=owners, exclude=exclude)
+        if len(assigned) < self.quorum and self.protocol.chain_id in DEV_CHAIN_IDS:
+            now = self.protocol.block_number() - 1
+            owners = self.history.at(now)
+            log.info("claim at block %d had %d assignable validator(s) (quorum %d): on a development chain, "
+                     "assigned from the set of block %d", claim_block, len(assigned), self.quorum, now)
+            assigned = assigned_validators(seed, owners, self.k, owners=owners, exclude=exclude)
+        elif len(assigned) < self.quorum:
+            log.warning("claim at block %d: only %d validator(s) of other operators were staked (quorum %d); "
+                        "its submission cannot be trained on", claim_block, len(assigned), self.quorum)
+        return assigned
+
+    def for_task(self, task_id: int, claim: Any = None) -> list[str] | None:
+        """The validators assigned to task `task_id`; `claim` = (seed, block, node) when the caller has them
+        (a validator's event follower), else read from its TaskClaimed event. None: no claim found (yet)."""
+        if claim is None:
+            c = self.protocol.task_claim(task_id)
+            if c is None:
+                return None
+            claim = (c.seed, c.block_number, c.node)
+        seed, block, node = claim
+        return self.for_claim(seed, block, node)

@@ -1,0 +1,66 @@
+"""`ValidatorHistory` (issue 22): the validator set at a past block, read from events and checkpointed weights
+against a real anvil with scripts/deploy.py's contracts. What happens after a claim does not change the set
+its assignment is drawn from."""
+
+from __future__ import annotations
+
+from intellect.sdk import Protocol, ValidatorHistory
+from intellect.sdk._models import Role
+from intellect.sdk.devnet import Devnet
+from intellect.verifier.assignment import assigned_validators
+
+TOKEN = 10**18
+
+
+def _validator(net: Devnet, index: int, stake: int = 100 * TOKEN) -> Protocol:
+    p = net.protocol(index)
+    p.drip()
+    p.register_node(Role.VALIDATOR, gpu_model="cpu")
+    if stake:
+        p.stake(p.address, stake)
+    return p
+
+
+def _claim(net: Devnet):
+    trainer = net.protocol(0)
+    pool_id = net.deployment.default_pool_id or 1
+    trainer.publish_checkpoint(pool_id, 1, "bafkreimanifesthistory")
+    w = net.protocol(1)
+    w.drip()
+    w.register_node("worker", gpu_model="cpu")
+    w.stake(w.address, 100 * TOKEN)
+    return w, w.claim_task(pool_id)
+
+
+def test_the_set_at_the_claim_is_fixed_before_it(net: Devnet) -> None:
+    a, b = _validator(net, 2), _validator(net, 3)
+    under = _validator(net, 6, stake=1 * TOKEN)  # registered, staked below the validator minimum
+    _validator(net, 7, stake=0)  # registered, never staked
+    w, claim = _claim(net)
+    before = claim.block_number - 1
+    # after the claim: a newcomer stakes, `a` starts unbonding everything, `under` tops up past the minimum
+    late = _validator(net, 4)
+    a.request_unstake(a.address, 100 * TOKEN)
+    under.stake(under.address, 200 * TOKEN)
+    net.protocol(0).publish_checkpoint(claim.pool_id, 2, "bafkreinextblock")  # one more block past the last change
+
+    history = ValidatorHistory(net.protocol(5))
+    at_claim = history.at(before)
+    assert at_claim == {a.address.lower(): a.address.lower(), b.address.lower(): b.address.lower()}
+    now = history.at(net.protocol(5).block_number() - 1)
+    assert set(now) == {b.address.lower(), late.address.lower(), under.address.lower()}
+    assert history.min_stake_at(before) == 100 * TOKEN
+    for k in (1, 2, 5):  # however many are assigned, never a validator that joined after the claim
+        got = assigned_validators(claim.seed, at_claim, k, owners=at_claim, exclude=(w.address, w.address))
+        assert late.address.lower() not in got and under.address.lower() not in got
+        assert len(got) == min(k, 2)
+    assert history.at(before) == at_claim  # cached, and a fresh reader agrees
+    assert ValidatorHistory(net.protocol(8)).at(before) == at_claim
+
+
+def test_task_claim_reads_the_claims_block_and_seed(net: Devnet) -> None:
+    w, claim = _claim(net)
+    got = net.protocol(5).task_claim(claim.task_id)
+    assert got is not None
+    assert (got.seed, got.block_number, got.node.lower()) == (claim.seed, claim.block_number, w.address.lower())
+    assert net.protocol(5).task_claim(claim.task_id + 1) is None
