@@ -1,0 +1,72 @@
+"""The validator agent's attester-reward claiming (issue 21) against a real anvil: its unsettled set is the
+AttestationRecorded events the follower kept; a settle pass asks the chain nothing about records whose window
+is open, claims each due one with one eth_call before its transaction, and drops the settled ones."""
+
+from __future__ import annotations
+
+from rpc_counter import count_rpc  # type: ignore[import-not-found]
+
+from intellect.agents.config import load_config
+from intellect.sdk import Role
+
+TOKEN = 10**18
+REWARD = 2 * TOKEN
+
+
+def _validator_agent(devnet, tmp_path, account: int):
+    from intellect.agents.roles.validator import Validator
+
+    cfg = load_config(None, env={}, overrides={
+        "role": "validator", "data_dir": str(tmp_path / "v"), "chain.rpc_url": devnet.url,
+        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account)})
+    v = Validator(cfg)
+    v.connect()
+    v.protocol.drip()
+    v.protocol.register_node(Role.VALIDATOR, gpu_model="cpu")
+    v.protocol.stake(v.protocol.address, 100 * TOKEN)
+    return v
+
+
+def test_validator_claims_attester_rewards_without_asking_about_open_windows(devnet, tmp_path):
+    trainer = devnet.protocol(0)
+    pool_id = devnet.deployment.default_pool_id or 1
+    trainer.set_attester_reward(pool_id, REWARD)
+    trainer.fund_attester_rewards(pool_id, 20 * TOKEN)
+    trainer.publish_checkpoint(pool_id, 1, "bafkreimanifestclaims")
+    w = devnet.protocol(1)
+    w.drip()
+    w.register_node("worker", gpu_model="cpu")
+    w.stake(w.address, 100 * TOKEN)
+    v = _validator_agent(devnet, tmp_path, 2)
+    me = v.protocol.address
+    sids = []
+    for i in range(2 * 2):  # two leases open at a time (the pool's cap): claim and submit in turn
+        claim = w.claim_task(pool_id)
+        w.submit_work(claim.task_id, f"bafkreirollouts{i}", bytes([i + 1]) * 32, 2, 1)
+        trainer.record_attestations(claim.task_id, [me])
+        sids.append(claim.task_id)
+    for e in v.protocol.get_events(["WorkSubmitted", "AttestationRecorded"]):
+        v.on_event(e)  # what the event follower hands the agent
+    assert {int(r["id"]) for r in v.state.records("attester", "recorded")} == set(sids)
+
+    with count_rpc(v.protocol.w3) as calls:  # every window open: one block read, no contract call
+        v._claim_attester_rewards()
+    assert "eth_call" not in calls and "eth_getLogs" not in calls, calls
+    assert v.state.count("attester", "recorded") == len(sids)
+
+    devnet.increase_time(v.pool.params.window_length + 1)
+    w.claim_attester_reward(sids[0], me)  # anyone may send it: paid to the validator's owner already
+    before = v.protocol.balance_of()
+    with count_rpc(v.protocol.w3) as calls:
+        v._claim_attester_rewards()
+    assert v.protocol.balance_of() == before + REWARD * (len(sids) - 1)
+    assert v.state.record("attester", sids[0])["status"] == "settled"
+    assert {int(r["id"]) for r in v.state.records("attester", "paid")} == set(sids[1:])
+    # one check per due record, one transaction per payable one; no log scan
+    assert calls.count("eth_call") == len(sids) and "eth_getLogs" not in calls
+    assert calls.count("eth_sendRawTransaction") == len(sids) - 1
+
+    with count_rpc(v.protocol.w3) as calls:  # nothing left unsettled: the pass costs nothing
+        v._claim_attester_rewards()
+    assert calls == []
+    v.state.close()
