@@ -149,7 +149,8 @@ class Validator(Agent):
                 })
         elif e.event == "TaskClaimed":
             if int(a["poolId"]) == self.pool_id:  # its seed, for checking the submission that follows
-                self.state.put("claim", int(a["taskId"]), "claimed", {"seed": _hex(a["seed"])})
+                self.state.put("claim", int(a["taskId"]), "claimed", {"seed": _hex(a["seed"]), "block": e.block_number,
+                                                                      "node": a["node"]})
         elif e.event == "CheckpointPublished":
             if int(a["poolId"]) == self.pool_id:
                 self._published = max(self._published, int(a["step"]))
@@ -553,7 +554,9 @@ class Validator(Agent):
                     self.metrics.inc("errors_total", kind=type(exc).__name__)
                     log.error("verifying submission %d failed: %r", sid, exc)
         now = time.time()
-        for r in self.state.records("submission", "queued"):
+        queued = self.state.records("submission", "queued")
+        queued.sort(key=lambda r: not self._assigned_to_me(int(r["id"])))  # assigned ones first (stable)
+        for r in queued:
             sid = int(r["id"])
             if sid in self._inflight or r["data"].get("retry_at", 0) > now:
                 continue
@@ -561,6 +564,34 @@ class Validator(Agent):
                 break
             self._inflight[sid] = self._executor.submit(self._process, sid)
         self.metrics.set("backlog", self.state.count("submission", "queued"))
+
+    def _assigned_to_me(self, sid: int) -> bool:
+        """Whether the chain assigned submission `sid` to this validator (`intellect.verifier.assignment`: only
+        assigned validators' attestations count towards the trainer's quorum, so those are checked first; any
+        other submission is still checked, and challenged when bad). Kept once known; False while unknown."""
+        rec = self.state.record("assignment", sid)
+        if rec is not None:
+            return bool(rec["data"]["mine"])
+        from intellect.agents.roles.assignment import Assigner
+        from intellect.verifier.assignment import assignment_size, effective_quorum
+
+        try:
+            if getattr(self, "_assigner", None) is None:
+                quorum = effective_quorum(None, self.pool.params.quorum, self.protocol.chain_id)
+                rules = getattr(self, "rules", None)
+                k = assignment_size(quorum, rules.assigned_validators if rules is not None else None)
+                self._assigner = Assigner(self.protocol, k=k, quorum=quorum)
+            c = (self.state.record("claim", sid) or {}).get("data", {})
+            claim = (bytes.fromhex(c["seed"]), int(c["block"]), c["node"]) if "block" in c else None
+            validators = self._assigner.for_task(sid, claim)
+        except IntellectError as exc:
+            log.debug("submission %d: assignment not readable yet: %s", sid, exc)
+            return False
+        if validators is None:
+            return False
+        mine = self.protocol.address.lower() in validators
+        self.state.put("assignment", sid, "assigned", {"validators": validators, "mine": mine})
+        return mine
 
     def loop(self) -> None:
         follower = threading.Thread(target=self._follow, name="events", daemon=True)
