@@ -26,8 +26,9 @@ import brownie
 from brownie import Contract, accounts, chain, network, web3
 from brownie.exceptions import VirtualMachineError
 
+from intellect.sdk._config import Deployment  # the deployment file's one model
+from intellect.sdk._errors import DeploymentError
 from intellect.sdk._reverts import REVERT_MESSAGES as MESSAGES
-from scripts._deployment import Deployment, DeploymentError
 from scripts.export_abi import ABI_DIR
 
 ROOT = Path(__file__).resolve().parent.parent

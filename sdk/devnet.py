@@ -6,11 +6,13 @@ by THE SAME code as `brownie run deploy` (`scripts/deploy.py: deploy_all`).
         p = net.protocol(dev_account=1)      # a Protocol acting as anvil's dev account 1
         net.increase_time(3600)              # evm_increaseTime + evm_mine
 
-The deploy runs in a subprocess that loads the brownie project from the source checkout and
-attaches brownie's `development` network to this anvil (brownie attaches to a running node on
-the configured host instead of launching one), then calls `deploy_all(accounts[0], params)` and
-writes `deployments/31337.json` into the devnet's own directory. Needs a source checkout (the
-brownie project); a pip-installed SDK can still `connect` to any deployment.
+The deploy is the checkout's own program, `scripts/deploy_devnet.py` (DEPLOY_PROGRAM), run in a
+subprocess: it loads the brownie project, attaches brownie's `development` network to this anvil,
+calls `deploy_all(accounts[0], params)`, writes `<chainId>.json` into the devnet's own directory
+and names it on stdout (DEPLOY_MARKER). The SDK imports nothing of `scripts/`: the two meet in
+that command line and the deployment file (`Deployment`, whose one owner is `_config`). Needs a
+source checkout (the contracts and the brownie project); a pip-installed SDK can still `connect`
+to any deployment.
 """
 
 from __future__ import annotations
@@ -26,39 +28,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from ._config import Deployment, load_deployment
 from ._errors import ConfigError, IntellectError
+from ._fetch import fetch
 from ._procs import free_port, stop_process, wait_until
 
-__all__ = ["Anvil", "Devnet", "deploy", "start", "start_anvil"]
+__all__ = ["DEPLOY_MARKER", "DEPLOY_PROGRAM", "Anvil", "Devnet", "deploy", "start", "start_anvil"]
 
 log = logging.getLogger(__name__)
 _REPO = Path(__file__).resolve().parents[1]
+_MAX_RPC_ANSWER = 64 << 20  # anvil's answers to the test helpers below are a few hundred bytes
 
-_DEPLOY_SNIPPET = r"""
-import json, os, sys
-from pathlib import Path
-root, url, out_dir = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-os.chdir(root)
-sys.path.insert(0, root)
-from brownie import accounts, network, project
-from brownie._config import CONFIG
-project.load(root, name="IntellectProtocol")
-net = CONFIG.networks["development"]
-net["host"] = url.rsplit(":", 1)[0]
-net.setdefault("cmd_settings", {})["port"] = int(url.rsplit(":", 1)[1])
-network.connect("development")
-network.priority_fee("1 gwei")  # brownie's development default is gas price 0, below anvil's base fee
-from scripts.deploy import deploy_all
-from scripts._deployment import params_for_network
-params = params_for_network("development", os.environ.get("INTELLECT_DEPLOY_PARAMS"))
-deployed = deploy_all(accounts[0], params, dev=True)
-path = deployed.deployment.write(out_dir)
-print("INTELLECT_DEPLOYMENT=" + str(path), flush=True)
-network.disconnect(kill_rpc=False)
-"""
+DEPLOY_PROGRAM = Path("scripts") / "deploy_devnet.py"
+"""The checkout's deploy command, relative to its root: `python DEPLOY_PROGRAM RPC_URL OUT_DIR`."""
+DEPLOY_MARKER = "INTELLECT_DEPLOYMENT="
+"""The deploy command's stdout line that names the deployment file it wrote."""
 
 
 def _anvil_binary() -> str:
@@ -111,9 +95,9 @@ class Anvil:
             self.proc = None
 
     def rpc(self, method: str, params: list[Any] | None = None) -> Any:
-        resp = requests.post(self.url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params or []},
-                             timeout=10)
-        body = resp.json()
+        reply = fetch("POST", self.url, json_body={"jsonrpc": "2.0", "id": 1, "method": method, "params": params or []},
+                      deadline=30.0, timeout=10.0, max_bytes=_MAX_RPC_ANSWER)
+        body = reply.json()
         if "error" in body:
             raise IntellectError(f"anvil {method}: {body['error']}")
         return body["result"]
@@ -145,19 +129,21 @@ def start_anvil(port: int = 0, *, state_file: Path | None = None) -> Anvil:
 
 def deploy(rpc_url: str, out_dir: Path, *, params: dict[str, Any] | None = None, root: Path | None = None,
            timeout: float = 300.0) -> Deployment:
-    """Run `scripts/deploy.py: deploy_all` (dev parameters, or `params` = a DeployParams dict) against `rpc_url`."""
+    """Deploy onto `rpc_url` with the checkout's deploy command (`root`/DEPLOY_PROGRAM: `deploy_all` with dev
+    parameters, or `params` = a DeployParams dict); the deployment file lands in `out_dir`."""
     root = root or _REPO
-    if not (root / "scripts" / "deploy.py").exists():
-        raise ConfigError(f"{root}/scripts/deploy.py not found: devnet deploys need the source checkout")
+    program = root / DEPLOY_PROGRAM
+    if not program.exists():
+        raise ConfigError(f"{program} not found: devnet deploys need the source checkout")
     out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     if params is not None:
         pfile = out_dir / "deploy-params.json"
         pfile.write_text(json.dumps(params))
         env["INTELLECT_DEPLOY_PARAMS"] = str(pfile)
-    proc = subprocess.run([sys.executable, "-c", _DEPLOY_SNIPPET, str(root), rpc_url, str(out_dir)], env=env,
+    proc = subprocess.run([sys.executable, str(program), rpc_url, str(out_dir)], env=env,
                           capture_output=True, text=True, timeout=timeout, cwd=root)
-    marker = [ln for ln in proc.stdout.splitlines() if ln.startswith("INTELLECT_DEPLOYMENT=")]
+    marker = [ln for ln in proc.stdout.splitlines() if ln.startswith(DEPLOY_MARKER)]
     if proc.returncode != 0 or not marker:
         raise IntellectError(f"deploy failed (exit {proc.returncode}): {(proc.stderr or proc.stdout)[-2000:]}")
     return load_deployment(path=marker[-1].split("=", 1)[1])
