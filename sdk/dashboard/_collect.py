@@ -306,10 +306,13 @@ def _challenges(scan: _Scan, nodes: dict[str, NodeView]) -> tuple[list[Challenge
     challenge, vote, verdict, slash and wipe events on the paths of the nodes involved."""
     by, add, now = scan.by, scan.add, scan.now
     # chain order: a challenge's opening (again for a re-opened one: a new round) starts its tally with the
-    # challenger's uphold vote; each VoteCast adds one vote (the contract weighs them by stake: the weights
-    # are in ChallengeResolved); a resolution ends the round
-    votes: dict[int, list[VoteView]] = defaultdict(list)
-    votes_tally: dict[int, tuple[int, int]] = {}
+    # challenger's uphold vote and an empty vote list; each VoteCast adds one vote to the round then open (the
+    # contract weighs them by stake: the weights are in ChallengeResolved); a resolution ends the round. Each
+    # vote and resolution is labelled with its own round's number and tally, not the latest round's.
+    votes: dict[int, list[VoteView]] = defaultdict(list)  # the latest round's
+    votes_tally: dict[int, tuple[int, int]] = {}  # the latest round's
+    round_of: dict[int, int] = {}  # the latest round's number
+    at: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}  # event position -> (round, tally then)
     slashed_by_challenge: dict[int, int] = {}
     resolved: dict[int, str] = {}
     for e in scan.events:
@@ -318,6 +321,8 @@ def _challenges(scan: _Scan, nodes: dict[str, NodeView]) -> tuple[list[Challenge
         cid = int(e.args["challengeId"])
         if e.event == "ChallengeOpened":
             votes_tally[cid] = (1, 0)
+            votes[cid] = []
+            round_of[cid] = int(e.args.get("round") or round_of.get(cid, 0) + 1)
             resolved.pop(cid, None)
         elif e.event == "VoteCast":
             up, down = votes_tally.get(cid, (1, 0))
@@ -327,6 +332,7 @@ def _challenges(scan: _Scan, nodes: dict[str, NodeView]) -> tuple[list[Challenge
         else:
             slashed_by_challenge[cid] = int(e.args["slashed"])
             resolved[cid] = "upheld" if e.args["upheld"] else "rejected"
+        at[e.position] = (round_of.get(cid, 1), votes_tally.get(cid, (1, 0)))
     challenges: dict[int, ChallengeView] = {}  # one row per challenge: its latest round
     challenged_node: dict[int, str] = {}
     for e in by["ChallengeOpened"]:
@@ -336,13 +342,16 @@ def _challenges(scan: _Scan, nodes: dict[str, NodeView]) -> tuple[list[Challenge
         tally = votes_tally.get(cid, (1, 0))
         status = resolved.get(cid, "open")
         vote_end = int(a["voteEnd"])
+        rnd = at.get(e.position, (1, tally))[0]
         challenges[cid] = ChallengeView(
             challenge_id=cid, node=a["node"], challenger=a["challenger"], evidence_cid=a["evidenceCid"],
             vote_end=vote_end, seconds_left=max(0, vote_end - now) if status == "open" else 0, votes_for=tally[0],
-            votes_against=tally[1], status=status, votes=votes[cid], slashed=slashed_by_challenge.get(cid, 0))
-        add(a["node"], e, "challenged", f"submission {cid} challenged by {a['challenger']} · evidence "
+            votes_against=tally[1], status=status, votes=votes[cid], slashed=slashed_by_challenge.get(cid, 0),
+            round=round_of.get(cid, 1))
+        again = f" again (round {rnd})" if rnd > 1 else ""
+        add(a["node"], e, "challenged", f"submission {cid} challenged{again} by {a['challenger']} · evidence "
             f"{a['evidenceCid']}", sid=cid)
-        add(a["challenger"], e, "challenged", f"opened a challenge of submission {cid} ({a['node']})", sid=cid)
+        add(a["challenger"], e, "challenged", f"opened a challenge{again} of submission {cid} ({a['node']})", sid=cid)
         if a["challenger"].lower() in nodes:
             nodes[a["challenger"].lower()].challenges_opened += 1
         if a["node"].lower() in nodes:
@@ -351,9 +360,11 @@ def _challenges(scan: _Scan, nodes: dict[str, NodeView]) -> tuple[list[Challenge
         a = e.args
         cid = int(a["challengeId"])
         way = "uphold" if a["uphold"] else "reject"
-        add(a["validator"], e, "vote", f"voted {way} on challenge {cid}", sid=cid)
+        rnd = at.get(e.position, (1, (1, 0)))[0]
+        of_round = f" (round {rnd})" if rnd > 1 else ""
+        add(a["validator"], e, "vote", f"voted {way} on challenge {cid}{of_round}", sid=cid)
         if cid in challenged_node:
-            add(challenged_node[cid], e, "vote", f"{a['validator']} voted {way}", sid=cid)
+            add(challenged_node[cid], e, "vote", f"{a['validator']} voted {way}{of_round}", sid=cid)
         if a["validator"].lower() in nodes:
             nodes[a["validator"].lower()].votes_cast += 1
     for e in by["ChallengeResolved"]:
@@ -362,10 +373,10 @@ def _challenges(scan: _Scan, nodes: dict[str, NodeView]) -> tuple[list[Challenge
         outcome = "upheld" if a["upheld"] else "rejected"
         target = challenged_node.get(cid)
         if target is not None:
-            up, down = votes_tally.get(cid, (1, 0))
-            add(target, e, "verdict", f"challenge {cid} {outcome} ({up} for, {down} against; stake {a['weightFor']} for, "
-                f"{a['weightAgainst']} against)",
-                sid=cid, outcome=outcome)
+            rnd, (up, down) = at.get(e.position, (1, (1, 0)))  # this round's tally, not the latest round's
+            of_round = f" (round {rnd})" if rnd > 1 else ""
+            add(target, e, "verdict", f"challenge {cid}{of_round} {outcome} ({up} for, {down} against; stake "
+                f"{a['weightFor']} for, {a['weightAgainst']} against)", sid=cid, outcome=outcome)
             if a["upheld"] and target.lower() in nodes:
                 nodes[target.lower()].upheld += 1
     for e in by["Slashed"]:

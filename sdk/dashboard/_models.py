@@ -140,7 +140,10 @@ class ChallengeView(_View):
     votes_against: int
     status: str
     votes: list[VoteView] = Field(default_factory=list)
+    """The votes of the latest round (a challenge rejected inside the window may be opened again)."""
     slashed: int = 0
+    round: int = 1
+    """The latest round's number; `votes_for`, `votes_against`, `votes` and `status` are that round's."""
 
 
 class SubmissionView(_View):
