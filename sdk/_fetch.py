@@ -11,6 +11,12 @@ deadline, which makes whatever read is blocked return at once; the call then rai
     reply = fetch("GET", url + "/status", deadline=3.0, max_bytes=1 << 20)
     doc = reply.json()
 
+It is the product's one HTTP client (the SDK, the verifier and the agents; web3's HTTPProvider keeps
+its own `requests` session, and Shardcast's shard downloader its keep-alive connections): JSON
+bodies (`json_body`), raw ones (`body`: bytes, or an iterable of bytes sent chunked, e.g. a
+streamed multipart upload to Kubo), query strings (`params`). Callers that move big payloads
+give a deadline that grows with the size (`KuboIpfs`: its timeout + the size at 1 MiB/s).
+
 No redirects are followed (a peer's URL is what the registry says it is); http and https only.
 """
 
@@ -23,7 +29,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -90,23 +96,26 @@ class SocketCut:
 
 
 def fetch(method: str, url: str, *, params: Mapping[str, Any] | None = None, json_body: Any = None,
-          deadline: float = 10.0, timeout: float | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
-          headers: Mapping[str, str] | None = None) -> Reply:
+          body: bytes | Iterable[bytes] | None = None, deadline: float = 10.0, timeout: float | None = None,
+          max_bytes: int = DEFAULT_MAX_BYTES, headers: Mapping[str, str] | None = None) -> Reply:
     """One HTTP exchange that ends within `deadline` seconds, whatever the peer does.
 
-    `timeout` (default: `deadline`) additionally bounds connecting and each read. A body over
+    The request body is `json_body` (sent as JSON) or `body` (bytes; an iterable of bytes goes out
+    chunked; its Content-Type comes from `headers`), not both.
+    `timeout` (default: `deadline`) additionally bounds connecting, each read and each write. A body over
     `max_bytes` raises `PeerHttpError` after reading at most `max_bytes + 1` bytes. Raises
     `PeerDeadlineError` when the deadline passes, `PeerHttpError` on any other failure.
     """
     if deadline <= 0:
         raise ValueError(f"deadline must be > 0, got {deadline}")
+    if json_body is not None and body is not None:
+        raise ValueError("give json_body or body, not both")
     u = urlsplit(url)
     if u.scheme not in ("http", "https") or not u.hostname:
         raise PeerHttpError(url, "only http:// and https:// URLs are fetched")
     path = (u.path or "/") + (f"?{u.query}" if u.query else "")
     if params:
         path += ("&" if u.query else "?") + urlencode({k: v for k, v in params.items() if v is not None})
-    body = None
     send_headers = {"Connection": "close", "Accept-Encoding": "identity", **(headers or {})}
     if json_body is not None:
         body = json.dumps(json_body, default=str).encode()

@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
-
+from intellect.sdk._fetch import PeerHttpError, fetch
 from intellect.sdk._http import HttpServer, JsonHandler
 
 __all__ = ["MaliciousRelay", "RelayAttackStats"]
 
 log = logging.getLogger(__name__)
 
+_MAX_PROXIED = 1 << 30  # a shard (50 MB by default) or a manifest from the upstream relay
 _SHARD = re.compile(r"^/versions/([0-9a-f]{64})/shards/(\d+)$")
 _MANIFEST = re.compile(r"^/versions/([0-9a-f]{64})/manifest$")
 
@@ -204,17 +204,17 @@ class MaliciousRelay:
                     relay.stats.add("proxied_errors")
                     return self.reply(503, b"no upstream yet", "text/plain", {"Retry-After": "1"})
                 try:
-                    resp = requests.get(up.rstrip("/") + API_PREFIX + path + (f"?{query}" if query else ""),
-                                        timeout=60)
-                except requests.RequestException:
+                    resp = fetch("GET", up.rstrip("/") + API_PREFIX + path + (f"?{query}" if query else ""),
+                                 deadline=60.0, max_bytes=_MAX_PROXIED)
+                except PeerHttpError:
                     relay.stats.add("proxied_errors")
                     return self.reply(503, b"upstream down", "text/plain", {"Retry-After": "1"})
-                body, status = resp.content, resp.status_code
-                headers = {k: v for k, v in resp.headers.items() if k.lower() in ("x-shard-sha256", "retry-after")}
+                body, status = resp.body, resp.status
+                headers = {k: v for k, v in resp.headers.items() if k in ("x-shard-sha256", "retry-after")}
                 if status != 200 or not tamper or not body:
                     if status != 200:
                         relay.stats.add("proxied_errors")
-                    return self.reply(status, body, resp.headers.get("Content-Type") or "application/octet-stream",
+                    return self.reply(status, body, resp.headers.get("content-type") or "application/octet-stream",
                                       headers)
                 tampered = bytearray(body)
                 tampered[len(tampered) // 2] ^= 0x01  # same size, same headers, one bit off

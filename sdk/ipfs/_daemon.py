@@ -16,9 +16,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import requests
-
 from .._errors import IpfsError
+from .._fetch import fetch
 from .._procs import free_port, stop_process, wait_until
 
 __all__ = ["IpfsDaemon", "find_js_ipfs"]
@@ -98,7 +97,7 @@ class IpfsDaemon:
         def ready() -> bool:
             if self.proc is not None and self.proc.poll() is not None:
                 raise IpfsError(f"js-ipfs daemon exited: {log_path.read_text()[-2000:]}")
-            return requests.post(f"{self.api_url}/api/v0/version", timeout=2).status_code == 200
+            return fetch("POST", f"{self.api_url}/api/v0/version", deadline=2.0).status == 200
 
         try:
             ok = wait_until(ready, timeout, 0.2)

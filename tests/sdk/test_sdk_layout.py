@@ -1,0 +1,97 @@
+"""What the SDK may import, read from the source with `ast` (function-level imports and code in string
+literals included):
+
+- nothing of the brownie scripts (`scripts.*`): the devnet runs the checkout's deploy command
+  (`scripts/deploy_devnet.py`) as a program, and the scripts import the SDK, never the other way round;
+- one HTTP client across the product (SDK, verifier, agents): `intellect.sdk._fetch` (total deadlines),
+  `http.client` only there and in Shardcast's shard downloader, `requests` only where web3's
+  HTTPProvider's exceptions are classified.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import intellect.agents
+import intellect.sdk
+import intellect.verifier
+from intellect.sdk import devnet
+
+REPO = Path(__file__).resolve().parents[2]
+# an import statement naming `scripts` (also inside a string run by `python -c`)
+_SCRIPTS_IMPORT = re.compile(r"^\s*(from\s+scripts(\.|\s)|import\s+scripts\b)", re.MULTILINE)
+
+
+def _modules(pkg: object) -> dict[str, Path]:
+    root = Path(pkg.__path__[0])  # type: ignore[attr-defined]
+    name = pkg.__name__  # type: ignore[attr-defined]
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join([name, *parts])] = path
+    return out
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    """Absolute module names imported anywhere in `tree` (relative imports stay within the package: skipped)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+    return found
+
+
+def _strings(tree: ast.AST) -> list[str]:
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+SDK = _modules(intellect.sdk)
+PRODUCT = {**SDK, **_modules(intellect.verifier), **_modules(intellect.agents)}
+TREES = {m: ast.parse(p.read_text(), str(p)) for m, p in PRODUCT.items()}
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_the_sdk_imports_nothing_of_scripts() -> None:
+    assert "intellect.sdk.devnet" in SDK and len(SDK) > 20
+    bad = [f"{m} imports {imp}" for m in SDK for imp in _imports(TREES[m]) if _within(imp, "scripts")]
+    bad += [f"{m} runs code that imports scripts: {s.strip()[:80]!r}" for m in SDK for s in _strings(TREES[m])
+            if _SCRIPTS_IMPORT.search(s)]
+    assert bad == []
+
+
+def test_the_scripts_import_rule_sees_a_snippet() -> None:
+    # the check above would have caught the old devnet, which ran `from scripts.deploy import deploy_all` via -c
+    assert _SCRIPTS_IMPORT.search('import os\nfrom scripts.deploy import deploy_all\n')
+    assert _SCRIPTS_IMPORT.search("import scripts._deployment")
+    assert not _SCRIPTS_IMPORT.search("see scripts/deploy_devnet.py and `brownie run deploy`")
+
+
+def test_the_devnet_deploy_command_is_a_program_of_the_checkout() -> None:
+    program = REPO / devnet.DEPLOY_PROGRAM
+    assert program.is_file()
+    out = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "usage:" in out.stderr
+
+
+@pytest.mark.parametrize(("library", "allowed"), [
+    ("requests", {"intellect.sdk._tx", "intellect.sdk._events"}),  # web3's HTTPProvider raises requests' errors
+    ("http.client", {"intellect.sdk._fetch", "intellect.sdk.shardcast._download"}),
+    ("urllib.request", set()),
+    ("aiohttp", set()),
+])
+def test_one_http_client_across_the_product(library: str, allowed: set[str]) -> None:
+    users = {m for m in PRODUCT for imp in _imports(TREES[m]) if _within(imp, library)}
+    assert users <= allowed, sorted(users - allowed)
