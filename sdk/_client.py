@@ -105,6 +105,7 @@ class Protocol:
                     types = ",".join(_abi_type(i) for i in item["inputs"])
                     self._topics[bytes(Web3.keccak(text=f"{item['name']}({types})"))] = (name, item["name"])
         self.account = account
+        self._electorates: dict[int, int] = {}  # snapshot block -> total validator weight (challenge_info)
         self._tx = (Transactor(w3, account, self.decoder, chain_id=self.chain_id, retry=self.retry,
                                max_fee_per_gas=max_fee_per_gas, receipt_timeout=receipt_timeout)
                     if account is not None else None)
@@ -686,8 +687,11 @@ class Protocol:
         return bool(rc.event("ChallengeResolved").args["upheld"])
 
     def challenge_info(self, challenge_id: int) -> Challenge:
+        """The challenge's latest round: one `challengeInfo` read, plus, while it is open, one eth_call of
+        `resolve` for `resolvable`. The electorate (all validator weight at the round's snapshot block, a past
+        block: it never changes unless the chain reorganises under it) is read once per snapshot block."""
         v = self.call("TaskLedger", "challengeInfo", int(challenge_id))
-        electorate = int(self.call("StakeManager", "totalValidatorWeightAt", int(v[7])))
+        electorate = self._electorate_at(int(v[7]))
         resolvable = False
         if int(v[4]) == ChallengeStatus.OPEN:
             try:  # the ledger resolves early only once no vote can change the outcome: ask it
@@ -699,6 +703,18 @@ class Protocol:
             challenge_id=challenge_id, challenger=v[0], vote_end=v[1], votes_for=v[2], votes_against=v[3],
             status=ChallengeStatus(v[4]), weight_for=v[5], weight_against=v[6], electorate=electorate,
             snapshot_block=v[7], round=v[8], resolvable=resolvable))
+
+    def _electorate_at(self, snapshot_block: int) -> int:
+        """`StakeManager.totalValidatorWeightAt(snapshot_block)`, cached (a challenge snapshots the block before
+        its opening: checkpointed, so fixed once read). Bounded: emptied when 256 blocks are held (a dict's get,
+        set and clear are each atomic, so the agents' threads may share it)."""
+        cached = self._electorates.get(snapshot_block)
+        if cached is None:
+            cached = int(self.call("StakeManager", "totalValidatorWeightAt", snapshot_block))
+            if len(self._electorates) >= 256:
+                self._electorates.clear()
+            self._electorates[snapshot_block] = cached
+        return cached
 
     def expire_lease(self, task_id: int) -> Receipt:
         """Free the lease slot of a task whose lease ran out unsubmitted (anyone)."""
