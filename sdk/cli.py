@@ -477,10 +477,8 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
         doc["heldout_cid"] = hcid
     if max_units is not None:
         doc["max_units_per_submission"] = max_units
-    elif "max_units_per_submission" not in doc and doc.get("budgets") and doc.get("group_size") \
-            and doc.get("problems_per_task"):
-        doc["max_units_per_submission"] = (max(max(v) for v in doc["budgets"].values()) * int(doc["group_size"])
-                                           * int(doc["problems_per_task"]))
+    elif "max_units_per_submission" not in doc:  # an honest full-length submission, as the rules count it
+        doc["max_units_per_submission"] = PoolRules.default_max_units(doc, source="pool rules")
     rules = PoolRules.build(doc, source="pool rules")
     data = rules.to_bytes()
     if dry_run:

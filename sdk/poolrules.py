@@ -38,6 +38,8 @@ POOLRULES_SCHEMA = "intellect.poolrules/v1"
 MAX_RULES_BYTES = 64 * 1024
 """Largest rules document read (a real one is well under 2 KB)."""
 HARDWARE_CLASSES = ("cpu", "gpu-small", "gpu-large")
+MAX_UNITS = 2**32 - 1
+"""Largest `max_units_per_submission` (the ledger keeps work units in 32 bits)."""
 
 
 class PoolRulesError(ConfigError):
@@ -90,7 +92,7 @@ class PoolRules(_Strict):
     toploc_profile: Literal["mixed", "fp32", "reference"] = "mixed"
     """Verification profile validators apply (`mixed`: honest bf16 and fp32 workers on any hardware; `fp32`:
     every node in fp32, exact; `reference`: the old name of `mixed`)."""
-    max_units_per_submission: int = Field(ge=1, le=2**32 - 1)
+    max_units_per_submission: int = Field(ge=1, le=MAX_UNITS)
     """Most work units (completion tokens) one submission may claim; the pool's on-chain limit."""
     assigned_validators: int | None = Field(None, ge=1, le=64)
     """Validators the chain assigns to each submission from its claim's seed (`intellect.verifier.assignment`):
@@ -113,7 +115,7 @@ class PoolRules(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> PoolRules:
-        need = self.max_budget * self.group_size * self.problems_per_task
+        need = self.full_submission_units
         if self.max_units_per_submission < need:
             raise ValueError(
                 f"max_units_per_submission {self.max_units_per_submission} is below the largest budget "
@@ -127,6 +129,19 @@ class PoolRules(_Strict):
     @property
     def max_budget(self) -> int:
         return max(max(v) for v in self.budgets.values())
+
+    @property
+    def full_submission_units(self) -> int:
+        """Units of an honest full-length submission: largest budget × group_size × problems_per_task (the
+        floor of `max_units_per_submission`, and `intellect pool create`'s default for it)."""
+        return self.max_budget * self.group_size * self.problems_per_task
+
+    @classmethod
+    def default_max_units(cls, doc: Mapping[str, Any], source: str = "pool rules") -> int:
+        """`full_submission_units` of the rules `doc` describes before it has a `max_units_per_submission`
+        (validated as any document: `PoolRulesError` naming the fields that are wrong)."""
+        probe = {**doc, "max_units_per_submission": MAX_UNITS}  # the largest admitted: never below the floor
+        return cls.build(probe, source=source).full_submission_units
 
     def budgets_for(self, hardware_class: str) -> list[int]:
         """Target lengths assigned to a node of `hardware_class` (`cpu`'s when the class has no entry)."""
