@@ -11,7 +11,8 @@ Environment:
     INTELLECT_DEPLOY_PARAMS      optional DeployParams JSON file overriding the network's defaults
     INTELLECT_DEPLOYMENTS_DIR    where deployments/<chainId>.json goes (default: ./deployments)
 
-Tests and tools call ``deploy_all(deployer, params)`` so they exercise this exact wiring.
+Tests and tools call ``deploy_all(deployer, params)`` so they exercise this exact wiring; so does
+``scripts/deploy_devnet.py``, the deploy command ``intellect.sdk.devnet`` runs against its own anvil.
 """
 
 from __future__ import annotations
