@@ -10,49 +10,15 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
+from import_graph import imports as _imports  # type: ignore[import-not-found]
+from import_graph import modules as _modules
+from import_graph import within as _within
 
 import intellect.agents
 import intellect.sdk
 import intellect.verifier
 
 ROLES = ("worker", "validator", "trainer", "relay")
-
-
-def _modules(pkg: object) -> dict[str, Path]:
-    root = Path(pkg.__path__[0])  # type: ignore[attr-defined]
-    name = pkg.__name__  # type: ignore[attr-defined]
-    out = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = list(path.relative_to(root).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join([name, *parts])] = path
-    return out
-
-
-def _imports(module: str, path: Path) -> set[str]:
-    """Every module `module` imports, anywhere in its source (relative imports resolved)."""
-    tree = ast.parse(path.read_text(), str(path))
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found |= {f"{base}.{a.name}" for a in node.names}
-    return found
-
-
-def _within(name: str, prefix: str) -> bool:
-    return name == prefix or name.startswith(prefix + ".")
 
 
 ALL = {**_modules(intellect.sdk), **_modules(intellect.verifier), **_modules(intellect.agents)}

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from import_graph import imports, modules, within  # type: ignore[import-not-found]
 
 import intellect.agents
 import intellect.sdk
@@ -28,45 +29,19 @@ REPO = Path(__file__).resolve().parents[2]
 _SCRIPTS_IMPORT = re.compile(r"^\s*(from\s+scripts(\.|\s)|import\s+scripts\b)", re.MULTILINE)
 
 
-def _modules(pkg: object) -> dict[str, Path]:
-    root = Path(pkg.__path__[0])  # type: ignore[attr-defined]
-    name = pkg.__name__  # type: ignore[attr-defined]
-    out = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = list(path.relative_to(root).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join([name, *parts])] = path
-    return out
-
-
-def _imports(tree: ast.AST) -> set[str]:
-    """Absolute module names imported anywhere in `tree` (relative imports stay within the package: skipped)."""
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            found.add(node.module)
-    return found
-
-
 def _strings(tree: ast.AST) -> list[str]:
     return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 
-SDK = _modules(intellect.sdk)
-PRODUCT = {**SDK, **_modules(intellect.verifier), **_modules(intellect.agents)}
+SDK = modules(intellect.sdk)
+PRODUCT = {**SDK, **modules(intellect.verifier), **modules(intellect.agents)}
 TREES = {m: ast.parse(p.read_text(), str(p)) for m, p in PRODUCT.items()}
-
-
-def _within(name: str, prefix: str) -> bool:
-    return name == prefix or name.startswith(prefix + ".")
+IMPORTS = {m: imports(m, PRODUCT[m], TREES[m]) for m in PRODUCT}
 
 
 def test_the_sdk_imports_nothing_of_scripts() -> None:
     assert "intellect.sdk.devnet" in SDK and len(SDK) > 20
-    bad = [f"{m} imports {imp}" for m in SDK for imp in _imports(TREES[m]) if _within(imp, "scripts")]
+    bad = [f"{m} imports {imp}" for m in SDK for imp in IMPORTS[m] if within(imp, "scripts")]
     bad += [f"{m} runs code that imports scripts: {s.strip()[:80]!r}" for m in SDK for s in _strings(TREES[m])
             if _SCRIPTS_IMPORT.search(s)]
     assert bad == []
@@ -93,5 +68,5 @@ def test_the_devnet_deploy_command_is_a_program_of_the_checkout() -> None:
     ("aiohttp", set()),
 ])
 def test_one_http_client_across_the_product(library: str, allowed: set[str]) -> None:
-    users = {m for m in PRODUCT for imp in _imports(TREES[m]) if _within(imp, library)}
+    users = {m for m in PRODUCT for imp in IMPORTS[m] if within(imp, library)}
     assert users <= allowed, sorted(users - allowed)
