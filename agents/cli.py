@@ -79,6 +79,9 @@ def build_agent(cfg: AgentConfig) -> Any:
 
         return Worker(cfg)
     if cfg.role is Role.VALIDATOR:
+        if cfg.validator.adversary is not None:
+            raise click.UsageError(f"validator.adversary {cfg.validator.adversary!r} is a test-only cheating validator: "
+                                   "run it with `python -m intellect.agents.adversary`, not intellect-agent")
         from intellect.agents.roles.validator import Validator
 
         return Validator(cfg)

@@ -26,6 +26,7 @@ from intellect.sdk import ConfigError
 
 __all__ = [
     "AgentConfig",
+    "CanarySettings",
     "ChainSettings",
     "ConfigError",
     "IpfsSettings",
@@ -223,6 +224,7 @@ class ValidatorSettings(_Section):
     trainer_url: str | None = None
     """Where to post attestations; discovered from the registry (the pool trainer's endpoint) if unset."""
     adversary: str | None = None
+    """Test-only misbehaviour (`lazy`: see `intellect.agents.adversary`); None for an honest validator."""
     fetch_attempts: int = Field(3, ge=1)
     """Tries (with backoff) to fetch a rollout file before rejecting it as unavailable."""
     cached_checkpoints: int = Field(2, ge=1)
@@ -231,6 +233,62 @@ class ValidatorSettings(_Section):
     """Verification profile (`intellect.verifier.toploc.PROFILES`; the pool's rules fix it): `mixed` (default:
     honest bf16 or fp32 workers, e.g. vLLM on a GPU, pass against this validator on any hardware) or `fp32`
     (exact: every node computes in fp32); `reference` is the old name of `mixed` (docs/benchmarks-verifier.md)."""
+
+
+class CanarySettings(_Section):
+    """Canary submissions (issue 21; `intellect.agents.roles.canary`): the trainer, through a worker node key of
+    its own, now and then submits work it knows to be bad (generated with a perturbed copy of the checkpoint),
+    collects the validators' attestations of it like any others, has it challenged, and once the challenge is
+    upheld slashes every validator that attested it (`AttesterBook.slashAttester`). Never trained on. Off
+    unless `every_n_steps` or `rate` is set, and then a worker key is required."""
+
+    every_n_steps: int = Field(0, ge=0)
+    """Inject one canary after publishing every Nth policy step (step 0 included); 0: no fixed schedule."""
+    rate: float = Field(0.0, ge=0.0, le=1.0)
+    """Probability of injecting one canary after each published step (drawn from the OS's randomness, so
+    nobody can predict it); 0: none. With `every_n_steps` too, either one injects."""
+    dev_account: int | None = None
+    """The canary worker's key: an anvil dev account (local chains only). Registered and staked as an
+    ordinary worker (its own owner), so its submissions look like any worker's on-chain."""
+    keystore: Path | None = None
+    """The canary worker's key: an encrypted keystore (password from `password_env` / `password_file`)."""
+    challenger_dev_account: int | None = None
+    """A validator key of the pool's (anvil dev account) that challenges a canary nobody challenged by
+    `challenge_after` of its window; unset (and no `challenger_keystore`): the pool relies on honest validators."""
+    challenger_keystore: Path | None = None
+    """The challenger's key as an encrypted keystore (same password settings)."""
+    password_env: str = "INTELLECT_CANARY_PASSWORD"
+    """Environment variable holding the canary keystores' password."""
+    password_file: Path | None = None
+    """File holding the canary keystores' password (used when the env variable is unset)."""
+    challenge_after: float = Field(0.5, ge=0.0, le=1.0)
+    """Fraction of a canary's window after which the pool's challenger challenges it if nobody has (late, so
+    a validator cannot learn to skip canaries by watching for an early challenge)."""
+    noise: float = Field(0.5, gt=0.0)
+    """Gaussian noise, x each tensor's std, added to every weight of the copy that generates a canary."""
+    stake_amount: float = Field(100.0, gt=0)
+    """Tokens staked on the canary worker (and the challenger) when their stake is below the minimum."""
+    gpu_model: str = "cpu"
+    """The GPU model the canary worker declares (its thinking budgets follow it, as any worker's)."""
+    vram_gib: int = Field(0, ge=0)
+    """The canary worker's declared VRAM (GiB)."""
+    gpu_count: int = Field(0, ge=0)
+    """The canary worker's declared GPU count."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.every_n_steps > 0 or self.rate > 0
+
+    @model_validator(mode="after")
+    def _check(self) -> CanarySettings:
+        if self.dev_account is not None and self.keystore is not None:
+            raise ValueError("trainer.canary.dev_account and trainer.canary.keystore are exclusive: set one")
+        if self.challenger_dev_account is not None and self.challenger_keystore is not None:
+            raise ValueError("trainer.canary.challenger_dev_account and challenger_keystore are exclusive: set one")
+        if self.enabled and self.dev_account is None and self.keystore is None:
+            raise ValueError("trainer.canary is on (every_n_steps or rate) but has no worker key: set "
+                             "trainer.canary.keystore (or dev_account on a local chain)")
+        return self
 
 
 class TrainerSettings(_Section):
@@ -282,6 +340,8 @@ class TrainerSettings(_Section):
     keep_checkpoints: int = Field(4, ge=1)
     seed: int = 0
     poll_interval: float = Field(1.0, gt=0)
+    canary: CanarySettings = Field(default_factory=CanarySettings)
+    """Canary submissions that make lazy validation lose (off by default)."""
 
 
 class RelaySettings(_Section):

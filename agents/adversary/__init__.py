@@ -1,7 +1,8 @@
 """The attack kit, for tests and demos only: cheating workers (`worker.adversary: <name>`), the
-security suite's cheater matrix (`.matrix`) and a malicious relay node (`.relay`). The product never
-imports it; `python -m intellect.agents.adversary --config FILE` runs an agent like `intellect-agent`
-does, with the cheating worker a config names.
+security suite's cheater matrix (`.matrix`), a malicious relay node (`.relay`) and cheating validators
+(`validator.adversary: <name>`, `VALIDATOR_ADVERSARIES`). The product never imports it;
+`python -m intellect.agents.adversary --config FILE` runs an agent like `intellect-agent` does, with the
+cheating worker or validator a config names.
 
 Each variant is a `Worker` subclass that misbehaves in one way while claiming to be honest; the
 validators must catch it and the trainer must never train on its work. Add a variant by
@@ -11,6 +12,12 @@ subclassing `Worker`, overriding one hook (`engine_checkpoint`, `generate_rollou
 - `wrong_model`: generates with a perturbed copy of the checkpoint (Gaussian noise of
   `NOISE` × each tensor's std on every weight: a cheaper or different model) while naming the
   real checkpoint's step and CID. Rewards and the file are self-consistent; only TOPLOC can tell.
+
+Validators (a `Validator` subclass each):
+
+- `lazy`: attests every submission of the pool without fetching or checking it (saves every check),
+  never challenges and never votes. What the trainer's canaries (`trainer.canary`) are there to
+  catch: its signed attestation of a canary is what `AttesterBook.slashAttester` slashes it with.
 """
 
 from __future__ import annotations
@@ -21,9 +28,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from intellect.agents.roles.validator import Validator, Verdict
 from intellect.agents.roles.worker import Worker
 
-__all__ = ["ADVERSARIES", "WrongModelWorker", "adversary_class", "rewrite_checkpoint"]
+__all__ = ["ADVERSARIES", "VALIDATOR_ADVERSARIES", "LazyValidator", "WrongModelWorker", "adversary_class",
+           "rewrite_checkpoint", "validator_class"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +77,33 @@ def rewrite_checkpoint(path: Path, out: Path, transform: Callable[[Any], Any]) -
 
 
 ADVERSARIES: dict[str, type[Worker]] = {"wrong_model": WrongModelWorker}
+
+
+class LazyValidator(Validator):
+    """Attests everything without checking: no fetch, no checkpoint, no TOPLOC; never challenges or votes."""
+
+    def verify_submission(self, sid: int, sub: dict[str, Any]) -> Verdict:
+        log.warning("adversary lazy: submission %d attested unchecked", sid)
+        return Verdict(submission_id=sid, accepted=True, detail="lazy: not checked")
+
+    def _preload_latest(self) -> None:  # needs no checkpoint: it checks nothing
+        return
+
+    def _votes_and_resolutions(self) -> None:  # takes no part in disputes
+        return
+
+
+VALIDATOR_ADVERSARIES: dict[str, type[Validator]] = {"lazy": LazyValidator}
+
+
+def validator_class(name: str | None) -> type[Validator]:
+    """The validator class for `validator.adversary` (the honest `Validator` for None)."""
+    if name is None:
+        return Validator
+    try:
+        return VALIDATOR_ADVERSARIES[name]
+    except KeyError:
+        raise ValueError(f"unknown validator.adversary {name!r}; known: {sorted(VALIDATOR_ADVERSARIES)}") from None
 
 
 def adversary_class(name: str | None) -> type[Worker]:

@@ -32,6 +32,7 @@ from intellect.agents.roles._runtime import (
     load_task_set,
 )
 from intellect.agents.roles._server import HttpError
+from intellect.agents.roles.canary import CanaryInjector, canary_ids
 from intellect.agents.roles.store import accept_pushed_file
 from intellect.verifier.assignment import DEV_CHAIN_IDS, assignment_size, effective_quorum
 from intellect.verifier.submission import too_stale
@@ -155,6 +156,8 @@ class Trainer(Agent):
         self._intake_lock = threading.Lock()
         self.gt: Any = None
         self.origin: Any = None
+        self.canary: CanaryInjector | None = None
+        """the canary submissions' thread (`trainer.canary`, issue 21), made in start() when on"""
 
     # -- set-up --------------------------------------------------------------------------------
     def base_model(self) -> Path:
@@ -205,6 +208,7 @@ class Trainer(Agent):
         log.info("attestation quorum: %d distinct validators of other operators per submission, of the %d the "
                  "chain assigns it", self.quorum, k)
         self._init_policy()
+        self.canary = CanaryInjector.start_for(self)  # None unless trainer.canary is on
         self.eval_tasks = self._load_eval_tasks()
         if self.eval_tasks and self.state.record("eval", self.gt.step) is None:
             self.maybe_evaluate(self.gt.step, force=True)  # the baseline the later evaluations compare with
@@ -570,7 +574,7 @@ class Trainer(Agent):
         # online filtering: refill from further submissions until the batch has `batch_groups` groups with
         # signal, instead of training on fewer (a plan survives restarts; its submissions stay reserved)
         while (have := self._signal_groups(samples)) < self.cfg.trainer.batch_groups:
-            sid = self._next_ready(exclude=set(plan["submissions"]))
+            sid = self._next_ready(exclude=set(plan["submissions"]) | canary_ids(self.state))  # never a canary
             if sid is None:
                 if plan["submissions"]:
                     self.state.set("plan", plan)

@@ -53,7 +53,8 @@ class AgentProc:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
         log.write(f"\n==== start {self.starts} ====\n".encode())
         log.flush()
-        cheater = (yaml.safe_load(self.cfg_path.read_text()).get("worker") or {}).get("adversary") is not None
+        doc = yaml.safe_load(self.cfg_path.read_text())
+        cheater = any((doc.get(r) or {}).get("adversary") is not None for r in ("worker", "validator"))
         self.proc = subprocess.Popen([*(ATTACK_KIT if cheater else AGENT), "--config", str(self.cfg_path)], stdout=log,
                                      stderr=subprocess.STDOUT,
                                      env=self.env)
