@@ -1,0 +1,65 @@
+"""A validator checks the submissions the chain assigned to it first (issue 22), and still checks the others."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from intellect.verifier.assignment import assigned_validators
+
+TOKEN = 10**18
+
+
+class _Executor:
+    def __init__(self) -> None:
+        self.order: list[int] = []
+
+    def submit(self, fn, sid):  # the ThreadPoolExecutor call the dispatcher makes
+        self.order.append(sid)
+        return SimpleNamespace(done=lambda: False)
+
+
+def test_validator_dispatches_its_assigned_submissions_first(devnet, tmp_path):
+    from intellect.agents.roles._state import StateStore
+    from intellect.agents.roles.validator import Validator
+    from intellect.sdk import Role
+
+    validators = []
+    for i in (2, 3, 4, 6):
+        v = devnet.protocol(i)
+        v.drip()
+        v.register_node(Role.VALIDATOR, gpu_model="cpu")
+        v.stake(v.address, 100 * TOKEN)
+        validators.append(v)
+    pool_id = devnet.deployment.default_pool_id or 1
+    devnet.protocol(0).publish_checkpoint(pool_id, 0, "bafkreimanifestpriority")
+    w = devnet.protocol(1)
+    w.drip()
+    w.register_node("worker", gpu_model="cpu")
+    w.stake(w.address, 100 * TOKEN)
+    claims = []
+    for _ in range(8):  # two open leases at most: submit as we go
+        c = w.claim_task(pool_id)
+        w.submit_work(c.task_id, f"bafkreirollouts{c.task_id}", b"\x22" * 32, 2, 0)
+        claims.append(c)
+    # a validator that is assigned some of the eight and not others (k = quorum 1 + 1 = 2 of 4; all eight
+    # claims drawing the same pair has probability (1/6)^7)
+    owners_at = {v.address.lower(): v.address.lower() for v in validators}
+    picks = {c.task_id: assigned_validators(c.seed, owners_at, 2, owners=owners_at) for c in claims}
+    me = next(v for v in validators if 0 < sum(v.address.lower() in p for p in picks.values()) < len(claims))
+    mine = [sid for sid, p in picks.items() if me.address.lower() in p]
+
+    val = Validator.__new__(Validator)  # the parts of a started validator that dispatch
+    val.protocol, val.pool, val.rules = me, me.pool(pool_id), None
+    val.state = StateStore(tmp_path / "state.sqlite")
+    val._executor, val._inflight = _Executor(), {}
+    val.cfg = SimpleNamespace(validator=SimpleNamespace(concurrency=8))
+    val.metrics = SimpleNamespace(set=lambda *a, **k: None)
+    others = [c.task_id for c in claims if c.task_id not in mine]
+    by_id = {c.task_id: c for c in claims}
+    for sid in others + mine:  # queued in this order (as the event follower records them, claims first)
+        c = by_id[sid]
+        val.state.put("claim", sid, "claimed", {"seed": c.seed.hex(), "block": c.block_number, "node": w.address})
+        val.state.put("submission", sid, "queued", {"node": w.address})
+    val._dispatch()
+    assert val._executor.order == mine + others  # assigned first, then every other one, each in queue order
+    assert all(val.state.record("assignment", sid)["data"]["mine"] == (sid in mine) for sid in picks)
