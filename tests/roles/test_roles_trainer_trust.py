@@ -1,6 +1,7 @@
 """What the trainer agent takes from strangers (issue 22): the quorum is a pool rule (> 1 off dev
-chains), attestations by the worker's own operator do not count, rewards and advantages are
-recomputed from the completions, whatever the (attested) file says."""
+chains), attestations by the worker's own operator do not count, nor those of validators the chain did not
+assign to the submission, rewards and advantages are recomputed from the completions, whatever the
+(attested) file says."""
 
 from __future__ import annotations
 
