@@ -7,7 +7,7 @@ export PATH := $(ROOT)/.venv/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: bootstrap lock test test-all test-security-slow test-net test-vllm demo deploy gas lint slither clean
+.PHONY: bootstrap lock lock-trl test test-all test-security-slow test-net test-vllm bench-trl demo deploy gas lint slither clean
 
 bootstrap:
 	@bash tools/bootstrap.sh
@@ -36,6 +36,16 @@ test-net: bootstrap
 test-vllm:
 	bash tools/bootstrap-vllm.sh
 	.venv-vllm/bin/python -m pytest -q -m vllm tests/vllm
+
+## opt-in: the pool's GRPO path against TRL's GRPOTrainer (bench/grpo/pool_vs_trl.py) in its own .venv-trl
+## (the main lock + requirements-trl.lock: trl 1.16.0 and what it adds); ~6 min on 2 cores. Extra flags: BENCH_ARGS=
+bench-trl:
+	bash tools/bootstrap-trl.sh
+	.venv-trl/bin/python bench/grpo/pool_vs_trl.py $(BENCH_ARGS)
+
+## re-resolve requirements-trl.lock against requirements.lock (after `make lock`, or to move trl)
+lock-trl:
+	bash tools/bootstrap-trl.sh --lock
 
 # fast defaults (tiny-warm, synthetic tasks); a real model and task set:
 #   make demo DEMO_ARGS="--model smollm2 --taskset train.jsonl --eval-tasks heldout.jsonl --eval-every 2 --learning-rate 2e-5"
