@@ -95,7 +95,7 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     mapping(uint32 poolId => PoolHot) private _poolHot;
     mapping(uint32 poolId => PoolCold) private _poolCold;
     mapping(uint32 poolId => PoolFunds) private _funds;
-    mapping(uint32 poolId => string) private _taskSetCid;
+    mapping(uint32 poolId => string) private _rulesCid;
     mapping(uint32 poolId => mapping(uint256 step => string)) private _checkpoints;
     mapping(uint256 taskId => Task) private _tasks;
     mapping(uint256 submissionId => Submission) private _submissions;
@@ -164,7 +164,7 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
             challengeBond: params.challengeBond,
             slashAmount: params.slashAmount
         });
-        _taskSetCid[poolId] = params.taskSetCid;
+        _rulesCid[poolId] = params.rulesCid;
         // checks the parameters (reverting undoes the writes above) and emits PoolCreated
         uint256 exposure =
             PoolRules.checkAndAnnounce(params, poolId, _minWindowLength, _minChallengeBond, _minQuorum, _stakeManager);
@@ -481,7 +481,7 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         view_.owner = cold.owner;
         view_.params = PoolParams({
             trainer: cold.trainer,
-            taskSetCid: _taskSetCid[poolId],
+            rulesCid: _rulesCid[poolId],
             rewardPerUnit: hot.rewardPerUnit,
             challengeBond: cold.challengeBond,
             slashAmount: cold.slashAmount,

@@ -27,7 +27,7 @@ class PoolParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     trainer: str | None = Field(None, description="trainer address; None = the deployer")
-    taskSetCid: str = Field(EMPTY_FILE_CID, min_length=1, description="IPFS CID of the task set")
+    rulesCid: str = Field(EMPTY_FILE_CID, min_length=1, description="IPFS CID of the pool's rules document (intellect.poolrules/v1), or of a bare task set")
     rewardPerUnit: int = Field(1 * TOKEN, gt=0, lt=2**96)
     challengeBond: int = Field(10 * TOKEN, gt=0, lt=2**128)
     slashAmount: int = Field(50 * TOKEN, ge=0, lt=2**128)
@@ -45,7 +45,7 @@ class PoolParams(BaseModel):
         """The ITaskLedger.PoolParams tuple, in field order."""
         return (
             self.trainer or default_trainer,
-            self.taskSetCid,
+            self.rulesCid,
             self.rewardPerUnit,
             self.challengeBond,
             self.slashAmount,

@@ -153,7 +153,7 @@ class PoolParams(_Model):
     """ITaskLedger.PoolParams."""
 
     trainer: str
-    task_set_cid: str
+    rules_cid: str
     reward_per_unit: int
     challenge_bond: int
     slash_amount: int
@@ -167,13 +167,13 @@ class PoolParams(_Model):
     max_reservation_bps: int = 1_000  # most of the pool's escrow one node may hold in reservations
 
     def as_tuple(self) -> tuple[Any, ...]:
-        return (self.trainer, self.task_set_cid, self.reward_per_unit, self.challenge_bond, self.slash_amount,
+        return (self.trainer, self.rules_cid, self.reward_per_unit, self.challenge_bond, self.slash_amount,
                 self.window_length, self.vote_period, self.lease_duration, self.max_units_per_submission,
                 self.async_level, self.quorum, self.max_open_leases, self.max_reservation_bps)
 
     @classmethod
     def from_tuple(cls, t: Any) -> PoolParams:
-        return cls(trainer=t[0], task_set_cid=t[1], reward_per_unit=t[2], challenge_bond=t[3], slash_amount=t[4],
+        return cls(trainer=t[0], rules_cid=t[1], reward_per_unit=t[2], challenge_bond=t[3], slash_amount=t[4],
                    window_length=t[5], vote_period=t[6], lease_duration=t[7], max_units_per_submission=t[8],
                    async_level=t[9], quorum=t[10], max_open_leases=t[11], max_reservation_bps=t[12])
 

@@ -495,7 +495,7 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
     cid = store.add(data)
     if cid != rules.cid():
         raise PoolRulesError(f"IPFS {ipfs_spec} stored the rules as {cid}, expected {rules.cid()}")
-    params = PoolParams(trainer=trainer_addr or p.address, task_set_cid=cid,
+    params = PoolParams(trainer=trainer_addr or p.address, rules_cid=cid,
                         reward_per_unit=parse_tokens(reward_per_unit), challenge_bond=parse_tokens(challenge_bond),
                         slash_amount=parse_tokens(slash_amount), window_length=window, vote_period=vote_period,
                         lease_duration=lease, max_units_per_submission=rules.max_units_per_submission,
@@ -550,7 +550,7 @@ def pool_show(ctx: _Ctx, pool_id: int | None, ipfs_spec: str | None) -> None:
         from .ipfs import open_ipfs
         from .poolrules import PoolRules
 
-        cid = pools[0].params.task_set_cid
+        cid = pools[0].params.rules_cid
         rules = PoolRules.from_bytes(open_ipfs(ipfs_spec).cat(cid, max_size=1 << 20), source=cid)
         doc = {"pool": json.loads(pools[0].model_dump_json()), "rules": json.loads(rules.to_bytes())}
         _out(ctx, doc, [f"pool {pool_id}  rules {cid}", json.dumps(doc["rules"], indent=2, sort_keys=True)])
@@ -561,7 +561,7 @@ def pool_show(ctx: _Ctx, pool_id: int | None, ipfs_spec: str | None) -> None:
         for pl in pools:
             pr = pl.params
             out += [f"pool {pl.pool_id}  owner {pl.owner}  trainer {pr.trainer}",
-                    f"  rules / task set {pr.task_set_cid}",
+                    f"  rules / task set {pr.rules_cid}",
                     f"  reward {_tok(pr.reward_per_unit)}/unit  budget {_tok(pl.budget)}  reserved {_tok(pl.reserved)}",
                     f"  window {pr.window_length}s  vote {pr.vote_period}s  lease {pr.lease_duration}s  "
                     f"async level {pr.async_level}  quorum {pr.quorum}",

@@ -5,8 +5,7 @@
     rules = PoolRules.from_bytes(data, source=cid)
 
 The document (`intellect.poolrules/v1`) lives on IPFS; `intellect pool create` publishes it and records
-its CID in the pool on-chain (the pool's `taskSetCid` slot holds the rules' CID; the rules name the
-task set). Agents read the rules from the chain, not from their configuration: a local setting that
+its CID in the pool on-chain (the pool's `rulesCid`; the rules name the task set). Agents read the rules from the chain, not from their configuration: a local setting that
 contradicts them stops the agent at start with an error naming the field (`conflicts`), so nobody is
 challenged and slashed for a configuration mismatch.
 

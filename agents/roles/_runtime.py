@@ -120,7 +120,7 @@ class StateCursorStore:
 # task sets
 
 
-def load_task_set(settings: TaskSettings, pool_task_set_cid: str | None, ipfs: Any) -> Any:
+def load_task_set(settings: TaskSettings, pool_rules_cid: str | None, ipfs: Any) -> Any:
     """The pool's task set: from `tasks.source` (checked against the pool's CID when the pool names
     a real one) or fetched from IPFS by the pool's CID."""
     from intellect.sdk.ipfs import compute_cid
@@ -129,9 +129,9 @@ def load_task_set(settings: TaskSettings, pool_task_set_cid: str | None, ipfs: A
     empty = compute_cid(b"")
     src = settings.source
     if src == "pool":
-        if not pool_task_set_cid or pool_task_set_cid == empty:
+        if not pool_rules_cid or pool_rules_cid == empty:
             raise AgentError("the pool names no task set (empty CID): set tasks.source to synthetic:N:SEED or a path")
-        return TaskSet.from_bytes(ipfs.cat(pool_task_set_cid, max_size=256 << 20), name=pool_task_set_cid)
+        return TaskSet.from_bytes(ipfs.cat(pool_rules_cid, max_size=256 << 20), name=pool_rules_cid)
     if src.startswith("synthetic:"):
         from intellect.agents.tasks import synthetic_task_set
 
@@ -142,10 +142,10 @@ def load_task_set(settings: TaskSettings, pool_task_set_cid: str | None, ipfs: A
             raise AgentError(f"tasks.source {src!r}: expected synthetic:N:SEED ({exc})") from None
     else:
         ts = TaskSet.load(Path(src))
-    if pool_task_set_cid and pool_task_set_cid != empty:
+    if pool_rules_cid and pool_rules_cid != empty:
         cid = compute_cid(ts.to_jsonl_bytes())
-        if cid != pool_task_set_cid:
-            raise AgentError(f"task set {src} has CID {cid}, the pool names {pool_task_set_cid}: wrong task set")
+        if cid != pool_rules_cid:
+            raise AgentError(f"task set {src} has CID {cid}, the pool names {pool_rules_cid}: wrong task set")
     return ts
 
 

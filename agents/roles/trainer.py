@@ -219,7 +219,7 @@ class Trainer(Agent):
         from intellect.agents.roles.pool_rules import apply_pool_rules
         from intellect.verifier.tasks import TaskSet
 
-        pool_cid = self.pool.params.task_set_cid
+        pool_cid = self.pool.params.rules_cid
         self.rules = apply_pool_rules(self.cfg, pool_cid, self.ipfs, self.pool_id)
         self.task_set = load_task_set(self.cfg.tasks, self.rules.taskset_cid if self.rules else pool_cid, self.ipfs)
         if self.rules is None:

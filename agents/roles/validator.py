@@ -106,11 +106,11 @@ class Validator(Agent):
 
         # the pool's rules before registering and staking: a contradicting configuration stops here
         self.refresh_ipfs_peers()
-        self.rules = apply_pool_rules(self.cfg, self.pool.params.task_set_cid, self.ipfs, self.pool_id)
+        self.rules = apply_pool_rules(self.cfg, self.pool.params.rules_cid, self.ipfs, self.pool_id)
         self.ensure_node(stake_amount=v.stake_amount, auto_stake=v.auto_stake)
         self.refresh_ipfs_peers()
         self.task_set = load_task_set(self.cfg.tasks, self.rules.taskset_cid if self.rules else
-                                      self.pool.params.task_set_cid, self.ipfs)
+                                      self.pool.params.rules_cid, self.ipfs)
         assert self.server is not None
         self.server.route("GET", "/attestations", self._get_attestations)
         self._executor = ThreadPoolExecutor(max_workers=v.concurrency, thread_name_prefix="verify")

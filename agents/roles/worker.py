@@ -172,7 +172,7 @@ class Worker(Agent):
         # the pool's rules (from the chain) before anything reads the settings they fix, and before staking:
         # a worker whose configuration contradicts them stops here, having committed nothing
         self.refresh_ipfs_peers()
-        self.rules = apply_pool_rules(self.cfg, self.pool.params.task_set_cid, self.ipfs, self.pool_id)
+        self.rules = apply_pool_rules(self.cfg, self.pool.params.rules_cid, self.ipfs, self.pool_id)
         self.ensure_node(gpu_model=w.gpu_model, vram_gib=w.vram_gib, gpu_count=w.gpu_count,
                          stake_amount=w.stake_amount, auto_stake=w.auto_stake)
         self.refresh_ipfs_peers()
@@ -186,7 +186,7 @@ class Worker(Agent):
                         f"a full-length submission (largest budget {max(self.budgets)} × group_size {w.group_size} × "
                         f"problems_per_task {w.problems_per_task})")
         self.task_set = load_task_set(self.cfg.tasks, self.rules.taskset_cid if self.rules else
-                                      self.pool.params.task_set_cid, self.ipfs)
+                                      self.pool.params.rules_cid, self.ipfs)
         self.engine = self.make_engine()
         self.follower = CheckpointFollower(self)
         self.follower.start()

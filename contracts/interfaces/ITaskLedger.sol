@@ -54,7 +54,8 @@ interface ITaskLedger {
 
     /// @notice Parameters of a new pool (fixed after creation).
     /// @param trainer the address allowed to publish checkpoints (the trainer's key)
-    /// @param taskSetCid IPFS CID of the task set (intellect.taskset/v1)
+    /// @param rulesCid IPFS CID of the pool's rules (intellect.poolrules/v1: task set, model, group, budgets...);
+    ///        a bare task set's CID (intellect.taskset/v1) for a pool without rules
     /// @param rewardPerUnit tokens paid per work unit
     /// @param challengeBond tokens a challenger posts (returned if upheld, forfeited if rejected)
     /// @param slashAmount tokens slashed from a worker per upheld challenge (capped at its stake)
@@ -69,7 +70,7 @@ interface ITaskLedger {
     /// reservations, in basis points (1..10,000)
     struct PoolParams {
         address trainer;
-        string taskSetCid;
+        string rulesCid;
         uint96 rewardPerUnit;
         uint128 challengeBond;
         uint128 slashAmount;

@@ -24,7 +24,7 @@ library PoolRules {
         IStakeManager stakeManager
     ) external returns (uint256 exposure) {
         if (params.trainer == address(0)) revert ITaskLedger.TaskLedgerInvalidPoolParam("trainer");
-        if (bytes(params.taskSetCid).length == 0) revert ITaskLedger.TaskLedgerInvalidPoolParam("taskSetCid");
+        if (bytes(params.rulesCid).length == 0) revert ITaskLedger.TaskLedgerInvalidPoolParam("rulesCid");
         if (params.rewardPerUnit == 0) revert ITaskLedger.TaskLedgerInvalidPoolParam("rewardPerUnit");
         if (params.challengeBond == 0) revert ITaskLedger.TaskLedgerInvalidPoolParam("challengeBond");
         if (params.votePeriod == 0) revert ITaskLedger.TaskLedgerInvalidPoolParam("votePeriod");

@@ -228,7 +228,7 @@ def _pools(p: Protocol, scan: _Scan, errors: list[str]) -> list[PoolView]:
             errors.append(f"pool {pid}: {exc}")
             continue
         pr = pool.params
-        pools.append(PoolView(pool_id=pid, owner=pool.owner, trainer=pr.trainer, task_set_cid=pr.task_set_cid,
+        pools.append(PoolView(pool_id=pid, owner=pool.owner, trainer=pr.trainer, rules_cid=pr.rules_cid,
                               reward_per_unit=pr.reward_per_unit, challenge_bond=pr.challenge_bond,
                               slash_amount=pr.slash_amount, window_length=pr.window_length,
                               vote_period=pr.vote_period, async_level=pr.async_level, quorum=pr.quorum,

@@ -91,7 +91,7 @@ class PoolView(_View):
     pool_id: int
     owner: str
     trainer: str
-    task_set_cid: str
+    rules_cid: str
     reward_per_unit: int
     challenge_bond: int
     slash_amount: int

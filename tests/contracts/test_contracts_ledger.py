@@ -31,7 +31,7 @@ from contracts_helpers import (
 def pool_params(net, **over):
     p = {
         "trainer": accounts[0].address,
-        "taskSetCid": MANIFEST_CID,
+        "rulesCid": MANIFEST_CID,
         "rewardPerUnit": TOKEN,
         "challengeBond": 10 * TOKEN,
         "slashAmount": 50 * TOKEN,
@@ -60,14 +60,14 @@ def test_createPool_emits_and_stores(net):
     view = net.ledger.pool(pid)
     assert view["owner"] == accounts[3]
     assert view["params"]["maxUnitsPerSubmission"] == 7
-    assert view["params"]["taskSetCid"] == MANIFEST_CID
+    assert view["params"]["rulesCid"] == MANIFEST_CID
     assert view["budget"] == 0 and view["reserved"] == 0 and not view["hasCheckpoint"]
 
 
 def test_createPool_invalid_params_named(net):
     for field, value in [
         ("trainer", ZERO),
-        ("taskSetCid", ""),
+        ("rulesCid", ""),
         ("rewardPerUnit", 0),
         ("challengeBond", 0),
         ("votePeriod", 0),

@@ -121,7 +121,7 @@ def test_real_pool_from_public_data_with_smollm2(swarm: Any, tmp_path: Path) -> 
 
     # the chain's CID resolves to the rules, the rules to the task set the worker sampled from
     p = swarm.devnet.protocol(0)
-    assert p.pool(pool_id).params.task_set_cid == rules_cid
+    assert p.pool(pool_id).params.rules_cid == rules_cid
     ipfs = EmbeddedIpfs(tmp_path / "reader", peers=[(trainer.status() or {})["services"]["ipfs"]])
     rules = PoolRules.from_bytes(ipfs.cat(rules_cid), source=rules_cid)
     train = TaskSet.from_bytes(ipfs.cat(rules.taskset_cid))

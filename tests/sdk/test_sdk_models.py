@@ -138,7 +138,7 @@ def test_tokens_roles_params_and_networks() -> None:
     assert Role.parse("Validator") is Role.VALIDATOR and Role.parse(4) is Role.RELAY
     with pytest.raises(ValueError, match="unknown role"):
         Role.parse("miner")
-    pp = PoolParams(trainer=ADDR, task_set_cid="bafk", reward_per_unit=1, challenge_bond=2, slash_amount=3)
+    pp = PoolParams(trainer=ADDR, rules_cid="bafk", reward_per_unit=1, challenge_bond=2, slash_amount=3)
     assert PoolParams.from_tuple(pp.as_tuple()) == pp
     assert resolve_network("local")[1] == "http://127.0.0.1:8545"
     assert resolve_network("http://x:1") == (None, "http://x:1")

@@ -137,7 +137,7 @@ def test_cli_pool_create_fund_defund_show(net: Devnet, tmp_path: Path) -> None:
 
     p = net.protocol(0)
     pool = p.pool(pool_id)
-    assert pool.params.task_set_cid == rules_cid and pool.params.max_units_per_submission == 16 * 4 * 2
+    assert pool.params.rules_cid == rules_cid and pool.params.max_units_per_submission == 16 * 4 * 2
     ipfs = EmbeddedIpfs(tmp_path / "ipfs")
     rules = PoolRules.from_bytes(ipfs.cat(rules_cid), source=rules_cid)  # the chain's CID resolves to the rules
     assert ipfs.cat(rules.taskset_cid) == train.read_bytes() and ipfs.cat(rules.heldout_cid or "") == held.read_bytes()

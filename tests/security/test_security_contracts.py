@@ -385,7 +385,7 @@ def test_largest_reward_fits_and_step_bounds_hold(net):
     admin = accounts[0]
     p = dict(net.ledger.pool(net.pool_id)["params"].dict())
     p.update(rewardPerUnit=2**96 - 1, maxUnitsPerSubmission=2**32 - 1, asyncLevel=0, maxReservationBps=10_000)
-    fields = ["trainer", "taskSetCid", "rewardPerUnit", "challengeBond", "slashAmount", "windowLength",
+    fields = ["trainer", "rulesCid", "rewardPerUnit", "challengeBond", "slashAmount", "windowLength",
               "votePeriod", "leaseDuration", "maxUnitsPerSubmission", "asyncLevel", "quorum", "maxOpenLeases",
               "maxReservationBps"]
     pool_id = int(net.ledger.createPool(tuple(p[f] for f in fields), {"from": admin}).return_value)
@@ -531,7 +531,7 @@ def _quorum_pool(net, quorum: int) -> int:
     admin = accounts[0]
     p = dict(net.ledger.pool(net.pool_id)["params"].dict())
     p["quorum"] = quorum
-    fields = ["trainer", "taskSetCid", "rewardPerUnit", "challengeBond", "slashAmount", "windowLength",
+    fields = ["trainer", "rulesCid", "rewardPerUnit", "challengeBond", "slashAmount", "windowLength",
               "votePeriod", "leaseDuration", "maxUnitsPerSubmission", "asyncLevel", "quorum", "maxOpenLeases",
               "maxReservationBps"]
     pool_id = int(net.ledger.createPool(tuple(p[f] for f in fields), {"from": admin}).return_value)
