@@ -38,7 +38,7 @@ test-vllm:
 	.venv-vllm/bin/python -m pytest -q -m vllm tests/vllm
 
 ## opt-in: the pool's GRPO path against TRL's GRPOTrainer (bench/grpo/pool_vs_trl.py) in its own .venv-trl
-## (the main lock + requirements-trl.lock: trl 1.16.0 and what it adds); ~6 min on 2 cores. Extra flags: BENCH_ARGS=
+## (the main lock + requirements-trl.lock: trl 1.16.0 and what it adds); ~3.5 min on 2 cores at load 5. Extra flags: BENCH_ARGS=
 bench-trl:
 	bash tools/bootstrap-trl.sh
 	.venv-trl/bin/python bench/grpo/pool_vs_trl.py $(BENCH_ARGS)
