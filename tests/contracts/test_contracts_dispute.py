@@ -63,14 +63,16 @@ def test_validator_weights_of_one_block(net):
     for v in vs:
         net.fund(v, MIN_STAKE)
         net.token.approve(net.stake, MIN_STAKE, {"from": v})
-    # raw transactions (impersonated) and one evm_mine: brownie's own sender waits for each
-    # transaction's confirmation in a thread, which never comes while automine is off (it hung the test)
-    for v in vs:  # the validators' keys live in brownie, not in anvil: let anvil sign for them
-        web3.provider.make_request("anvil_impersonateAccount", [v.address])
+    # raw transactions signed with the validators' own keys and one evm_mine: brownie's sender waits for each
+    # transaction's confirmation in a thread, which never comes while automine is off (it hung the test), and
+    # impersonating the keys in anvil would add them to brownie's `accounts` (later tests then sign with them)
+    raws = [v._acct.sign_transaction({
+        "to": net.stake.address, "data": net.stake.stake.encode_input(v, MIN_STAKE), "gas": 400_000,
+        "gasPrice": web3.eth.gas_price + 10**9, "nonce": web3.eth.get_transaction_count(v.address),
+        "chainId": web3.eth.chain_id, "value": 0}).raw_transaction for v in vs]
     web3.provider.make_request("evm_setAutomine", [False])
     try:
-        hashes = [web3.eth.send_transaction({"from": v.address, "to": net.stake.address, "gas": 400_000,
-                                             "data": net.stake.stake.encode_input(v, MIN_STAKE)}) for v in vs]
+        hashes = [web3.eth.send_raw_transaction(raw) for raw in raws]
         web3.provider.make_request("evm_mine", [])
     finally:
         web3.provider.make_request("evm_setAutomine", [True])
