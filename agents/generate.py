@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from intellect.verifier.replay import problem_seed
+from intellect.verifier.rewards import JudgeBudget
 from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
 from intellect.verifier.submission import prompt_text, score_group
 from intellect.verifier.tasks import Task, TaskSet, sample_problems
@@ -25,11 +26,12 @@ __all__ = ["generate_for_claim", "rollout_rows"]
 
 
 def rollout_rows(task: Task, target_len: int | None, generations: Sequence[Any], *, length_alpha: float,
-                 policy_step: int, worker: str) -> list[RolloutRow]:
+                 policy_step: int, worker: str, judge: JudgeBudget | None = None) -> list[RolloutRow]:
     """The rows of one problem's group: each completion (an engine `Generation`) with its task reward,
-    length penalty, total reward and group advantage."""
+    length penalty, total reward and group advantage. `judge`: the math judge's budget of the whole file
+    (one per submission, groups in file order, as the validator spends it)."""
     scored = score_group(task, [g.text for g in generations], [len(g.completion_ids) for g in generations],
-                         target_len, length_alpha)
+                         target_len, length_alpha, judge=judge)
     return [RolloutRow(problem_id=task.id, prompt_ids=g.prompt_ids, completion_ids=g.completion_ids, reward=total,
                        task_reward=tr, length_penalty=lp, target_length=target_len, advantage=adv,
                        policy_step=policy_step, proofs=g.proofs, worker=worker)
@@ -47,13 +49,14 @@ def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: 
     from intellect.agents.engines import SamplingParams
 
     rows: list[RolloutRow] = []
+    judge = JudgeBudget()
     for k, a in enumerate(sample_problems(task_set, seed, problems, budgets)):
         task = task_set[a.task_id]
         params = SamplingParams(max_tokens=a.target_len, temperature=temperature, seed=problem_seed(seed, k),
                                 capture_proofs=True)
         gens = engine.generate([prompt_text(task, a.target_len, tokenizer)] * group_size, params)
         rows += rollout_rows(task, a.target_len, gens, length_alpha=length_alpha, policy_step=policy_step,
-                             worker=worker)
+                             worker=worker, judge=judge)
     meta = RolloutMeta(task_id=str(task_id), seed=seed.hex(), model=model, worker=worker, policy_step=policy_step,
                        group_size=group_size, length_alpha=length_alpha)
     return RolloutFile(meta, rows, name=f"task-{task_id}")

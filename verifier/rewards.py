@@ -11,9 +11,25 @@ else the last number in the completion. Answer and reference are normalised from
 compared as strings, then as plain numbers (relative tolerance 1e-6), then in the math judge
 process: symbolically with sympy (`simplify(a - b) == 0`), else with math-verify's parser and
 comparison (sets, intervals, LaTeX sympy's path cannot read). Parsing is done on a whitelist of
-characters and names, with powers, total degree and size bounded before anything is evaluated, and
-the judge is killed after `MATH_TIMEOUT_S` of wall clock (scoring 0), so an adversarial completion
-cannot run code or hang the validator.
+characters and names, with powers, total degree and size bounded before anything is evaluated.
+
+The judge's limits (issue 22), the deterministic ones first:
+
+    JUDGE_FUEL            Python calls one comparison may make (counted by a trace function in a fresh
+                          fork of a warmed-up judge, hash seed fixed): the same count on every machine and
+                          under any load for the pinned sympy/math-verify; past it the comparison is
+                          `Judgement.OVER_BUDGET` (scores 0 everywhere)
+    JudgeBudget.calls     judge invocations one submission may make (`MAX_JUDGE_CALLS`); which rows reach
+                          the judge is decided by the pure fast path, so later rows are OVER_BUDGET on
+                          every side alike
+    JUDGE_CPU_S           CPU seconds of one comparison (ITIMER_PROF, RLIMIT_CPU behind it)  } machine-dependent
+    JudgeBudget.cpu_s     judge CPU seconds of one submission (`SUBMISSION_JUDGE_CPU_S`)     } backstops:
+    JUDGE_WALL_S          wall clock of one comparison (liveness only)                       } `UNJUDGEABLE`
+    JUDGE_MEMORY_BYTES    address space a comparison may add (RLIMIT_AS)                     } (scores 0 here)
+
+An `UNJUDGEABLE` comparison scores 0 where it happened, but it is no verdict: a validator never rejects
+a worker's claimed reward over it (`intellect.verifier.submission` holds that rule), since another
+machine may have judged the same answer within its limits.
 
 Length control (INTELLECT-2, §3.2): the prompt ends with a suffix stating a thinking budget
 `target_len`; the reward is `task_reward − α·|target_len − len|` with α = 0.0003.
@@ -21,11 +37,15 @@ Length control (INTELLECT-2, §3.2): the prompt ends with a suffix stating a thi
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import os
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -40,16 +60,26 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "JUDGE_CPU_S",
+    "JUDGE_FUEL",
+    "JUDGE_WALL_S",
+    "MAX_JUDGE_CALLS",
+    "SUBMISSION_JUDGE_CPU_S",
+    "JudgeBudget",
+    "Judgement",
     "MathJudgeUnavailableError",
     "RewardBreakdown",
+    "TaskScore",
     "answers_equal",
     "code_reward",
+    "compare_answers",
     "extract_answer",
     "extract_code",
     "length_penalty",
     "math_reward",
     "reward",
     "task_reward",
+    "task_score",
     "thinking_budget_suffix",
 ]
 
@@ -60,12 +90,69 @@ MAX_SYMBOLIC_DEGREE = 64
 """Largest sum of |exponents| of an expression with variables (`(x+1)**999*(x+2)**999` is 1998)."""
 MAX_EXPR_NODES = 256
 """Largest number of nodes of a parsed answer."""
-MATH_TIMEOUT_S = 2.0
-"""Wall-clock limit of one symbolic comparison (the judge process is killed past it; scores 0)."""
+JUDGE_FUEL = 1_000_000
+"""Python calls one judge comparison may make (deterministic). Honest answers take far fewer: a fraction
+vs a decimal ~1,000, `\\frac{\\sqrt{2}}{2}` vs `\\frac{1}{\\sqrt{2}}` ~81,000, an interval ~138,000, a
+3-variable degree-30 polynomial ~271,000 (~0.2 s CPU on the 2-core dev box, traced)."""
+JUDGE_CPU_S = 4.0
+"""CPU seconds of one comparison (backstop for work the call count does not see: polynomial arithmetic
+can spend microseconds per call); past it the comparison is UNJUDGEABLE."""
+JUDGE_WALL_S = 30.0
+"""Wall-clock seconds of one comparison (liveness only: a starved machine); past it UNJUDGEABLE."""
+JUDGE_MEMORY_BYTES = 1 << 30
+"""Address space one comparison may add to the judge's (RLIMIT_AS); past it UNJUDGEABLE."""
+MAX_JUDGE_CALLS = 256
+"""Judge invocations per submission; later answers that need the judge are OVER_BUDGET (deterministic)."""
+SUBMISSION_JUDGE_CPU_S = 16.0
+"""Judge CPU seconds per submission; once spent, later answers that need the judge are UNJUDGEABLE."""
 
 
 class MathJudgeUnavailableError(IntellectError, RuntimeError):
     """The math judge process cannot start here: math tasks are refused, not scored 0."""
+
+
+class Judgement(StrEnum):
+    """The outcome of one answer comparison."""
+
+    EQUAL = "equal"
+    NOT_EQUAL = "not_equal"
+    OVER_BUDGET = "over_budget"
+    """a deterministic limit ran out (the comparison's fuel, the submission's judge calls): scores 0 on every
+    machine, so a validator holds a worker to it"""
+    UNJUDGEABLE = "unjudgeable"
+    """a machine-dependent limit cut it (CPU, wall clock, memory, the submission's judge CPU, a crash):
+    scores 0 here, and is never a reason to reject another machine's claim"""
+
+
+@dataclass
+class JudgeBudget:
+    """What the math judge may spend on one submission (its rows scored in file order, by the worker and the
+    validator alike), and what it spent. One per submission; `None` where a function takes one means a
+    fresh budget per call."""
+
+    calls: int = MAX_JUDGE_CALLS
+    """judge invocations left (deterministic)"""
+    cpu_s: float = SUBMISSION_JUDGE_CPU_S
+    """judge CPU seconds left (machine-dependent)"""
+    fuel: int = JUDGE_FUEL
+    """Python calls per comparison"""
+    cpu_per_call_s: float = JUDGE_CPU_S
+    wall_per_call_s: float = JUDGE_WALL_S
+    invocations: int = 0
+    fuel_used: int = 0
+    cpu_used_s: float = 0.0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    def stats(self) -> dict[str, Any]:
+        return {"invocations": self.invocations, "fuel_used": self.fuel_used,
+                "cpu_used_s": round(self.cpu_used_s, 3), "outcomes": dict(self.outcomes)}
+
+
+class TaskScore(NamedTuple):
+    """A task reward and, when the math judge decided it, the judge's outcome (None: decided without it)."""
+
+    value: float
+    judged: Judgement | None = None
 
 
 class RewardBreakdown(BaseModel):
@@ -104,25 +191,34 @@ def reward(
     alpha: float = DEFAULT_ALPHA,
     *,
     sandbox: SandboxLimits | None = None,
+    judge: JudgeBudget | None = None,
 ) -> RewardBreakdown:
     """task_reward − α·|target_len − completion_len| (completion_len counted in tokens)."""
-    tr = task_reward(task, completion, sandbox=sandbox)
+    tr = task_reward(task, completion, sandbox=sandbox, judge=judge)
     lp = length_penalty(target_len, completion_len, alpha)
     return RewardBreakdown(task_reward=tr, length_penalty=lp, total=tr - lp)
 
 
-def task_reward(task: Task, completion: str, *, sandbox: SandboxLimits | None = None) -> float:
+def task_reward(task: Task, completion: str, *, sandbox: SandboxLimits | None = None,
+                judge: JudgeBudget | None = None) -> float:
     """1.0 if the completion solves the task, else 0.0. Never raises on a bad completion."""
+    return task_score(task, completion, sandbox=sandbox, judge=judge).value
+
+
+def task_score(task: Task, completion: str, *, sandbox: SandboxLimits | None = None,
+               judge: JudgeBudget | None = None) -> TaskScore:
+    """`task_reward` with the math judge's outcome when the judge decided it (`judge`: the submission's
+    budget, spent in place)."""
     try:
         if task.verifier is VerifierKind.MATH:
-            return math_reward(completion, task.answer or "")
+            return math_score(completion, task.answer or "", judge=judge)
         if task.verifier is VerifierKind.CODE:
-            return code_reward(completion, task.tests or [], sandbox, prompt=task.prompt)
+            return TaskScore(code_reward(completion, task.tests or [], sandbox, prompt=task.prompt))
     except (SandboxUnavailableError, MathJudgeUnavailableError):
         raise  # nothing here can judge the task: it is refused, never scored 0 against an honest worker
     except Exception:  # a scorer bug must not crash a worker or validator; it scores zero
         logger.exception("reward of task %s failed", task.id)
-        return 0.0
+        return TaskScore(0.0)
     raise ValueError(f"unknown verifier kind {task.verifier!r}")
 
 
@@ -241,26 +337,32 @@ def _parse(expr: str) -> sympy.Expr | None:
         return None
 
 
-def answers_equal(given: str, reference: str, *, timeout: float | None = None) -> bool:
+def answers_equal(given: str, reference: str, *, judge: JudgeBudget | None = None) -> bool:
     """Is the extracted answer equal to the reference, as a string, number or expression?
 
     Normalised strings and plain numbers are compared here. Anything else goes to the math judge,
     a separate process that runs the bounded sympy comparison and math-verify (its LaTeX parser
-    knows sets, intervals, equations, ...) and is killed when it takes longer than `timeout`
-    seconds of wall clock (default `MATH_TIMEOUT_S`): a slow comparison scores 0, it never stalls
-    the caller. Expressions are bounded before anything is evaluated (`_parse`).
+    knows sets, intervals, equations, ...) under the limits of the module docstring: a comparison
+    past them scores False, it never stalls the caller. Expressions are bounded before anything is
+    evaluated (`_parse`).
     """
+    outcome, _ = compare_answers(given, reference, judge=judge)
+    return outcome is Judgement.EQUAL
+
+
+def compare_answers(given: str, reference: str, *, judge: JudgeBudget | None = None) -> tuple[Judgement, bool]:
+    """(outcome, whether the math judge decided it) for `answers_equal`; `judge` is spent in place."""
     if len(given) > MAX_ANSWER_CHARS:
-        return False
+        return Judgement.NOT_EQUAL, False
     a, b = _normalize(given), _normalize(reference)
     if not a:
-        return False
+        return Judgement.NOT_EQUAL, False
     if a == b:
-        return True
+        return Judgement.EQUAL, False
     fast = _numbers_equal(a, b)
     if fast is not None:
-        return fast
-    return bool(_JUDGE.equal(given, reference, MATH_TIMEOUT_S if timeout is None else timeout))
+        return (Judgement.EQUAL if fast else Judgement.NOT_EQUAL), False
+    return _JUDGE.judge(given, reference, JudgeBudget() if judge is None else judge), True
 
 
 _PLAIN_NUMBER = re.compile(r"^-?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?$")
@@ -297,50 +399,157 @@ def _sympy_equal(a: str, b: str) -> bool:
         return False
 
 
-def _math_verify_equal(given: str, reference: str, seconds: int) -> bool:
-    """math-verify's verdict on two raw answers (LaTeX or plain), with its own timeouts (signal-based:
-    it runs in the judge process's main thread)."""
+def _math_verify_equal(given: str, reference: str) -> bool:
+    """math-verify's verdict on two raw answers (LaTeX or plain). Its own timeouts are off: they are
+    SIGALRM wall clock, which no two machines share; the judge's fuel and CPU limits bound it instead."""
     from math_verify import parse, verify
 
-    gold = parse("\\boxed{" + reference + "}", parsing_timeout=seconds)
-    pred = parse("\\boxed{" + given + "}", parsing_timeout=seconds)
+    gold = parse("\\boxed{" + reference + "}", parsing_timeout=0)
+    pred = parse("\\boxed{" + given + "}", parsing_timeout=0)
     if not gold or not pred:
         return False
-    return bool(verify(gold, pred, timeout_seconds=seconds))
+    return bool(verify(gold, pred, timeout_seconds=None))
 
 
-def _judge_compare(given: str, reference: str, seconds: int) -> bool:
+def _judge_compare(given: str, reference: str) -> bool:
     a, b = _normalize(given), _normalize(reference)
     try:
         if _sympy_equal(a, b):
             return True
-        return _math_verify_equal(given, reference, seconds)
-    except Exception:  # math-verify's TimeoutException included: not equal
+        return _math_verify_equal(given, reference)
+    except Exception:
         return False
 
 
+class _OutOfFuel(BaseException):
+    """Raised by the fuel counter (a BaseException: sympy and math-verify catch Exception)."""
+
+
+class _OutOfCpu(BaseException):
+    """Raised by the SIGPROF handler at the comparison's CPU limit."""
+
+
+def _judge_child(given: str, reference: str, fuel: int, cpu_s: float) -> tuple[str, int]:
+    """One comparison, in a fresh fork of the warmed-up judge: (outcome, Python calls made).
+
+    Every fork starts from the same state (sympy's cache cleared, its random generators seeded, a full
+    garbage collection and none after it, the hash seed fixed), so the number of calls a comparison makes is a property of the two answers and the pinned
+    libraries, not of the machine, its load or the comparisons before it."""
+    import gc
+    import random
+    import resource
+    import signal
+    import sys
+
+    import sympy
+    import sympy.core.random
+
+    limit = math.ceil(cpu_s)
+    resource.setrlimit(resource.RLIMIT_CPU, (limit + 1, limit + 2))  # where no Python runs to see SIGPROF
+    try:
+        with open("/proc/self/statm") as f:
+            vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        resource.setrlimit(resource.RLIMIT_AS, (vm + JUDGE_MEMORY_BYTES, vm + JUDGE_MEMORY_BYTES))
+    except (OSError, ValueError):
+        pass  # no /proc: the CPU and wall limits still hold
+    sympy.core.cache.clear_cache()
+    # sympy's assumption system checks facts in a random order (its own generator, seeded from the OS)
+    sympy.core.random.seed(0)
+    random.seed(0)
+    # one canonical heap: garbage the judge left (whose weakly-held cache entries a comparison may or may not
+    # find, depending on when a collection last ran) is gone, and no collection runs while calls are counted
+    gc.collect()
+    gc.disable()
+    state = {"calls": 0, "fuel": False, "cpu": False}
+
+    def count(frame: Any, event: str, arg: Any) -> None:  # 'call' events only: no local tracer
+        state["calls"] += 1
+        if state["calls"] > fuel:
+            state["fuel"] = True
+            raise _OutOfFuel
+
+    def on_cpu(signum: int, frame: Any) -> None:
+        state["cpu"] = True
+        raise _OutOfCpu
+
+    signal.signal(signal.SIGPROF, on_cpu)
+    signal.setitimer(signal.ITIMER_PROF, cpu_s)
+    equal = False
+    try:
+        sys.settrace(count)
+        equal = _judge_compare(given, reference)
+    except (_OutOfFuel, _OutOfCpu, MemoryError, RecursionError):
+        pass
+    finally:
+        sys.settrace(None)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+    # a swallowed _OutOfFuel still counts: the flag was set at the same call on every machine
+    if state["fuel"]:
+        return Judgement.OVER_BUDGET.value, fuel
+    if state["cpu"]:
+        return Judgement.UNJUDGEABLE.value, state["calls"]
+    return (Judgement.EQUAL if equal else Judgement.NOT_EQUAL).value, state["calls"]
+
+
+def _judge_fork(given: str, reference: str, fuel: int, cpu_s: float, wall_s: float) -> tuple[str, int, float]:
+    """Run `_judge_child` in a fork, killed at `wall_s`: (outcome, calls, CPU seconds of the fork)."""
+    import json
+    import select
+    import signal
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: answer on the pipe, never return into the judge's loop
+        code = 1
+        try:
+            os.close(r)
+            os.write(w, json.dumps(_judge_child(given, reference, fuel, cpu_s)).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    try:
+        data = os.read(r, 256) if select.select([r], [], [], wall_s)[0] else b""
+    finally:
+        os.close(r)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # done or not, it goes
+        _, _, usage = os.wait4(pid, 0)
+    cpu = usage.ru_utime + usage.ru_stime
+    try:
+        outcome, calls = json.loads(data)
+        return str(Judgement(outcome)), int(calls), cpu
+    except (ValueError, TypeError):  # killed: wall clock, RLIMIT_CPU, RLIMIT_AS outside Python
+        return Judgement.UNJUDGEABLE.value, 0, cpu
+
+
 def _judge_main(conn: Any) -> None:
-    """The math judge process: answer (given, reference, seconds) requests until the pipe closes."""
+    """The math judge process: answer (given, reference, fuel, cpu_s, wall_s) requests until the pipe closes,
+    each in a fork of this warmed-up process (nothing a comparison does stays here)."""
     logging.getLogger("math_verify").setLevel(logging.ERROR)
-    # load sympy's and math-verify's lazy parts (the LaTeX grammar, simplify) before the first timed
-    # comparison: a cold first call could otherwise outlive the wall-clock limit on a loaded machine
-    _judge_compare("\\frac{x^2+2x+1}{x+1}", "x+1", 60)
-    _judge_compare("\\{1,2\\}", "\\{2,1\\}", 60)
-    conn.send("ready")
+    # load sympy's and math-verify's lazy parts (the LaTeX grammar, simplify) once, so that no comparison
+    # pays for (or counts calls of) an import that another machine's judge did earlier
+    _judge_compare("\\frac{x^2+2x+1}{x+1}", "x+1")
+    _judge_compare("\\{1,2\\}", "\\{2,1\\}")
+    _judge_compare("[1,2)", "(1,2]")
+    _judge_compare("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}")
+    conn.send("ready" if os.environ.get("PYTHONHASHSEED") == "0" else "hash seed not fixed")
     while True:
         try:
-            given, reference, seconds = conn.recv()
+            given, reference, fuel, cpu_s, wall_s = conn.recv()
         except (EOFError, OSError):
             return
-        conn.send(_judge_compare(given, reference, seconds))
+        conn.send(_judge_fork(given, reference, fuel, cpu_s, wall_s))
 
 
 class _MathJudge:
-    """A persistent child process that compares answers, killed (and restarted on the next call) when
-    one comparison outlives its wall-clock limit: sympy and math-verify code cannot be interrupted
-    from another thread, and validators verify on several threads."""
+    """A persistent child process that compares answers, each comparison in a fork of it (fresh state, its
+    own CPU, memory and wall-clock limits). The parent only waits: sympy and math-verify code cannot be
+    interrupted from another thread, and validators verify on several threads. Comparisons are serialised
+    (one lock); `JudgeBudget` bounds what one submission may hold it for."""
 
     START_TIMEOUT = 120.0  # importing sympy + math-verify on a loaded machine
+    SLACK_S = 30.0  # beyond a comparison's own wall clock before the judge process itself is deemed stuck
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -353,13 +562,26 @@ class _MathJudge:
         ctx = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=_judge_main, args=(child,), name="math-judge", daemon=True)
-        proc.start()
+        # the judge's hash seed is fixed: sympy iterates sets, and the call count must not depend on their order
+        saved = os.environ.get("PYTHONHASHSEED")
+        os.environ["PYTHONHASHSEED"] = "0"
+        try:
+            proc.start()
+        finally:
+            if saved is None:
+                del os.environ["PYTHONHASHSEED"]
+            else:
+                os.environ["PYTHONHASHSEED"] = saved
         child.close()
-        if not parent.poll(self.START_TIMEOUT) or parent.recv() != "ready":
+        try:
+            hello = parent.recv() if parent.poll(self.START_TIMEOUT) else None
+        except (EOFError, OSError):  # it died while starting
+            hello = None
+        if hello != "ready":
             proc.kill()
             raise MathJudgeUnavailableError(
-                f"the math judge process did not start within {self.START_TIMEOUT:.0f} s (sympy/math-verify "
-                f"missing or the machine overloaded): math tasks cannot be judged here")
+                f"the math judge process did not start within {self.START_TIMEOUT:.0f} s ({hello or 'no answer'}; "
+                f"sympy/math-verify missing or the machine overloaded): math tasks cannot be judged here")
         self._proc, self._conn = proc, parent
 
     def _stop(self) -> None:
@@ -368,28 +590,56 @@ class _MathJudge:
             self._proc.join(5)
         self._proc = self._conn = None
 
-    def equal(self, given: str, reference: str, timeout: float) -> bool:
+    def judge(self, given: str, reference: str, budget: JudgeBudget) -> Judgement:
+        """One comparison under `budget` (spent in place)."""
+        if budget.calls <= 0:
+            outcome = Judgement.OVER_BUDGET
+        elif budget.cpu_s <= 0:
+            outcome = Judgement.UNJUDGEABLE
+        else:
+            budget.calls -= 1
+            budget.invocations += 1
+            cpu_s = min(budget.cpu_per_call_s, budget.cpu_s)
+            outcome, calls, cpu = self._run(given, reference, budget.fuel, cpu_s, budget.wall_per_call_s)
+            budget.fuel_used += calls
+            budget.cpu_used_s += cpu
+            budget.cpu_s -= cpu
+            if outcome is Judgement.UNJUDGEABLE:
+                logger.warning("math answer %r vs %r: no verdict within the judge's CPU/wall/memory limits; "
+                               "unjudgeable (scores 0 here, never a rejection)", given[:80], reference[:80])
+        budget.outcomes[outcome.value] = budget.outcomes.get(outcome.value, 0) + 1
+        return outcome
+
+    def _run(self, given: str, reference: str, fuel: int, cpu_s: float, wall_s: float) -> tuple[Judgement, int, float]:
         with self._lock:
             if self._proc is None or not self._proc.is_alive():
                 self._start()
             try:
-                self._conn.send((given, reference, max(1, math.ceil(timeout))))
-                if self._conn.poll(timeout):
-                    return bool(self._conn.recv())
+                self._conn.send((given, reference, fuel, cpu_s, wall_s))
+                if self._conn.poll(wall_s + self.SLACK_S):
+                    outcome, calls, cpu = self._conn.recv()
+                    return Judgement(outcome), int(calls), float(cpu)
             except (EOFError, OSError):
                 pass
-            logger.warning("math answer %r vs %r: no verdict within %.1f s; scored as not equal",
-                           given[:80], reference[:80], timeout)
+            logger.warning("the math judge process stopped answering; restarting it")
             self._stop()
-            return False
+            return Judgement.UNJUDGEABLE, 0, cpu_s
 
 
 _JUDGE = _MathJudge()
 
 
-def math_reward(completion: str, reference: str) -> float:
+def math_reward(completion: str, reference: str, *, judge: JudgeBudget | None = None) -> float:
+    return math_score(completion, reference, judge=judge).value
+
+
+def math_score(completion: str, reference: str, *, judge: JudgeBudget | None = None) -> TaskScore:
+    """1.0 if the completion's final answer equals the reference, with the judge's outcome if it decided."""
     ans = extract_answer(completion)
-    return 1.0 if ans is not None and answers_equal(ans, reference) else 0.0
+    if ans is None:
+        return TaskScore(0.0)
+    outcome, judged = compare_answers(ans, reference, judge=judge)
+    return TaskScore(1.0 if outcome is Judgement.EQUAL else 0.0, outcome if judged else None)
 
 
 # ---------------------------------------------------------------------------------------------

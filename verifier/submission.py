@@ -39,7 +39,14 @@ from intellect.sdk import IntellectError
 from intellect.verifier.completion import EndError, check_completion_end, eos_token_ids
 from intellect.verifier.prefill import verify_samples
 from intellect.verifier.replay import problem_seed, sample_seed
-from intellect.verifier.rewards import reward, task_reward, thinking_budget_suffix
+from intellect.verifier.rewards import (
+    JudgeBudget,
+    Judgement,
+    TaskScore,
+    length_penalty,
+    task_score,
+    thinking_budget_suffix,
+)
 from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutRow
 from intellect.verifier.tasks import Task, TaskSet, sample_problems
 from intellect.verifier.toploc import (
@@ -60,6 +67,7 @@ __all__ = [
     "Rejection",
     "SubmissionRules",
     "Verdict",
+    "accepted_task_reward",
     "check_submission",
     "group_advantages",
     "group_rows",
@@ -148,21 +156,42 @@ def group_advantages(rewards: torch.Tensor, eps: float = ADV_EPS) -> torch.Tenso
 
 
 def score_group(task: Task, texts: Sequence[str], lengths: Sequence[int], target_len: int | None,
-                alpha: float) -> list[tuple[float, float, float, float]]:
+                alpha: float, *, judge: JudgeBudget | None = None,
+                claimed: Sequence[float] | None = None) -> list[tuple[float, float, float, float]]:
     """(task_reward, length_penalty, total, advantage) for each completion of one problem's group.
 
-    The same function runs in the worker (to write the file) and the validator (to check it).
+    The same function runs in the worker (to write the file) and the validator (to check it), each with one
+    `judge` budget for the whole submission, its groups scored in file order (`intellect.verifier.rewards`:
+    which answers reach the math judge, and so where its call budget runs out, is the same on both sides).
+    `claimed`: the worker's task rewards (validator side); a row whose claim the judge's outcome here cannot
+    refute counts with the claim (`accepted_task_reward`), in its total and in the group's advantages.
     """
     scored: list[tuple[float, float]] = []
-    for text, n in zip(texts, lengths, strict=True):
-        if target_len is None:
-            scored.append((float(task_reward(task, text)), 0.0))
-        else:
-            rb = reward(task, text, target_len, n, alpha)
-            scored.append((rb.task_reward, rb.length_penalty))
+    for i, (text, n) in enumerate(zip(texts, lengths, strict=True)):
+        score = task_score(task, text, judge=judge)
+        tr = score.value if claimed is None else accepted_task_reward(score, claimed[i])
+        scored.append((tr, 0.0 if target_len is None else length_penalty(target_len, n, alpha)))
     totals = torch.tensor([[tr - lp for tr, lp in scored]], dtype=torch.float64)  # (1, n)
     adv = group_advantages(totals)[0].tolist()
     return [(tr, lp, tr - lp, float(a)) for (tr, lp), a in zip(scored, adv, strict=True)]
+
+
+def accepted_task_reward(score: TaskScore, claimed: float) -> float:
+    """The task reward a validator holds a worker to, given its own score of the row and the worker's claim.
+
+    Exact, except where the math judge's machine-dependent limits make the validator's score no verdict:
+      - the validator's comparison was UNJUDGEABLE: the claim (0 or 1) stands, since the worker's machine
+        may have judged the answer within its limits; the validator cannot refute it;
+      - the validator judged EQUAL and the worker claims 0: it stands, since 0 is what an UNJUDGEABLE
+        comparison scores on the worker's side (a slow or loaded machine).
+    NOT_EQUAL and OVER_BUDGET are the same on every machine: the worker is held to them. Pay is per token
+    and the trainer recomputes rewards itself, so a claim taken here moves no money and no gradient.
+    """
+    if claimed not in (0.0, 1.0):
+        return score.value
+    if score.judged is Judgement.UNJUDGEABLE or (score.judged is Judgement.EQUAL and claimed == 0.0):
+        return claimed
+    return score.value
 
 
 def group_rows(rows: Sequence[RolloutRow]) -> list[tuple[str, list[RolloutRow]]]:
@@ -379,6 +408,7 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
         raise Rejection(R.WRONG_CHECKPOINT, f"file names checkpoint {meta.model}, step {meta.policy_step} is {cid}")
     eos = eos_token_ids(model, tok)
     worst = 0.0
+    judge = JudgeBudget()  # the math judge's allowance for this whole submission, rows in file order
     for (pid, rows), a in zip(groups, assigned, strict=True):
         task = task_set[pid]
         text = prompt_text(task, a.target_len, tokenizer=tok if rules.chat_template == "model" else None)
@@ -394,7 +424,8 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
                 raise Rejection(R.of_end(end.error), f"problem {pid} row {i}: {end.detail}",
                                 {"row": i, "problem": pid, "tokens": len(r.completion_ids)})
         texts = [tok.decode(r.completion_ids, skip_special_tokens=True) for r in rows]
-        scored = score_group(task, texts, [len(r.completion_ids) for r in rows], a.target_len, rules.length_alpha)
+        scored = score_group(task, texts, [len(r.completion_ids) for r in rows], a.target_len, rules.length_alpha,
+                             judge=judge, claimed=[r.task_reward for r in rows])
         for i, (r, (tr, lp, total, adv)) in enumerate(zip(rows, scored, strict=True)):
             diffs = {"task_reward": abs(r.task_reward - tr), "length_penalty": abs(r.length_penalty - lp),
                      "reward": abs(r.reward - total), "advantage": abs(r.advantage - adv)}
@@ -425,4 +456,4 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
     if not budget.ok:
         raise Rejection(R.of_toploc(budget.reason), budget.detail, {"rows": len(results)})
     return {"rows": len(rf.rows), "tokens": units, "max_reward_diff": worst,
-            "mean_reward": sum(r.reward for r in rf.rows) / len(rf.rows)}
+            "mean_reward": sum(r.reward for r in rf.rows) / len(rf.rows), "math_judge": judge.stats()}

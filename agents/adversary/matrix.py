@@ -262,6 +262,7 @@ class _ProvenWithRealModel(Worker):
         from intellect.verifier.completion import eos_token_ids
         from intellect.verifier.prefill import prefill_hidden_states
         from intellect.verifier.replay import problem_seed
+        from intellect.verifier.rewards import JudgeBudget
         from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
         from intellect.verifier.submission import prompt_text, score_group
         from intellect.verifier.tasks import sample_problems
@@ -272,6 +273,7 @@ class _ProvenWithRealModel(Worker):
         tok = self.engine.tokenizer
         eos = eos_token_ids(model, tok)
         rows = []
+        judge = JudgeBudget()  # one per file, as the honest builder (agents.generate) and validators spend it
         for k, a in enumerate(sample_problems(self.task_set, seed, w.problems_per_task, self.budgets)):
             task = self.task_set[a.task_id]
             prompt = list(tok(prompt_text(task, a.target_len), add_special_tokens=False)["input_ids"])
@@ -279,7 +281,8 @@ class _ProvenWithRealModel(Worker):
             comps = self.choose(model, prompt, a.target_len, problem_seed(seed, k), w.group_size, eos)
             states = prefill_hidden_states(model, [prompt] * len(comps), comps)
             texts = [tok.decode(c, skip_special_tokens=True) for c in comps]
-            scored = score_group(task, texts, [len(c) for c in comps], a.target_len, self.cfg.tasks.length_alpha)
+            scored = score_group(task, texts, [len(c) for c in comps], a.target_len, self.cfg.tasks.length_alpha,
+                                 judge=judge)
             for c, h, (tr, lp, total, adv) in zip(comps, states, scored, strict=True):
                 rows.append(RolloutRow(problem_id=task.id, prompt_ids=prompt, completion_ids=c, reward=total,
                                        task_reward=tr, length_penalty=lp, target_length=a.target_len, advantage=adv,

@@ -107,15 +107,18 @@ def verified_samples(rf: Any, task_set: Any, tokenizer: Any, alpha: float) -> tu
     """
     from intellect.agents.grpo import recompute_advantages
     from intellect.agents.grpo_trainer import Sample
+    from intellect.verifier.rewards import JudgeBudget
     from intellect.verifier.submission import group_rows, score_group
 
     samples: list[Any] = []
     stats = {"max_reward_diff": 0.0, "max_advantage_diff": 0.0}
+    judge = JudgeBudget()  # the math judge's allowance for the file, as the worker and validators spent it
     for problem_id, rows in group_rows(rf.rows):
         task = task_set[problem_id]
         texts = [tokenizer.decode(r.completion_ids, skip_special_tokens=True) for r in rows]
         # the protocol's scoring rule; one target length per group (validators check every row's against the seed)
-        scored = score_group(task, texts, [len(r.completion_ids) for r in rows], rows[0].target_length, alpha)
+        scored = score_group(task, texts, [len(r.completion_ids) for r in rows], rows[0].target_length, alpha,
+                             judge=judge)
         rewards = [total for _, _, total, _ in scored]
         advantages = recompute_advantages(rewards)
         for r, rw, adv in zip(rows, rewards, advantages, strict=True):

@@ -125,18 +125,165 @@ def test_answers_equal_polynomial_bomb_is_bounded():
     assert math_reward("\\boxed{(x+1)^{999}(x+2)^{999}-(x+3)^{998}}", "x") == 0.0
 
 
-def test_answers_equal_wall_clock_limit_kills_a_slow_comparison(caplog):
-    """Whatever slips past the complexity bounds is cut by the judge process's wall clock and scores 0; the
-    next comparison gets a fresh judge."""
-    from intellect.verifier.rewards import _JUDGE, answers_equal
+def _judged(given, reference, **limits):
+    """(outcome, budget) of one comparison under a fresh budget with `limits`."""
+    from intellect.verifier.rewards import JudgeBudget, compare_answers
 
-    answers_equal("2x", "x+x")  # the judge is up
-    slow = "(x+1)**20*(x+2)**20*(x+3)**20-(x+4)**4"  # degree 64: inside the bound, not instant to simplify
+    budget = JudgeBudget(**limits)
+    outcome, judged = compare_answers(given, reference, judge=budget)
+    assert judged  # these answers are not decided by the fast path
+    return outcome, budget
+
+
+@pytest.fixture
+def busy_cores():
+    """Two processes spinning on the CPU (the machine under load) for the length of a test."""
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    yield
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def test_judge_limit_is_a_call_count_the_same_under_load_and_in_a_fresh_judge(busy_cores):
+    """The judge's limit that decides a score is deterministic: a comparison's Python call count. At the exact
+    boundary (one call short of what the comparison needs) the outcome is OVER_BUDGET, at the count itself
+    EQUAL, with two cores spinning, after unrelated comparisons, and in a second judge process alike. (The
+    2 s wall clock of 5e47eb6 decided this by the machine's speed and load.)"""
+    from intellect.verifier import rewards
+    from intellect.verifier.rewards import Judgement
+
+    given, reference = "x^2+2x+1", "(x+1)^2"
+    outcome, budget = _judged(given, reference)
+    need = budget.fuel_used
+    assert outcome is Judgement.EQUAL and 1_000 < need < rewards.JUDGE_FUEL
+    for _ in range(2):
+        assert _judged(given, reference, fuel=need - 1)[0] is Judgement.OVER_BUDGET
+        at, spent = _judged(given, reference, fuel=need)
+        assert at is Judgement.EQUAL and spent.fuel_used == need
+        _judged("\\{1,2\\}", "\\{2,1\\}")  # other work in between leaves no trace in the next comparison
+    over, spent = _judged(given, reference, fuel=need - 1)
+    assert over is Judgement.OVER_BUDGET and spent.fuel_used == need - 1 and spent.outcomes == {"over_budget": 1}
+
+    fresh = rewards._MathJudge()  # another process, started under load
+    try:
+        b = rewards.JudgeBudget(fuel=need)
+        assert fresh.judge(given, reference, b) is Judgement.EQUAL and b.fuel_used == need
+        assert fresh.judge(given, reference, rewards.JudgeBudget(fuel=need - 1)) is Judgement.OVER_BUDGET
+    finally:
+        fresh._stop()
+
+
+def test_judge_over_budget_scores_zero_and_the_polynomial_is_over_budget_everywhere():
+    """A 4-variable degree-24 quotient passes the parser's bounds; its comparison is cut by the call count
+    (deterministic: OVER_BUDGET, scored 0 on every machine), not by a clock."""
+    from intellect.verifier.rewards import JUDGE_FUEL, Judgement, math_score
+
+    slow = ("(a+b+c+d+1)^{16}/(a-b)^{8}", "(a+b+c+d+2)^{16}/(a+b)^{8}")
+    outcome, budget = _judged(*slow, cpu_per_call_s=60.0)  # a CPU limit far beyond what the count allows
+    assert outcome is Judgement.OVER_BUDGET and budget.fuel_used == JUDGE_FUEL
+    assert math_score(f"\\boxed{{{slow[0]}}}", slow[1]) == (0.0, Judgement.OVER_BUDGET)
+
+
+def test_judge_cut_by_cpu_or_wall_clock_is_unjudgeable_and_the_judge_lives_on(caplog):
+    """What the call count does not see (polynomial arithmetic spends microseconds per call) is cut by the
+    machine-dependent backstops: UNJUDGEABLE, scored 0 here; the judge process itself stays up."""
+    from intellect.verifier import rewards
+    from intellect.verifier.rewards import Judgement
+
+    slow = ("(a+b+c+d+1)^{16}/(a-b)^{8}", "(a+b+c+d+2)^{16}/(a+b)^{8}")
     with caplog.at_level("WARNING", logger="intellect.verifier.rewards"):
-        assert not answers_equal(slow, "(x+1)**20*(x+2)**20*(x+3)**20-(x+5)**4", timeout=0.01)
-    assert "no verdict within" in caplog.text
-    assert answers_equal("x^2+2x+1", "(x+1)^2")  # the judge restarted
-    assert _JUDGE._proc is not None and _JUDGE._proc.is_alive()
+        outcome, budget = _judged(*slow, fuel=10**12, cpu_per_call_s=0.05)
+        assert outcome is Judgement.UNJUDGEABLE and budget.outcomes == {"unjudgeable": 1}
+        proc = rewards._JUDGE._proc
+        assert _judged(*slow, fuel=10**12, wall_per_call_s=0.05)[0] is Judgement.UNJUDGEABLE
+    assert "unjudgeable" in caplog.text
+    assert rewards._JUDGE._proc is proc and proc.is_alive()  # the fork was killed, not the judge
+    assert _judged("x^2+2x+1", "(x+1)^2")[0] is Judgement.EQUAL
+
+
+def _slow_group(n):
+    from intellect.verifier.tasks import Task, VerifierKind
+
+    task = Task(id="poly", prompt="p", verifier=VerifierKind.MATH, answer="(a+b+c+d+2)^{16}/(a+b)^{8}")
+    return task, [f"\\boxed{{(a+b+c+d+1)^{{16}}/(a-b)^{{{k}}}}}" for k in range(1, n + 1)]
+
+
+def test_a_submission_of_slow_answers_spends_at_most_its_judge_calls():
+    """A stranger's file full of slow answers holds the (serialised) judge for a bounded number of comparisons:
+    beyond the submission's judge calls every answer is OVER_BUDGET without a judge run, on the worker and
+    the validator alike (which answers reach the judge is decided by the pure fast path)."""
+    from intellect.verifier.rewards import JudgeBudget
+    from intellect.verifier.submission import score_group
+
+    task, texts = _slow_group(12)
+    budget = JudgeBudget(calls=3, fuel=20_000)
+    scored = score_group(task, texts, [1] * len(texts), None, 0.0, judge=budget)
+    assert [tr for tr, *_ in scored] == [0.0] * 12
+    assert budget.invocations == 3 and budget.calls == 0
+    assert budget.outcomes == {"over_budget": 12} and budget.fuel_used == 3 * 20_000
+    # a fresh budget, as the validator's own: the same invocations, the same scores
+    again = JudgeBudget(calls=3, fuel=20_000)
+    assert score_group(task, texts, [1] * len(texts), None, 0.0, judge=again) == scored and again.stats() == \
+        {**budget.stats(), "cpu_used_s": again.stats()["cpu_used_s"]}
+
+
+def test_a_submission_of_slow_answers_spends_at_most_its_judge_cpu():
+    """Answers cut by the CPU backstop: once the submission's judge CPU is spent, later answers are UNJUDGEABLE
+    without a judge run; the invocations are bounded by (submission CPU / per-comparison CPU) + 1."""
+    import math
+
+    from intellect.verifier.rewards import JudgeBudget
+    from intellect.verifier.submission import score_group
+
+    task, texts = _slow_group(40)
+    budget = JudgeBudget(fuel=10**12, cpu_per_call_s=0.1, cpu_s=0.25)
+    scored = score_group(task, texts, [1] * len(texts), None, 0.0, judge=budget)
+    assert [tr for tr, *_ in scored] == [0.0] * 40 and budget.outcomes == {"unjudgeable": 40}
+    assert 1 <= budget.invocations <= math.ceil(0.25 / 0.1) + 1  # each run spent >= 0.1 s of the 0.25 s
+    assert budget.cpu_s <= 0.0
+
+
+def test_accepted_task_reward_never_holds_a_worker_to_a_limit_its_machine_may_not_share():
+    """The validator's rule (docs/verifier.md, Rewards): exact, except that an UNJUDGEABLE comparison of the
+    validator's is no verdict (the worker's 0 or 1 stands), and a worker's 0 stands where the validator's
+    judge said EQUAL (the worker's own comparison may have been cut). Deterministic outcomes bind."""
+    from intellect.verifier.rewards import Judgement, TaskScore
+    from intellect.verifier.submission import accepted_task_reward
+
+    J = Judgement
+    cases = [  # (validator's score, worker's claim, the reward the validator holds the worker to)
+        (TaskScore(0.0, J.UNJUDGEABLE), 1.0, 1.0), (TaskScore(0.0, J.UNJUDGEABLE), 0.0, 0.0),
+        (TaskScore(0.0, J.UNJUDGEABLE), 0.5, 0.0),  # not a reward any judge gives: held to 0, a mismatch
+        (TaskScore(1.0, J.EQUAL), 0.0, 0.0), (TaskScore(1.0, J.EQUAL), 1.0, 1.0),
+        (TaskScore(0.0, J.NOT_EQUAL), 1.0, 0.0), (TaskScore(0.0, J.OVER_BUDGET), 1.0, 0.0),
+        (TaskScore(1.0, None), 0.0, 1.0), (TaskScore(0.0, None), 1.0, 0.0),  # no judge: exact
+    ]
+    for score, claim, held in cases:
+        assert accepted_task_reward(score, claim) == held, (score, claim)
+
+
+def test_validator_takes_the_claim_of_a_row_it_cannot_judge_into_the_group_advantages():
+    """A validator whose judge is out of CPU (a slow machine) recomputes the group with the worker's claims
+    for the rows it could not judge: an honest worker's rewards and advantages match, nothing is rejected."""
+    from intellect.verifier.rewards import JudgeBudget
+    from intellect.verifier.submission import score_group
+
+    task = Task(id="m", prompt="p", verifier=VerifierKind.MATH, answer="(x+1)^2")
+    texts = ["\\boxed{x^2+2x+1}", "\\boxed{x^2+1}", "\\boxed{(x+1)^2}", "\\boxed{7}"]
+    worker = score_group(task, texts, [5] * 4, 8, 0.01, judge=JudgeBudget())
+    assert [tr for tr, *_ in worker] == [1.0, 0.0, 1.0, 0.0]
+    starved = JudgeBudget(cpu_s=0.0)  # the validator's machine judged nothing in time
+    claims = [tr for tr, *_ in worker]
+    validator = score_group(task, texts, [5] * 4, 8, 0.01, judge=starved, claimed=claims)
+    assert validator == worker and starved.invocations == 0
+    assert starved.outcomes == {"unjudgeable": 3}  # "(x+1)^2" itself is the string fast path
+    # without the claims, the starved validator would have scored every judged row 0
+    alone = score_group(task, texts, [5] * 4, 8, 0.01, judge=JudgeBudget(cpu_s=0.0))
+    assert [tr for tr, *_ in alone] == [0.0, 0.0, 1.0, 0.0]
 
 
 def test_answers_equal_uses_math_verify_for_latex():
