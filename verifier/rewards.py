@@ -542,6 +542,13 @@ def _judge_main(conn: Any) -> None:
         conn.send(_judge_fork(given, reference, fuel, cpu_s, wall_s))
 
 
+def _judge_serve(fd: int) -> None:
+    """Entry point of the judge's interpreter (`_MathJudge._start`): serve on the socket `fd`."""
+    from multiprocessing.connection import Connection
+
+    _judge_main(Connection(fd))
+
+
 class _MathJudge:
     """A persistent child process that compares answers, each comparison in a fork of it (fresh state, its
     own CPU, memory and wall-clock limits). The parent only waits: sympy and math-verify code cannot be
@@ -557,38 +564,43 @@ class _MathJudge:
         self._conn: Any = None
 
     def _start(self) -> None:
-        import multiprocessing
+        import socket
+        import subprocess
+        import sys
+        from multiprocessing.connection import Connection
 
-        ctx = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_judge_main, args=(child,), name="math-judge", daemon=True)
-        # the judge's hash seed is fixed: sympy iterates sets, and the call count must not depend on their order
-        saved = os.environ.get("PYTHONHASHSEED")
-        os.environ["PYTHONHASHSEED"] = "0"
+        # a fresh interpreter that imports this module and nothing of the caller's (not multiprocessing's spawn,
+        # which re-imports the caller's __main__: a worker's and a validator's entry points differ, and so would
+        # the judge's state and its call counts); the hash seed is fixed, since sympy iterates sets of names
+        ours, theirs = socket.socketpair()
+        with theirs:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", "import sys; from intellect.verifier.rewards import _judge_serve; "
+                 "_judge_serve(int(sys.argv[1]))", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONHASHSEED": "0"})
+        conn = Connection(ours.detach())
         try:
-            proc.start()
-        finally:
-            if saved is None:
-                del os.environ["PYTHONHASHSEED"]
-            else:
-                os.environ["PYTHONHASHSEED"] = saved
-        child.close()
-        try:
-            hello = parent.recv() if parent.poll(self.START_TIMEOUT) else None
+            hello = conn.recv() if conn.poll(self.START_TIMEOUT) else None
         except (EOFError, OSError):  # it died while starting
             hello = None
         if hello != "ready":
             proc.kill()
+            proc.wait()
+            conn.close()
             raise MathJudgeUnavailableError(
                 f"the math judge process did not start within {self.START_TIMEOUT:.0f} s ({hello or 'no answer'}; "
                 f"sympy/math-verify missing or the machine overloaded): math tasks cannot be judged here")
-        self._proc, self._conn = proc, parent
+        self._proc, self._conn = proc, conn
 
     def _stop(self) -> None:
         if self._proc is not None:
             self._proc.kill()
-            self._proc.join(5)
+            self._proc.wait(5)
+            self._conn.close()
         self._proc = self._conn = None
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
 
     def judge(self, given: str, reference: str, budget: JudgeBudget) -> Judgement:
         """One comparison under `budget` (spent in place)."""
@@ -612,7 +624,8 @@ class _MathJudge:
 
     def _run(self, given: str, reference: str, fuel: int, cpu_s: float, wall_s: float) -> tuple[Judgement, int, float]:
         with self._lock:
-            if self._proc is None or not self._proc.is_alive():
+            if not self.alive():
+                self._stop()
                 self._start()
             try:
                 self._conn.send((given, reference, fuel, cpu_s, wall_s))

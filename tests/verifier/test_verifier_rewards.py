@@ -201,7 +201,7 @@ def test_judge_cut_by_cpu_or_wall_clock_is_unjudgeable_and_the_judge_lives_on(ca
         proc = rewards._JUDGE._proc
         assert _judged(*slow, fuel=10**12, wall_per_call_s=0.05)[0] is Judgement.UNJUDGEABLE
     assert "unjudgeable" in caplog.text
-    assert rewards._JUDGE._proc is proc and proc.is_alive()  # the fork was killed, not the judge
+    assert rewards._JUDGE._proc is proc and rewards._JUDGE.alive()  # the fork was killed, not the judge
     assert _judged("x^2+2x+1", "(x+1)^2")[0] is Judgement.EQUAL
 
 
