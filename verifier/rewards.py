@@ -41,6 +41,7 @@ import contextlib
 import logging
 import math
 import os
+import queue
 import re
 import threading
 from dataclasses import dataclass, field
@@ -101,6 +102,8 @@ JUDGE_WALL_S = 30.0
 """Wall-clock seconds of one comparison (liveness only: a starved machine); past it UNJUDGEABLE."""
 JUDGE_MEMORY_BYTES = 1 << 30
 """Address space one comparison may add to the judge's (RLIMIT_AS); past it UNJUDGEABLE."""
+JUDGE_PROCESSES = 2
+"""Judge processes per agent (~80 MiB resident each; each comparison adds a short-lived fork)."""
 MAX_JUDGE_CALLS = 256
 """Judge invocations per submission; later answers that need the judge are OVER_BUDGET (deterministic)."""
 SUBMISSION_JUDGE_CPU_S = 16.0
@@ -552,8 +555,7 @@ def _judge_serve(fd: int) -> None:
 class _MathJudge:
     """A persistent child process that compares answers, each comparison in a fork of it (fresh state, its
     own CPU, memory and wall-clock limits). The parent only waits: sympy and math-verify code cannot be
-    interrupted from another thread, and validators verify on several threads. Comparisons are serialised
-    (one lock); `JudgeBudget` bounds what one submission may hold it for."""
+    interrupted from another thread. One comparison at a time (one lock); `_JudgePool` runs several."""
 
     START_TIMEOUT = 120.0  # importing sympy + math-verify on a loaded machine
     SLACK_S = 30.0  # beyond a comparison's own wall clock before the judge process itself is deemed stuck
@@ -639,7 +641,30 @@ class _MathJudge:
             return Judgement.UNJUDGEABLE, 0, cpu_s
 
 
-_JUDGE = _MathJudge()
+class _JudgePool:
+    """`JUDGE_PROCESSES` judges, each taken by one comparison at a time: comparisons of different submissions (a
+    validator verifies on several threads) run side by side, so one stranger's file holds at most one judge,
+    for at most its `JudgeBudget`. Judges start on first use."""
+
+    def __init__(self, size: int) -> None:
+        self._judges = [_MathJudge() for _ in range(size)]
+        self._free: queue.SimpleQueue[_MathJudge] = queue.SimpleQueue()
+        for j in self._judges:
+            self._free.put(j)
+
+    def judge(self, given: str, reference: str, budget: JudgeBudget) -> Judgement:
+        j = self._free.get()
+        try:
+            return j.judge(given, reference, budget)
+        finally:
+            self._free.put(j)
+
+    def pids(self) -> list[int]:
+        """Process ids of the judges running now."""
+        return [j._proc.pid for j in self._judges if j.alive()]
+
+
+_JUDGE: _JudgePool | _MathJudge = _JudgePool(JUDGE_PROCESSES)
 
 
 def math_reward(completion: str, reference: str, *, judge: JudgeBudget | None = None) -> float:

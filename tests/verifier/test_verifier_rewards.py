@@ -198,11 +198,34 @@ def test_judge_cut_by_cpu_or_wall_clock_is_unjudgeable_and_the_judge_lives_on(ca
     with caplog.at_level("WARNING", logger="intellect.verifier.rewards"):
         outcome, budget = _judged(*slow, fuel=10**12, cpu_per_call_s=0.05)
         assert outcome is Judgement.UNJUDGEABLE and budget.outcomes == {"unjudgeable": 1}
-        proc = rewards._JUDGE._proc
+        pids = rewards._JUDGE.pids()
         assert _judged(*slow, fuel=10**12, wall_per_call_s=0.05)[0] is Judgement.UNJUDGEABLE
     assert "unjudgeable" in caplog.text
-    assert rewards._JUDGE._proc is proc and rewards._JUDGE.alive()  # the fork was killed, not the judge
+    assert pids and set(pids) <= set(rewards._JUDGE.pids())  # the forks were killed, not the judges
     assert _judged("x^2+2x+1", "(x+1)^2")[0] is Judgement.EQUAL
+
+
+def test_a_slow_submission_holds_one_judge_and_another_submission_is_judged_meanwhile():
+    """The judges are a pool: while one thread's comparison runs to its CPU backstop, another thread's comparison
+    gets a verdict from the other judge (it is done before the slow one is)."""
+    import threading
+
+    from intellect.verifier import rewards
+    from intellect.verifier.rewards import Judgement
+
+    assert rewards.JUDGE_PROCESSES >= 2
+    _judged("2x", "x+x")
+    _judged("3x", "x+2x")
+    slow: list = []
+    t = threading.Thread(target=lambda: slow.append(_judged("(a+b+c+d+1)^{16}/(a-b)^{8}", "(a+b+c+d+2)^{16}/(a+b)^{8}",
+                                                            fuel=10**12, cpu_per_call_s=3.0)[0]))
+    t.start()
+    try:
+        assert _judged("x^2+2x+1", "(x+1)^2")[0] is Judgement.EQUAL
+        assert t.is_alive() and not slow  # the slow comparison still holds its judge
+    finally:
+        t.join()
+    assert slow == [Judgement.UNJUDGEABLE]
 
 
 def _slow_group(n):
