@@ -398,6 +398,8 @@ def _sympy_equal(a: str, b: str) -> bool:
                 return False
             return abs(va - vb) <= 1e-6 * max(1.0, abs(vb))
         return bool(sympy.simplify(ea - eb) == 0)
+    except MemoryError:
+        raise
     except Exception:
         return False
 
@@ -420,6 +422,8 @@ def _judge_compare(given: str, reference: str) -> bool:
         if _sympy_equal(a, b):
             return True
         return _math_verify_equal(given, reference)
+    except MemoryError:
+        raise  # a machine-dependent limit, not a verdict (`_judge_child`)
     except Exception:
         return False
 
@@ -436,8 +440,9 @@ def _judge_child(given: str, reference: str, fuel: int, cpu_s: float) -> tuple[s
     """One comparison, in a fresh fork of the warmed-up judge: (outcome, Python calls made).
 
     Every fork starts from the same state (sympy's cache cleared, its random generators seeded, a full
-    garbage collection and none after it, the hash seed fixed), so the number of calls a comparison makes is a property of the two answers and the pinned
-    libraries, not of the machine, its load or the comparisons before it."""
+    garbage collection and none after it, the hash seed fixed), so the number of calls a comparison makes
+    is a property of the two answers and the pinned libraries, not of the machine, its load or the
+    comparisons before it."""
     import gc
     import random
     import resource
@@ -463,7 +468,7 @@ def _judge_child(given: str, reference: str, fuel: int, cpu_s: float) -> tuple[s
     # find, depending on when a collection last ran) is gone, and no collection runs while calls are counted
     gc.collect()
     gc.disable()
-    state = {"calls": 0, "fuel": False, "cpu": False}
+    state = {"calls": 0, "fuel": False, "cpu": False, "memory": False}
 
     def count(frame: Any, event: str, arg: Any) -> None:  # 'call' events only: no local tracer
         state["calls"] += 1
@@ -481,15 +486,17 @@ def _judge_child(given: str, reference: str, fuel: int, cpu_s: float) -> tuple[s
     try:
         sys.settrace(count)
         equal = _judge_compare(given, reference)
-    except (_OutOfFuel, _OutOfCpu, MemoryError, RecursionError):
+    except (_OutOfFuel, _OutOfCpu):
         pass
+    except MemoryError:  # RLIMIT_AS: where it falls depends on the machine's address space layout
+        state["memory"] = True
     finally:
         sys.settrace(None)
         signal.setitimer(signal.ITIMER_PROF, 0)
     # a swallowed _OutOfFuel still counts: the flag was set at the same call on every machine
     if state["fuel"]:
         return Judgement.OVER_BUDGET.value, fuel
-    if state["cpu"]:
+    if state["cpu"] or state["memory"]:
         return Judgement.UNJUDGEABLE.value, state["calls"]
     return (Judgement.EQUAL if equal else Judgement.NOT_EQUAL).value, state["calls"]
 
