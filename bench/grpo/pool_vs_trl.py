@@ -217,6 +217,9 @@ class SideResult:
     train_rewards: list[float] = field(default_factory=list)
     load_before: str = ""
     load_after: str = ""
+    cpu_s: float = 0.0
+    """CPU seconds of the process (all its threads) over the side's training: less sensitive to other jobs than
+    the wall-clock (OpenMP threads that spin while descheduled still count)"""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -246,7 +249,9 @@ def summarize(pool: SideResult, trl: SideResult) -> dict[str, Any]:
     common target (the highest accuracy both reach, if above the start), time and samples to it on each side and
     the tax there (pool / TRL time), and the tax at equal samples (the whole run)."""
     out: dict[str, Any] = {"wall_pool_s": pool.wall_s, "wall_trl_s": trl.wall_s,
-                           "tax_equal_samples": pool.wall_s / trl.wall_s if trl.wall_s > 0 else None}
+                           "tax_equal_samples": pool.wall_s / trl.wall_s if trl.wall_s > 0 else None,
+                           "cpu_pool_s": pool.cpu_s, "cpu_trl_s": trl.cpu_s,
+                           "cpu_ratio": pool.cpu_s / trl.cpu_s if trl.cpu_s > 0 else None}
     for metric in ("heldout", "train"):
         start = min(_metric(pool.points[0], metric) or 0.0, _metric(trl.points[0], metric) or 0.0)
         final_pool = _metric(pool.points[-1], metric) or 0.0
@@ -386,7 +391,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
 
     torch.set_num_threads(1)
     load_before = _load()
-    t_start = time.perf_counter()
+    t_start, cpu_start = time.perf_counter(), time.process_time()
     excluded = 0.0  # the bench's own checkpoint keeping
     ckpt_dir, rollouts_dir, evals = out / "checkpoints", out / "rollouts", out / "evals"
     for d in (rollouts_dir, evals):
@@ -457,8 +462,9 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
         stop.set()
         worker.join(timeout=60)
     wall = time.perf_counter() - t_start - excluded
+    cpu = time.process_time() - cpu_start
     gen_s = float(gen_engine.stats["generate_seconds"])
-    return SideResult("pool", points, wall, rewards, load_before, _load(),
+    return SideResult("pool", points, wall, rewards, load_before, _load(), cpu,
                       {"flat_batches": flat, "trainer_steps": trainer.step, "generate_s": gen_s,
                        "proofs": cfg.proofs, "async_level": cfg.async_level})
 
@@ -485,7 +491,7 @@ def train_trl(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideR
 
     torch.set_num_threads(cfg.threads)
     load_before = _load()
-    t_start = time.perf_counter()
+    t_start, cpu_start = time.perf_counter(), time.process_time()
     excluded = [0.0]
     evals = out / "evals"
     evals.mkdir(parents=True)
@@ -526,9 +532,10 @@ def train_trl(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideR
     trainer.remove_callback(PrinterCallback)  # one dict per log step on stdout otherwise (rewards kept by Keep)
     trainer.train()
     wall = time.perf_counter() - t_start - excluded[0]
+    cpu = time.process_time() - cpu_start
     import trl
 
-    return SideResult("trl", points, wall, rewards, load_before, _load(), {"trl": trl.__version__})
+    return SideResult("trl", points, wall, rewards, load_before, _load(), cpu, {"trl": trl.__version__})
 
 
 # ------------------------------------------------------------------------------------------
@@ -625,10 +632,12 @@ def main(out: Path, only: str, dry_run: bool, **settings: Any) -> None:
     sides: list[SideResult] = []
     if only in ("both", "pool"):
         sides.append(train_pool(cfg, model_dir, train, out / "pool"))
-        click.echo(f"pool: {cfg.steps} rollout steps in {sides[-1].wall_s:.1f} s (load {sides[-1].load_after})")
+        click.echo(f"pool: {cfg.steps} rollout steps in {sides[-1].wall_s:.1f} s, {sides[-1].cpu_s:.1f} CPU s "
+                   f"(load {sides[-1].load_after})")
     if only in ("both", "trl"):
         sides.append(train_trl(cfg, model_dir, train, out / "trl"))
-        click.echo(f"trl: {cfg.steps} rollout steps in {sides[-1].wall_s:.1f} s (load {sides[-1].load_after})")
+        click.echo(f"trl: {cfg.steps} rollout steps in {sides[-1].wall_s:.1f} s, {sides[-1].cpu_s:.1f} CPU s "
+                   f"(load {sides[-1].load_after})")
     evaluate_points(sides, heldout, train, cfg, model_dir)
     report: dict[str, Any] = {"config": asdict(cfg), "model_dir": str(model_dir), "load_end": _load(),
                               "sides": [asdict(s) for s in sides]}
