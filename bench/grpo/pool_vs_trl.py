@@ -6,8 +6,8 @@ Usage (from the repository root; TRL lives in the opt-in .venv-trl, `make bench-
         --prompts-per-step 4 --group-size 4 --max-new-tokens 16 --heldout-tasks 20    # the real pretrained model
     .venv/bin/python bench/grpo/pool_vs_trl.py --dry-run          # the resolved settings; needs no trl
 
-The defaults (tiny model, 80 rollout steps of 16 × 8, evaluation every 10) ran in 198 s end to end on the
-2-core machine at load 5 (docs/benchmarks-grpo.md, "Against TRL").
+The defaults (tiny model, 80 rollout steps of 16 × 8, evaluation every 10) ran in 41–230 s end to end on the
+shared 2-core machine, depending on its load (docs/benchmarks-grpo.md, "Against TRL's GRPOTrainer").
 
 What each side runs, from the same base model directory, on the same training problems, for the same number
 of rollout steps (generation rounds) of `prompts_per_step` problems × `group_size` completions:
@@ -35,14 +35,16 @@ of rollout steps (generation rounds) of `prompts_per_step` problems × `group_si
 Differences left (documented, not hidden): the pool drops zero-advantage groups before the loss (TRL keeps them,
 so its per-token denominator counts them; the gradient's direction is the same, its size differs when many groups
 are flat); the pool samples with its own engine (same temperature, no top-k/top-p on either side); TRL samples its
-problems with its own shuffling (both draw `prompts_per_step` distinct training problems per step, seeded).
+problems in shuffled epochs (every problem once per epoch), the pool draws `prompts_per_step` distinct problems at
+random every step (both seeded); the pool's rollouts may be up to `async_level` policy steps stale.
 
 Evaluation, outside both timed regions: every `eval_every` rollout steps each side's checkpoint is kept and,
-after both trainings, scored on the held-out problems: pass@1 at temperature 0 (one greedy completion per
-problem through `TransformersEngine`, graded by `task_reward`). Samples = completions generated and trained on
+after both trainings, scored on the held-out problems (and on the training problems, which RL optimises directly):
+pass@1 at temperature 0 (one greedy completion per problem through `TransformersEngine`, graded by `task_reward`). Samples = completions generated and trained on
 (rollout steps × prompts_per_step × group_size), equal on both sides at each row. Wall-clock = seconds since the
 side started (model load included, evaluation and the bench's own checkpoint copies excluded). The wall-clock tax
-is pool time / TRL time to the same held-out accuracy (the highest both reach), and at equal samples.
+is pool time / TRL time to the same accuracy (the highest both reach), and at equal samples; the CPU seconds of
+each side are printed too (steadier than wall-clock on a machine shared with other jobs).
 """
 
 from __future__ import annotations
