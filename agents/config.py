@@ -233,6 +233,10 @@ class ValidatorSettings(_Section):
     """Verification profile (`intellect.verifier.toploc.PROFILES`; the pool's rules fix it): `mixed` (default:
     honest bf16 or fp32 workers, e.g. vLLM on a GPU, pass against this validator on any hardware) or `fp32`
     (exact: every node computes in fp32); `reference` is the old name of `mixed` (docs/benchmarks-verifier.md)."""
+    slash_losing_voters: bool = True
+    """After a challenge this validator opened or voted on resolves, slash (`AttesterBook.slashVoter`, each once)
+    every validator whose vote in its latest round was on the losing side (`intellect.agents.roles.accountability`;
+    the sender gets the challenger's share). Needs the deployment's AttesterBook; off: nobody is slashed by us."""
 
 
 class CanarySettings(_Section):

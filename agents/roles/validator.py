@@ -33,6 +33,7 @@ from intellect.agents.roles._runtime import (
     load_task_set,
 )
 from intellect.agents.roles._server import HttpError
+from intellect.agents.roles.accountability import slash_losing_voters
 from intellect.sdk import IntellectError
 from intellect.verifier.submission import (
     Checkpoint,
@@ -164,7 +165,7 @@ class Validator(Agent):
                 mine = a["challenger"].lower() == self.protocol.address.lower()
                 self.state.put("challenge", cid, "open", {"challenger": a["challenger"], "vote_end": int(a["voteEnd"]),
                                                           "evidence_cid": a["evidenceCid"], "node": a["node"],
-                                                          "mine": mine, "voted": False})
+                                                          "mine": mine, "voted": False, "voters_slashed": False})
         elif e.event == "ChallengeResolved":
             cid = int(a["challengeId"])
             if self.state.record("challenge", cid) is not None:
@@ -458,6 +459,7 @@ class Validator(Agent):
     def _settle(self) -> None:
         """Issue 21's follow-ups, each guarded (a failure logs and is tried again on the next pass): claim the
         attester rewards of this validator's recorded attestations whose windows closed (AttesterBook), and
+        slash the losing voters of resolved challenges this validator took part in (`accountability`), and
         after a challenge of ours is upheld, void the slashed worker's other wiped submissions (frees their
         reservations in the ledger; `voidSubmissions`, checked by eth_call first so one bad id sends nothing)."""
         from intellect.sdk import ContractRevert
@@ -467,6 +469,12 @@ class Validator(Agent):
         except Exception as exc:
             self.metrics.inc("errors_total", kind=type(exc).__name__)
             log.warning("claiming attester rewards failed (retried later): %s", exc)
+        if self.cfg.validator.slash_losing_voters and "AttesterBook" in self.protocol.contracts:
+            try:  # losing voters of challenges we took part in (issue 21)
+                slash_losing_voters(self.protocol, self.state, lock=self._tx_lock)
+            except Exception as exc:
+                self.metrics.inc("errors_total", kind=type(exc).__name__)
+                log.warning("slashing losing voters failed (retried later): %s", exc)
         for r in self.state.records("challenge", "upheld"):
             if not r["data"].get("mine") or r["data"].get("voided_done"):
                 continue
