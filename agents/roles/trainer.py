@@ -481,14 +481,41 @@ class Trainer(Agent):
         for sid in stale:
             self.state.put("submission", sid, "stale")
         ready = [sid for sid in ready if sid not in exclude]
-        self.metrics.set("ready_submissions", len(ready))
+        canaries = canary_ids(self.state)
+        self.metrics.set("ready_submissions", sum(1 for sid in ready if sid not in canaries))
         for sid in ready:
             t = self.protocol.task(sid)  # re-check on-chain: never train on challenged work
             if t.status != TaskStatus.SUBMITTED:
-                self.state.put("submission", sid, "excluded", {"chain_status": t.status.name.lower()})
+                self._left_out(sid, t.status)
+                continue
+            if sid in canaries:  # never trained on; past this point its record moves like any other's
                 continue
             return sid
         return None
+
+    def _left_out(self, sid: int, status: Any) -> None:
+        """Record a submission the trainer will not train on because of its chain status: `rejected` once its
+        challenge is upheld (bad work, whoever sent it), `excluded` otherwise (challenged, voided). Canaries go
+        the same way (issue 21: the public /status must not tell them apart); a consumed one stays consumed."""
+        from intellect.sdk import TaskStatus
+
+        rec = self.state.record("submission", sid)
+        if rec is None or rec["status"] == "consumed":
+            return
+        upheld = status == TaskStatus.UPHELD
+        if rec["status"] != "rejected":
+            self.state.put("submission", sid, "rejected" if upheld else "excluded",
+                           {"chain_status": status.name.lower()})
+
+    def _on_event(self, e: Any) -> None:
+        """The follower's events: a WorkSubmitted of this pool is recorded; a ChallengeResolved upholding one of
+        its recorded submissions marks it `rejected` (whatever its status but consumed)."""
+        from intellect.sdk import TaskStatus
+
+        if e.event == "WorkSubmitted":
+            self._record_submission(e)
+        elif e.event == "ChallengeResolved" and e.args["upheld"]:
+            self._left_out(int(e.args["challengeId"]), TaskStatus.UPHELD)
 
     def _signal_groups(self, samples: list[Any]) -> int:
         """Groups the step can learn from: with the zero-advantage filter on, those whose advantages are
@@ -562,7 +589,7 @@ class Trainer(Agent):
             for sid in plan["submissions"]:
                 t = self.protocol.task(sid)
                 if t.status != TaskStatus.SUBMITTED:
-                    self.state.put("submission", sid, "excluded", {"chain_status": t.status.name.lower()})
+                    self._left_out(sid, t.status)
                     plan = None
             if plan is None:
                 self.state.set("plan", None)
@@ -577,7 +604,7 @@ class Trainer(Agent):
         # online filtering: refill from further submissions until the batch has `batch_groups` groups with
         # signal, instead of training on fewer (a plan survives restarts; its submissions stay reserved)
         while (have := self._signal_groups(samples)) < self.cfg.trainer.batch_groups:
-            sid = self._next_ready(exclude=set(plan["submissions"]) | canary_ids(self.state))  # never a canary
+            sid = self._next_ready(exclude=set(plan["submissions"]))  # never a canary (_next_ready skips them)
             if sid is None:
                 if plan["submissions"]:
                     self.state.set("plan", plan)
@@ -724,10 +751,11 @@ class Trainer(Agent):
     def loop(self) -> None:
         from intellect.sdk import EventStream
 
-        stream = EventStream(self.protocol, ["WorkSubmitted"], cursor_store=StateCursorStore(self.state, "trainer"),
-                             filters={"poolId": self.pool_id}, confirmations=self.cfg.chain.confirmations,
-                             poll_interval=0.5)
-        follower = threading.Thread(target=lambda: stream.run(self._record_submission, until=self.stop_event.is_set),
+        # ChallengeResolved carries no pool id: both events unfiltered, _on_event keeps this pool's
+        stream = EventStream(self.protocol, ["WorkSubmitted", "ChallengeResolved"],
+                             cursor_store=StateCursorStore(self.state, "trainer"),
+                             confirmations=self.cfg.chain.confirmations, poll_interval=0.5)
+        follower = threading.Thread(target=lambda: stream.run(self._on_event, until=self.stop_event.is_set),
                                     name="events", daemon=True)
         follower.start()
         last_pull = 0.0

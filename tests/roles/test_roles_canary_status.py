@@ -1,0 +1,83 @@
+"""A canary's trace in the trainer's public /status (issue 21): its `submission` record moves like an ordinary
+submission the trainer did not train on: `pending` while unchallenged, `excluded` once found challenged when it
+would be picked, `rejected` once its challenge is upheld (as any upheld work is, attested or not); never
+`consumed`. Against a real anvil, with the trainer's own event handler and batch selection (no agent process)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from intellect.agents.roles._state import StateStore
+from intellect.agents.roles.canary import KIND as CANARY
+from intellect.agents.roles.trainer import Trainer
+from intellect.sdk import Role, TaskStatus
+
+TOKEN = 10**18
+
+
+def _worker(devnet, account: int):
+    w = devnet.protocol(account)
+    w.drip()
+    w.register_node(Role.WORKER, gpu_model="cpu")
+    w.stake(w.address, 100 * TOKEN)
+    return w
+
+
+def _submit(w, pool_id: int, cid: str) -> int:
+    claim = w.claim_task(pool_id)
+    w.submit_work(claim.task_id, cid, b"\x55" * 32, 2, 1)
+    return claim.task_id
+
+
+def test_canary_record_moves_like_ordinary_bad_work(devnet, tmp_path):
+    p = devnet.protocol(0)
+    pool_id = devnet.deployment.default_pool_id or 1
+    pool = p.pool(pool_id)
+    p.publish_checkpoint(pool_id, 1, "bafkreimanifestcanarystatus")
+    bad, canary_worker, unattested_worker = _worker(devnet, 1), _worker(devnet, 7), _worker(devnet, 5)
+    ordinary = _submit(bad, pool_id, "bafkreiordinarybad")
+    canary = _submit(canary_worker, pool_id, "bafkreicanarybad")
+    unattested = _submit(unattested_worker, pool_id, "bafkreiunattestedbad")
+    honest = devnet.protocol(2)
+    honest.drip()
+    honest.register_node(Role.VALIDATOR, gpu_model="cpu")
+    honest.stake(honest.address, 100 * TOKEN)
+
+    state = StateStore(tmp_path / "state.sqlite")
+    state.put(CANARY, canary, "submitted", {"node": canary_worker.address})  # as the injector records it
+    gauge: dict[str, float] = {}
+    t = SimpleNamespace(protocol=p, pool_id=pool_id, pool=pool, state=state, quorum=1, gt=SimpleNamespace(step=1),
+                        metrics=SimpleNamespace(set=lambda k, v: gauge.__setitem__(k, v)),
+                        # the ordinary and the canary work are attested by a quorum (lazy validators), the third not
+                        _attesting_operators=lambda pending: {ordinary: {"0xlazy"}, canary: {"0xlazy"}})
+    for name in ("_record_submission", "_left_out"):
+        setattr(t, name, getattr(Trainer, name).__get__(t))
+
+    def feed() -> None:
+        for e in p.get_events(["WorkSubmitted", "ChallengeResolved"]):
+            Trainer._on_event(t, e)  # type: ignore[arg-type]
+
+    def statuses() -> dict[int, str]:
+        return {sid: state.record("submission", sid)["status"] for sid in (ordinary, canary, unattested)}
+
+    feed()
+    assert statuses() == {ordinary: "pending", canary: "pending", unattested: "pending"}
+    assert Trainer._next_ready(t, exclude=set()) == ordinary  # type: ignore[arg-type]
+    assert Trainer._next_ready(t, exclude={ordinary}) is None  # type: ignore[arg-type]  # never the canary
+    assert gauge["ready_submissions"] == 0
+
+    for sid in (ordinary, canary, unattested):
+        honest.challenge(sid, f"bafkreievidence{sid}")
+    assert Trainer._next_ready(t, exclude=set()) is None  # type: ignore[arg-type]
+    st = statuses()
+    assert st[canary] == st[ordinary] == "excluded"  # found challenged when it would be picked, like any other
+    assert state.record("submission", canary)["data"]["chain_status"] == "challenged"
+
+    devnet.increase_time(pool.params.vote_period + 1)
+    for sid in (ordinary, canary, unattested):
+        assert honest.resolve(sid) is True
+        assert p.task(sid).status == TaskStatus.UPHELD
+    feed()
+    assert statuses() == {ordinary: "rejected", canary: "rejected", unattested: "rejected"}
+    assert {state.record("submission", sid)["data"]["chain_status"] for sid in statuses()} == {"upheld"}
+    state.close()
