@@ -140,7 +140,12 @@ def test_lazy_validator_attests_a_canary_and_is_slashed_while_the_honest_one_is_
     assert p.active_stake(honest_node) == stake[honest_node]
     assert any(v["submission_id"] == sid and v["status"] == "rejected" for v in honest.status()["verdicts"])
 
-    # 4. never trained on; nothing in the public status names it a canary
+    # 4. never trained on; nothing in the public status names it a canary, and its entry ends like any upheld
+    #    work the trainer did not train on (not `pending` for ever: that would give it away after the fact)
+    def trainer_entry() -> str:
+        return {s["submission_id"]: s for s in trainer.status()["submissions"]}[sid]["status"]
+
+    swarm.wait(lambda: trainer_entry() == "rejected", 60, "the canary's /status entry rejected once upheld")
     st = trainer.status()
     assert sid not in st["consumed"] and st["policy_step"] == 0
     assert all(sid not in s["submissions"] for s in st["steps"])
