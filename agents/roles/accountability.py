@@ -40,7 +40,9 @@ def losing_voters(protocol: Any, challenge_id: int) -> tuple[int, list[str]]:
     if info.status not in (ChallengeStatus.UPHELD, ChallengeStatus.REJECTED):
         raise ValueError(f"challenge {challenge_id} is {info.status.name.lower()}, not resolved")
     upheld = info.status == ChallengeStatus.UPHELD
-    opened = protocol.get_events(["ChallengeOpened"], filters={"challengeId": int(challenge_id)})
+    # the round opened in the block after its snapshot block: no log older than that is read
+    opened = protocol.get_events(["ChallengeOpened"], from_block=int(info.snapshot_block) + 1,
+                                 filters={"challengeId": int(challenge_id)})
     since = max((e.block_number for e in opened if int(e.args.get("round", 0)) == int(info.round)),
                 default=opened[-1].block_number if opened else None)
     votes = protocol.get_events(["VoteCast"], from_block=since, filters={"challengeId": int(challenge_id)})
