@@ -450,8 +450,10 @@ class Trainer(Agent):
         if rec is None:
             from intellect.sdk import IntellectError
 
+            c = (self.state.record("claim", sid) or {}).get("data", {})  # followed: no search of the chain's logs
+            claim = (bytes.fromhex(c["seed"]), int(c["block"]), c["node"]) if "block" in c else None
             try:
-                validators = self.assigner.for_task(sid)
+                validators = self.assigner.for_task(sid, claim)
             except IntellectError as exc:
                 log.warning("submission %d: its assigned validators could not be read (retried): %s", sid, exc)
                 return frozenset()
@@ -508,12 +510,18 @@ class Trainer(Agent):
                            {"chain_status": status.name.lower()})
 
     def _on_event(self, e: Any) -> None:
-        """The follower's events: a WorkSubmitted of this pool is recorded; a ChallengeResolved upholding one of
+        """The follower's events: a TaskClaimed and a WorkSubmitted of this pool are recorded (the claim's seed and
+        block give the submission's assigned validators); a ChallengeResolved upholding one of
         its recorded submissions marks it `rejected` (whatever its status but consumed)."""
         from intellect.sdk import TaskStatus
 
         if e.event == "WorkSubmitted":
             self._record_submission(e)
+        elif e.event == "TaskClaimed" and int(e.args["poolId"]) == self.pool_id:  # its seed and block: the assignment
+            seed = e.args["seed"]
+            self.state.put("claim", int(e.args["taskId"]), "claimed", {
+                "seed": seed.removeprefix("0x") if isinstance(seed, str) else bytes(seed).hex(),
+                "block": e.block_number, "node": e.args["node"]})
         elif e.event == "ChallengeResolved" and e.args["upheld"]:
             self._left_out(int(e.args["challengeId"]), TaskStatus.UPHELD)
 
@@ -751,8 +759,8 @@ class Trainer(Agent):
     def loop(self) -> None:
         from intellect.sdk import EventStream
 
-        # ChallengeResolved carries no pool id: both events unfiltered, _on_event keeps this pool's
-        stream = EventStream(self.protocol, ["WorkSubmitted", "ChallengeResolved"],
+        # ChallengeResolved carries no pool id: the events unfiltered, _on_event keeps this pool's
+        stream = EventStream(self.protocol, ["TaskClaimed", "WorkSubmitted", "ChallengeResolved"],
                              cursor_store=StateCursorStore(self.state, "trainer"),
                              confirmations=self.cfg.chain.confirmations, poll_interval=0.5)
         follower = threading.Thread(target=lambda: stream.run(self._on_event, until=self.stop_event.is_set),
