@@ -70,30 +70,40 @@ def slash_losing_voters(protocol: Any, state: Any, *, lock: threading.Lock | Non
         if rec["status"] not in ("upheld", "rejected") or rec["data"].get("voters_slashed") or not _took_part(rec):
             continue
         cid = int(rec["id"])
-        rnd, voters = losing_voters(protocol, cid)
-        prev = state.record(KIND, cid)
-        pd = prev["data"] if prev is not None and int(prev["data"].get("round", -1)) == rnd else {}
-        slashed, skipped = list(pd.get("slashed", [])), list(pd.get("skipped", []))
-        for v in voters:
-            if v.lower() == me or v.lower() in slashed or v.lower() in skipped:
-                continue
-            try:
-                with lock or nullcontext():
-                    amount = protocol.slash_voter(cid, v)
-                total += amount
-                slashed.append(v.lower())
-                log.warning("challenge %d: validator %s voted against its outcome: slashed %g tokens", cid, v,
-                            amount / 1e18)
-            except ContractRevert as exc:
-                if exc.name not in SETTLED_REVERTS:
-                    raise
-                skipped.append(v.lower())  # someone else slashed it first, or the vote is not a losing one
-                log.info("challenge %d: slashVoter(%s): %s", cid, v, exc.name)
-            finally:  # each voter once, even if a later one fails and the challenge is tried again
-                state.put(KIND, cid, "partial", {"round": rnd, "slashed": slashed, "skipped": skipped})
-        with state.transaction():
-            state.put(KIND, cid, "done", {"round": rnd, "slashed": slashed, "skipped": skipped})
-            cur = state.record("challenge", cid)  # a new round may have opened meanwhile: then not done
-            if cur is not None and cur["status"] in ("upheld", "rejected"):
-                state.put("challenge", cid, cur["status"], {"voters_slashed": True})
+        try:
+            total += _slash_challenge(protocol, state, cid, me, lock)
+        except Exception:  # this challenge is tried again next pass; the others still go now
+            log.exception("challenge %d: slashing its losing voters failed; retrying next pass", cid)
+    return total
+
+
+def _slash_challenge(protocol: Any, state: Any, cid: int, me: str, lock: threading.Lock | None) -> int:
+    """One resolved challenge's losing voters (see `slash_losing_voters`); returns the wei slashed."""
+    total = 0
+    rnd, voters = losing_voters(protocol, cid)
+    prev = state.record(KIND, cid)
+    pd = prev["data"] if prev is not None and int(prev["data"].get("round", -1)) == rnd else {}
+    slashed, skipped = list(pd.get("slashed", [])), list(pd.get("skipped", []))
+    for v in voters:
+        if v.lower() == me or v.lower() in slashed or v.lower() in skipped:
+            continue
+        try:
+            with lock or nullcontext():
+                amount = protocol.slash_voter(cid, v)
+            total += amount
+            slashed.append(v.lower())
+            log.warning("challenge %d: validator %s voted against its outcome: slashed %g tokens", cid, v,
+                        amount / 1e18)
+        except ContractRevert as exc:
+            if exc.name not in SETTLED_REVERTS:
+                raise
+            skipped.append(v.lower())  # someone else slashed it first, or the vote is not a losing one
+            log.info("challenge %d: slashVoter(%s): %s", cid, v, exc.name)
+        finally:  # each voter once, even if a later one fails and the challenge is tried again
+            state.put(KIND, cid, "partial", {"round": rnd, "slashed": slashed, "skipped": skipped})
+    with state.transaction():
+        state.put(KIND, cid, "done", {"round": rnd, "slashed": slashed, "skipped": skipped})
+        cur = state.record("challenge", cid)  # a new round may have opened meanwhile: then not done
+        if cur is not None and cur["status"] in ("upheld", "rejected"):
+            state.put("challenge", cid, cur["status"], {"voters_slashed": True})
     return total

@@ -218,8 +218,10 @@ class CanaryInjector:
                 self.state.put(KIND, sid, "unchallenged")
                 log.error("canary %d: its window closed unchallenged (no honest validator challenged it and "
                           "trainer.canary has no challenger key): its attesters go unpunished", sid)
-            elif self.challenger is not None and now >= d["submitted_at"] + self.cfg.challenge_after * (
-                    d["window_end"] - d["submitted_at"]):
+            elif self.challenger is not None and not d.get("pool_challenged") and now >= d["submitted_at"] + (
+                    self.cfg.challenge_after * (d["window_end"] - d["submitted_at"])):
+                # once per canary: after a rejected round the task is Submitted again, and re-challenging on
+                # every pass would spend a bond a round until the window closes
                 self._challenge(sid, d)
         elif t.status == TaskStatus.CHALLENGED:
             if p.challenge_info(sid).resolvable:
@@ -311,6 +313,7 @@ class CanaryInjector:
         except ContractRevert as exc:
             if exc.name != "TaskLedgerAlreadyChallenged":
                 raise
+        self.state.put(KIND, sid, "submitted", {"pool_challenged": True})
         log.warning("canary %d: nobody challenged it by %.0f%% of its window: challenged by the pool's %s",
                     sid, 100 * self.cfg.challenge_after, self.challenger.address)
 

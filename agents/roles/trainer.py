@@ -501,11 +501,11 @@ class Trainer(Agent):
         the same way (issue 21: the public /status must not tell them apart); a consumed one stays consumed."""
         from intellect.sdk import TaskStatus
 
-        rec = self.state.record("submission", sid)
-        if rec is None or rec["status"] == "consumed":
-            return
         upheld = status == TaskStatus.UPHELD
-        if rec["status"] != "rejected":
+        with self.state.transaction():  # read and write as one: a step consuming it meanwhile is never undone
+            rec = self.state.record("submission", sid)
+            if rec is None or rec["status"] in ("consumed", "rejected"):
+                return
             self.state.put("submission", sid, "rejected" if upheld else "excluded",
                            {"chain_status": status.name.lower()})
 

@@ -88,3 +88,22 @@ def test_honest_validator_slashes_the_voter_against_its_upheld_challenge(devnet,
     assert other.state.record(KIND, sid)["data"] == {"round": 1, "slashed": [], "skipped": [wrong.address.lower()]}
     for a in (off, agent, other):
         a.state.close()
+
+
+def test_one_failing_challenge_does_not_stop_the_pass(tmp_path, monkeypatch):
+    """An RPC error on one resolved challenge leaves that one for the next pass; the others are still handled."""
+    from intellect.agents.roles import accountability
+
+    state = StateStore(tmp_path / "state.sqlite")
+    for cid in (1, 2):
+        state.put("challenge", cid, "upheld", {"mine": True})
+
+    def losing_voters(protocol, cid):
+        if cid == 1:
+            raise ConnectionError("RPC down for this one")
+        return 1, []
+
+    monkeypatch.setattr(accountability, "losing_voters", losing_voters)
+    assert accountability.slash_losing_voters(SimpleNamespace(address="0x" + "11" * 20), state) == 0
+    assert not state.record("challenge", 1)["data"].get("voters_slashed")  # tried again next pass
+    assert state.record("challenge", 2)["data"].get("voters_slashed")
