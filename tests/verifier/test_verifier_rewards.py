@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from intellect.verifier.rewards import (
@@ -221,8 +223,13 @@ def test_a_slow_submission_holds_one_judge_and_another_submission_is_judged_mean
                                                             fuel=10**12, cpu_per_call_s=3.0)[0]))
     t.start()
     try:
-        assert _judged("x^2+2x+1", "(x+1)^2")[0] is Judgement.EQUAL
-        assert t.is_alive() and not slow  # the slow comparison still holds its judge
+        # the slow comparison has taken a judge before the fast one asks (not a race on thread start-up)
+        deadline = time.monotonic() + 60
+        while rewards._JUDGE._free.qsize() == rewards.JUDGE_PROCESSES and not slow and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert rewards._JUDGE._free.qsize() == rewards.JUDGE_PROCESSES - 1 and not slow
+        assert _judged("x^2+2x+1", "(x+1)^2")[0] is Judgement.EQUAL  # served by the other judge
+        assert not slow  # ... while the slow comparison still holds its own (3 s of CPU to its backstop)
     finally:
         t.join()
     assert slow == [Judgement.UNJUDGEABLE]
