@@ -660,6 +660,8 @@ class _JudgePool:
             self._free.put(j)
 
     def judge(self, given: str, reference: str, budget: JudgeBudget) -> Judgement:
+        if budget.calls <= 0 or budget.cpu_s <= 0:  # a spent budget's verdict needs no judge: never queue for one
+            return self._judges[0].judge(given, reference, budget)
         j = self._free.get()
         try:
             return j.judge(given, reference, budget)

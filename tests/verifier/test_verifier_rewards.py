@@ -396,3 +396,26 @@ def test_task_reward_math_judge_that_cannot_start_refuses_instead_of_scoring_zer
     with pytest.raises(rewards.MathJudgeUnavailableError, match="did not start") as err:
         rewards.task_reward(task, "\\boxed{2x}")
     assert isinstance(err.value, IntellectError)
+
+
+def test_a_spent_budget_is_answered_without_waiting_for_a_judge():
+    """A submission whose judge budget is spent gets its verdict (OVER_BUDGET / UNJUDGEABLE) even while every judge
+    is held by other submissions: it never queues behind them."""
+    import threading
+
+    from intellect.verifier import rewards
+    from intellect.verifier.rewards import JudgeBudget, Judgement
+
+    held = [rewards._JUDGE._free.get() for _ in range(rewards.JUDGE_PROCESSES)]  # every judge busy
+    try:
+        out: list = []
+        spent = [JudgeBudget(calls=0), JudgeBudget(cpu_s=0.0)]
+        t = threading.Thread(target=lambda: out.extend(rewards._JUDGE.judge("2x", "x+x", b) for b in spent),
+                             daemon=True)
+        t.start()
+        t.join(30)  # a liveness bound, not a speed check: queued behind held judges it would never return
+        assert out == [Judgement.OVER_BUDGET, Judgement.UNJUDGEABLE]
+        assert all(b.invocations == 0 for b in spent)
+    finally:
+        for j in held:
+            rewards._JUDGE._free.put(j)
