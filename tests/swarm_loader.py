@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,3 +25,16 @@ def roles_helpers() -> Any:
     sys.modules[_NAME] = module
     spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def running_swarm(devnet: Any, tmp_path: Path, *, settle: float = 0.0) -> Iterator[Any]:
+    """The roles tests' Swarm of agent processes on `devnet` (under `tmp_path/swarm`), stopped on exit, then
+    `settle` seconds for their sockets to close."""
+    s = roles_helpers().Swarm(devnet, tmp_path / "swarm")
+    s.root.mkdir()
+    try:
+        yield s
+    finally:
+        s.stop()
+        time.sleep(settle)

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from swarm_loader import roles_helpers
+from swarm_loader import roles_helpers, running_swarm
 
 sys.path.insert(0, str(Path(__file__).parent))
 from net_hosts import Host, NetLab, NetUnavailable
@@ -127,10 +126,5 @@ def ns_agent() -> type:
 
 @pytest.fixture
 def net_swarm(net_devnet, tmp_path):
-    s = roles_helpers().Swarm(net_devnet, tmp_path / "swarm")
-    s.root.mkdir()
-    try:
+    with running_swarm(net_devnet, tmp_path, settle=0.5) as s:
         yield s
-    finally:
-        s.stop()
-        time.sleep(0.5)

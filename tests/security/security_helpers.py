@@ -13,7 +13,7 @@ from typing import Any
 
 from brownie import accounts, chain
 from eth_utils import keccak
-from swarm_loader import roles_helpers
+from swarm_loader import running_swarm
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -173,12 +173,3 @@ def running_devnet(tmp_path: Path, **anvil_kw: Any) -> Iterator[Any]:
         anvil.stop()
 
 
-@contextlib.contextmanager
-def running_swarm(devnet: Any, tmp_path: Path) -> Iterator[Any]:
-    """The roles tests' Swarm of agent processes on `devnet`, stopped on exit."""
-    s = roles_helpers().Swarm(devnet, tmp_path / "swarm")
-    s.root.mkdir()
-    try:
-        yield s
-    finally:
-        s.stop()
