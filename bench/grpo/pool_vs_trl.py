@@ -229,21 +229,25 @@ def _metric(p: Point, metric: str) -> float | None:
     return p.heldout if metric == "heldout" else p.train
 
 
-def time_to(points: Sequence[Point], target: float, metric: str = "heldout") -> float | None:
-    """Wall-clock seconds at the first evaluated checkpoint whose `metric` (heldout / train) ≥ target (None: never)."""
+def first_reaching(points: Sequence[Point], target: float, metric: str = "heldout") -> Point | None:
+    """The first evaluated checkpoint whose `metric` (heldout / train) is ≥ target (None: never)."""
     for p in points:
         v = _metric(p, metric)
         if v is not None and v >= target - 1e-12:
-            return p.wall_s
+            return p
     return None
+
+
+def time_to(points: Sequence[Point], target: float, metric: str = "heldout") -> float | None:
+    """Wall-clock seconds at the first checkpoint reaching `target` (None: never)."""
+    p = first_reaching(points, target, metric)
+    return None if p is None else p.wall_s
 
 
 def samples_to(points: Sequence[Point], target: float, metric: str = "heldout") -> int | None:
-    for p in points:
-        v = _metric(p, metric)
-        if v is not None and v >= target - 1e-12:
-            return p.samples
-    return None
+    """Samples at the first checkpoint reaching `target` (None: never)."""
+    p = first_reaching(points, target, metric)
+    return None if p is None else p.samples
 
 
 def summarize(pool: SideResult, trl: SideResult) -> dict[str, Any]:
