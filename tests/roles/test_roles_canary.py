@@ -9,6 +9,7 @@ import threading
 from types import SimpleNamespace
 
 import pytest
+from nodes import staked_node  # type: ignore[import-not-found]
 
 from intellect.agents.config import load_config
 from intellect.sdk import ChallengeStatus, Role, TaskStatus
@@ -19,11 +20,7 @@ CANARY, CHALLENGER = 7, 8  # dev accounts: the trainer's canary worker and its c
 
 
 def _staked_validator(devnet, account: int):
-    v = devnet.protocol(account)
-    v.drip()
-    v.register_node(Role.VALIDATOR, gpu_model="cpu")
-    v.stake(v.address, 100 * TOKEN)
-    return v
+    return staked_node(devnet, account, Role.VALIDATOR)
 
 
 def _attester_slashes(p, validator: str) -> list:

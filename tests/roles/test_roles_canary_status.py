@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from nodes import staked_node  # type: ignore[import-not-found]
+
 from intellect.agents.roles._state import StateStore
 from intellect.agents.roles.canary import KIND as CANARY
 from intellect.agents.roles.trainer import Trainer
@@ -16,11 +18,7 @@ TOKEN = 10**18
 
 
 def _worker(devnet, account: int):
-    w = devnet.protocol(account)
-    w.drip()
-    w.register_node(Role.WORKER, gpu_model="cpu")
-    w.stake(w.address, 100 * TOKEN)
-    return w
+    return staked_node(devnet, account, Role.WORKER)
 
 
 def _submit(w, pool_id: int, cid: str) -> int:

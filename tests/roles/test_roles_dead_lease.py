@@ -9,6 +9,7 @@ slot (`expireLease`, counted against the node), and the restarted worker frees w
 from __future__ import annotations
 
 import pytest
+from nodes import staked_node  # type: ignore[import-not-found]
 
 from intellect.agents.config import load_config
 from intellect.sdk import ContractRevert, TaskStatus
@@ -17,11 +18,7 @@ TOKEN = 10**18
 
 
 def _worker(devnet, account: int):
-    p = devnet.protocol(account)
-    p.drip()
-    p.register_node("worker", gpu_model="cpu")
-    p.stake(p.address, 100 * TOKEN)
-    return p
+    return staked_node(devnet, account, "worker")
 
 
 def test_dead_workers_leases_block_no_one_and_are_freed_after_expiry(devnet, tmp_path):

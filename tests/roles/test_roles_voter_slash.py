@@ -8,6 +8,8 @@ from __future__ import annotations
 import threading
 from types import SimpleNamespace
 
+from nodes import staked_node  # type: ignore[import-not-found]
+
 from intellect.agents.config import load_config
 from intellect.agents.roles._state import StateStore
 from intellect.agents.roles.accountability import KIND, losing_voters
@@ -18,11 +20,7 @@ TOKEN = 10**18
 
 
 def _validator(devnet, account: int, stake: int = 100 * TOKEN):
-    v = devnet.protocol(account)
-    v.drip()
-    v.register_node(Role.VALIDATOR, gpu_model="cpu")
-    v.stake(v.address, stake)
-    return v
+    return staked_node(devnet, account, Role.VALIDATOR, stake)
 
 
 def _agent(protocol, tmp_path, pool_id: int, **overrides: str) -> SimpleNamespace:

@@ -4,6 +4,7 @@ history before the challenge (here 10,100 blocks: two eth_getLogs chunks) is nev
 
 from __future__ import annotations
 
+from nodes import staked_node  # type: ignore[import-not-found]
 from rpc_counter import count_rpc  # type: ignore[import-not-found]
 
 from intellect.agents.roles.accountability import losing_voters
@@ -13,11 +14,7 @@ TOKEN = 10**18
 
 
 def _staked(devnet, account: int, role: Role):
-    p = devnet.protocol(account)
-    p.drip()
-    p.register_node(role, gpu_model="cpu")
-    p.stake(p.address, 100 * TOKEN)
-    return p
+    return staked_node(devnet, account, role)
 
 
 def test_losing_voters_reads_no_log_older_than_the_challenge(devnet):

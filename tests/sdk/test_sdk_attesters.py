@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from eth_account import Account
+from nodes import staked_node  # type: ignore[import-not-found]
 
 from intellect.sdk import ConfigError, ContractRevert, Deployment, Protocol
 from intellect.sdk._models import ChallengeStatus, Role
@@ -18,11 +19,7 @@ PROOFS = b"\x33" * 32
 
 
 def _validator(net: Devnet, index: int, stake: int = 100 * TOKEN) -> Protocol:
-    p = net.protocol(index)
-    p.drip()
-    p.register_node(Role.VALIDATOR, gpu_model="cpu")
-    p.stake(p.address, stake)
-    return p
+    return staked_node(net, index, Role.VALIDATOR, stake)
 
 
 def _submitted(net: Devnet, step: int = 1) -> tuple[Protocol, Protocol, int]:

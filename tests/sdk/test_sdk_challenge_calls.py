@@ -4,6 +4,7 @@ electorate (validator weight at the round's snapshot block, fixed once that bloc
 
 from __future__ import annotations
 
+from nodes import staked_node  # type: ignore[import-not-found]
 from rpc_counter import count_rpc  # type: ignore[import-not-found]
 
 from intellect.sdk import ChallengeStatus, Protocol
@@ -14,11 +15,7 @@ TOKEN = 10**18
 
 
 def _staked(net: Devnet, index: int, role: Role) -> Protocol:
-    p = net.protocol(index)
-    p.drip()
-    p.register_node(role, gpu_model="cpu")
-    p.stake(p.address, 100 * TOKEN)
-    return p
+    return staked_node(net, index, role)
 
 
 def test_challenge_info_reads_the_electorate_once_and_simulates_resolve_only_while_open(net: Devnet) -> None:
