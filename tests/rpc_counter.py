@@ -29,3 +29,30 @@ def count_rpc(w3: Web3) -> Iterator[list[str]]:
         yield methods
     finally:
         w3.middleware_onion.remove("rpc-counter")
+
+
+@contextmanager
+def log_ranges(w3: Web3) -> Iterator[list[tuple[int, int]]]:
+    """The (fromBlock, toBlock) of every eth_getLogs request `w3` sends inside the block, in order: what a
+    pass scans of the chain's log, whatever the chunking (anvil's few blocks fit one request either way)."""
+    ranges: list[tuple[int, int]] = []
+
+    class _Ranges(Web3Middleware):
+        def wrap_make_request(self, make_request: Callable[..., Any]) -> Callable[..., Any]:
+            def recorded(method: str, params: Any) -> Any:
+                if method == "eth_getLogs":
+                    p = params[0]
+                    ranges.append((_block(p["fromBlock"]), _block(p["toBlock"])))
+                return make_request(method, params)
+
+            return recorded
+
+    w3.middleware_onion.add(_Ranges, name="rpc-log-ranges")
+    try:
+        yield ranges
+    finally:
+        w3.middleware_onion.remove("rpc-log-ranges")
+
+
+def _block(b: Any) -> int:
+    return int(b, 16) if isinstance(b, str) else int(b)

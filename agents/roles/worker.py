@@ -365,44 +365,82 @@ class Worker(Agent):
         return "expired"
 
     # -- recovery ------------------------------------------------------------------------------
+    def _open_claims(self) -> list[dict[str, Any]]:
+        """This node's claims in the pool that may still hold a lease: the state store's `claim` records in status
+        `claimed` (the loop writes one after each claimTask), after adding any TaskClaimed of this node from the
+        blocks past the persisted cursor `claims_scanned_to:<pool>` (a claim whose record a crash lost between
+        its transaction and the write; a state file from before the cursor is scanned from the deployment once).
+        A record whose submission was sent is closed here without asking the chain; the others close once the
+        chain says the task left Claimed. So a pass costs the blocks since the last pass and the open leases
+        (at most the pool's `max_open_leases`), not every claim since the deployment."""
+        key = f"claims_scanned_to:{self.pool_id}"
+        head = self.protocol.block_number()
+        start = int(self.state.get(key, int(self.protocol.deployment.block) - 1)) + 1
+        if start <= head:
+            for e in self.protocol.get_events(["TaskClaimed"], from_block=start, to_block=head,
+                                              filters={"node": self.protocol.address, "poolId": self.pool_id}):
+                tid = int(e.args["taskId"])
+                if self.state.record("claim", tid) is None:
+                    seed = e.args["seed"]  # hex text (the SDK derives it from the claim's block hash)
+                    self.state.put("claim", tid, "claimed", {
+                        "seed": seed.removeprefix("0x") if isinstance(seed, str) else bytes(seed).hex(),
+                        "lease_expiry": int(e.args["leaseExpiry"]), "pool": self.pool_id})
+            self.state.set(key, head)
+        out = []
+        for r in self.state.records("claim", "claimed"):
+            if int(r["data"].get("pool", self.pool_id)) != self.pool_id:
+                continue
+            sub = self.state.record("submission", r["id"])
+            if sub is not None and sub["status"] == "sent":
+                self.state.put("claim", r["id"], "closed", {"submission": "sent"})
+                continue
+            out.append(r)
+        return out
+
     def unfinished_claims(self) -> list[tuple[int, bytes]]:
         """Claims of this node with a live lease and no sent submission (seeds from TaskClaimed)."""
         from intellect.sdk import TaskStatus
 
         now = self.protocol.chain_time()
         out = []
-        for e in self.protocol.get_events(["TaskClaimed"], filters={"node": self.protocol.address,
-                                                                   "poolId": self.pool_id}):
-            tid = int(e.args["taskId"])
+        for r in self._open_claims():
+            tid = int(r["id"])
             rec = self.state.record("submission", tid)
-            if rec is not None and rec["status"] in ("sent", "expired"):
-                continue
+            if rec is not None and rec["status"] == "expired":
+                continue  # its slot is freed by free_expired_leases
             t = self.protocol.task(tid)
             if t.status != TaskStatus.CLAIMED:
+                self.state.put("claim", tid, "closed", {"task_status": t.status.name.lower()})
                 if rec is not None:
                     self._settled(tid, t)
                 continue
             if t.lease_expiry <= now + 5:
                 self.state.put("submission", tid, "expired")
                 continue
-            seed = e.args["seed"]
-            out.append((tid, bytes.fromhex(seed) if isinstance(seed, str) else bytes(seed)))
+            out.append((tid, bytes.fromhex(r["data"]["seed"])))
         return out
 
     def free_expired_leases(self) -> int:
         """Frees the slots of this node's leases that ran out unsubmitted (TaskLedger.expireLease; the pool
-        caps open leases per node and an expired one holds its slot until freed)."""
+        caps open leases per node and an expired one holds its slot until freed). Asks the chain only about
+        open claims whose lease ran out (`_open_claims`)."""
         from intellect.sdk import ContractRevert, TaskStatus
 
         now, freed = self.protocol.chain_time(), 0
-        for e in self.protocol.get_events(["TaskClaimed"], filters={"node": self.protocol.address,
-                                                                   "poolId": self.pool_id}):
-            tid = int(e.args["taskId"])
+        for r in self._open_claims():
+            tid = int(r["id"])
+            expiry = r["data"].get("lease_expiry")
+            if expiry is not None and int(expiry) >= now:
+                continue  # still leased: nothing to free, no call
             t = self.protocol.task(tid)
-            if t.status == TaskStatus.CLAIMED and t.lease_expiry < now:
+            if t.status != TaskStatus.CLAIMED:
+                self.state.put("claim", tid, "closed", {"task_status": t.status.name.lower()})
+                continue
+            if t.lease_expiry < now:
                 try:
                     self.protocol.expire_lease(tid)
                     self.state.put("submission", tid, "expired")
+                    self.state.put("claim", tid, "closed", {"task_status": "expired"})
                     freed += 1
                 except ContractRevert as exc:
                     log.warning("expiring lease %d refused: %s", tid, exc)
@@ -487,7 +525,7 @@ class Worker(Agent):
                 self.doing = "claiming a task"
                 claim = self.protocol.claim_task(self.pool_id)
                 self.count("tasks_claimed")
-                self.state.put("claim", claim.task_id, "claimed", {"seed": claim.seed.hex(),
+                self.state.put("claim", claim.task_id, "claimed", {"seed": claim.seed.hex(), "pool": self.pool_id,
                                                                    "lease_expiry": claim.lease_expiry})
                 self.work_on(claim.task_id, claim.seed)
                 backoff = self.cfg.worker.poll_interval

@@ -1,0 +1,82 @@
+"""The worker's restart paths (`unfinished_claims`, `free_expired_leases`) read the chain's log incrementally
+(issue 21/22: events, not rescans): a persisted cursor in the worker's state store, so a pass scans only the
+blocks after the last pass and asks the chain only about its open leases whose lease ran out. Before, each
+pass scanned TaskClaimed from the deployment block and read every task the node ever claimed. Real anvil."""
+
+from __future__ import annotations
+
+from nodes import staked_node  # type: ignore[import-not-found]
+from rpc_counter import count_rpc, log_ranges  # type: ignore[import-not-found]
+
+from intellect.agents.config import load_config
+from intellect.sdk import TaskStatus
+
+
+def _worker_agent(devnet, tmp_path, account: int):
+    from intellect.agents.roles.worker import Worker
+
+    cfg = load_config(None, env={}, overrides={
+        "role": "worker", "data_dir": str(tmp_path / "w"), "chain.rpc_url": devnet.url,
+        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account)})
+    w = Worker(cfg)
+    w.connect()
+    return w
+
+
+def test_restart_paths_scan_only_new_blocks_and_ask_only_about_open_leases(devnet, tmp_path):
+    trainer = devnet.protocol(0)
+    pool_id = devnet.deployment.default_pool_id or 1
+    pool = trainer.pool(pool_id)
+    trainer.publish_checkpoint(pool_id, 1, "bafkreimanifestclaimcursor")
+    node = staked_node(devnet, 1, "worker")
+    history = 6  # claims this node made and submitted (its past)
+    for i in range(history):
+        c = node.claim_task(pool_id)
+        node.submit_work(c.task_id, f"bafkreicursor{i}", bytes([i + 1]) * 32, 2, 1)
+    cap = pool.params.max_open_leases
+    held = [node.claim_task(pool_id) for _ in range(cap)]  # then the node dies holding every slot
+
+    w = _worker_agent(devnet, tmp_path, 1)
+    with count_rpc(w.protocol.w3) as calls, log_ranges(w.protocol.w3) as ranges:
+        assert w.free_expired_leases() == 0  # first pass: imports the claims once; every lease still runs
+    first_head = max(hi for _, hi in ranges)
+    assert "eth_call" not in calls, calls  # all leases alive (from the events): nothing to ask
+    assert {int(r["id"]) for r in w.state.records("claim", "claimed")} >= {h.task_id for h in held}
+
+    devnet.increase_time(pool.params.lease_duration + 1)
+    trainer.publish_checkpoint(pool_id, 2, "bafkreimanifestclaimcursor2")  # blocks after the first pass
+    with count_rpc(w.protocol.w3) as calls, log_ranges(w.protocol.w3) as ranges:
+        assert w.free_expired_leases() == cap
+    assert ranges and all(lo > first_head for lo, _ in ranges), ranges  # only blocks after the last pass
+    second_head = max(hi for _, hi in ranges)
+    # each claim whose lease ran out is read once (the submitted ones close), the held ones are expired
+    assert calls.count("eth_sendRawTransaction") == cap
+    assert all(trainer.task(h.task_id).status == TaskStatus.EXPIRED for h in held)
+    assert w.state.count("claim", "claimed") == 0
+
+    with count_rpc(w.protocol.w3) as calls, log_ranges(w.protocol.w3) as ranges:
+        assert w.free_expired_leases() == 0
+        assert w.unfinished_claims() == []
+    assert "eth_call" not in calls, calls  # nothing open: no task read, whatever the history
+    assert all(lo > second_head for lo, _ in ranges), ranges
+
+    # a claim the loop made (recorded locally) is resumed from its record; the restart path still reads no
+    # claim of the node's history
+    c = w.protocol.claim_task(pool_id)
+    w.state.put("claim", c.task_id, "claimed", {"seed": c.seed.hex(), "pool": pool_id, "lease_expiry": c.lease_expiry})
+    with count_rpc(w.protocol.w3) as calls:
+        assert w.unfinished_claims() == [(c.task_id, c.seed)]
+    assert calls.count("eth_call") == 1  # the one open claim's task
+    w.state.close()
+
+
+def test_a_claim_lost_by_a_crash_is_found_from_the_events_after_the_cursor(devnet, tmp_path):
+    trainer = devnet.protocol(0)
+    pool_id = devnet.deployment.default_pool_id or 1
+    trainer.publish_checkpoint(pool_id, 1, "bafkreimanifestclaimlost")
+    node = staked_node(devnet, 1, "worker")
+    w = _worker_agent(devnet, tmp_path, 1)
+    assert w.unfinished_claims() == []  # cursor at the head
+    c = node.claim_task(pool_id)  # sent, then the process died before writing its record
+    assert w.unfinished_claims() == [(c.task_id, c.seed)]
+    w.state.close()
