@@ -87,15 +87,19 @@ class MaliciousRelay:
         return self._server.url
 
     def start(self) -> MaliciousRelay:
-        """Serve, then register the node as a relay (endpoint = `url`) and stake the relay minimum."""
+        """Serve, then register the node as a relay (endpoint = `url`) and stake what peers need to list it."""
+        from intellect.agents.roles._runtime import LISTING_FLOOR
         from intellect.sdk import NodeStatus, Role
 
         self._server.start()
         p = self.protocol
         if p.node().status == NodeStatus.NONE:
             p.register_node(Role.RELAY, endpoint=self.url)
-        need = p.min_stake(Role.RELAY) - p.active_stake(p.address)
+        # peers list a relay only with the listing stake: an attacker that wants to be found pays it
+        need = max(p.min_stake(Role.RELAY), LISTING_FLOOR) - p.active_stake(p.address)
         if need > 0:
+            if p.balance_of() < need and p.is_dev_chain:
+                p.drip()
             p.stake(p.address, need)
         log.warning("malicious relay %s registered at %s", p.address, self.url)
         return self

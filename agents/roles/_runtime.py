@@ -27,6 +27,7 @@ from intellect.agents.roles._state import StateStore
 from intellect.sdk import IntellectError
 
 __all__ = [
+    "LISTING_FLOOR",
     "MAX_ATTESTATIONS_PAGE",
     "STATUS_SCHEMA",
     "Agent",
@@ -201,25 +202,38 @@ def attestation_page(records: list[dict[str, Any]], since: float, after: int, li
     return newer[:limit]
 
 
+LISTING_FLOOR = 10**18
+"""Least active stake (1 token) that gets a node of any role discovered by role (`Directory.by_role`),
+on top of the role's on-chain minimum: relays and trainers need no stake to register, and a node
+listed for free would cost every agent a `/status` fetch per refresh. Agents that advertise an
+endpoint stake up to it (`Agent.ensure_node`)."""
+
+_DIRECTORY_EVENTS = ["NodeRegistered", "NodeUpdated", "NodeExited", "StakeUpdated", "MinStakeSet"]
+
+
 class Directory:
     """Nodes from the registry and their `/status` documents, with bounded work per stranger.
 
-    - Nodes are followed incrementally: each refresh (at most every `ttl` seconds) reads only the
-      NodeRegistered / NodeUpdated / NodeExited events since the last block it read and re-reads
-      only the nodes they name (registration is free: a full rescan per refresh would let anyone
-      make every agent's refresh cost grow with the number of nodes).
+    - Only nodes with stake are listed: `by_role`, `services` and `nodes` consider an active node
+      of role R only while its active stake is at least `max(minStake(R), min_listed_stake)`
+      (default `LISTING_FLOOR`). A registration without that stake costs every other agent no
+      `/status` fetch and no node read: its author pays for its listing, not everyone else.
+    - Nodes and stakes are followed incrementally: each refresh (at most every `ttl` seconds)
+      reads only the NodeRegistered / NodeUpdated / NodeExited / StakeUpdated / MinStakeSet events
+      since the last block it read (stake from `StakeUpdated.active`, no call per node), and reads
+      a node's record only when a listed node registered, changed or newly reached the stake.
     - A `/status` fetch has a total deadline (`timeout`, `intellect.sdk._fetch.fetch`): a peer that
       drips its answer is cut off at the deadline, however slowly it sends. A peer that fails or
-      stalls is benched (`bench_base` seconds, doubled per offence up to `bench_max`) and not asked
-      again meanwhile; documents are cached `status_ttl` seconds.
+      stalls is benched (`bench_base` seconds, doubled per offence up to `bench_max`; `penalise`)
+      and not asked again meanwhile; documents are cached `status_ttl` seconds.
     - `services()` fetches the documents it lacks concurrently (`max_parallel`), so one slow peer
       costs one deadline, not one per peer in a row, and at most `max_fetch_per_call` of them per
-      call (a flood of free registrations is worked through over several refreshes).
+      call, the most staked first (the rest on later calls).
     """
 
     def __init__(self, protocol: Any, ttl: float = 5.0, timeout: float = 3.0, *, status_ttl: float = 30.0,
                  bench_base: float = 30.0, bench_max: float = 600.0, max_parallel: int = 16,
-                 max_fetch_per_call: int = 64) -> None:
+                 max_fetch_per_call: int = 64, min_listed_stake: int = LISTING_FLOOR) -> None:
         self.protocol = protocol
         self.ttl = ttl
         self.timeout = timeout
@@ -228,27 +242,73 @@ class Directory:
         self.bench_max = bench_max
         self.max_parallel = max_parallel
         self.max_fetch_per_call = max_fetch_per_call
-        self._nodes: dict[str, Any] = {}
+        self.min_listed_stake = min_listed_stake
+        self._nodes: dict[str, Any] = {}  # listed nodes (checksum address -> Node)
+        self._role: dict[str, int] = {}  # active registered nodes' roles, from NodeRegistered / NodeExited
+        self._stake: dict[str, int] = {}  # active stake, from StakeUpdated
+        self._min: dict[int, int] = {}  # role -> on-chain minimum stake (read once, then MinStakeSet)
         self._scanned_at = 0.0
-        self._block: int | None = None  # last block whose registry events are in `_nodes`
+        self._block: int | None = None  # last block whose events are in the maps above
         self._status: dict[str, tuple[float, dict[str, Any] | None]] = {}
         self._bench: dict[str, tuple[float, int]] = {}  # address -> (benched until, offences)
         self._lock = threading.Lock()
 
+    def listing_stake(self, role: int) -> int:
+        """Active stake a node of `role` needs to be listed."""
+        return max(self._min.get(int(role), 0), self.min_listed_stake)
+
+    def _listed(self, address: str) -> bool:
+        role = self._role.get(address)
+        return role is not None and self._stake.get(address, 0) >= self.listing_stake(role)
+
     def nodes(self, refresh: bool = False) -> dict[str, Any]:
+        """The listed nodes (active, staked as `listing_stake` asks), followed from events since the last call."""
+        from intellect.sdk import Role
+
         with self._lock:
             if refresh or time.monotonic() - self._scanned_at > self.ttl:
                 head = self.protocol.block_number()
                 start = None if self._block is None else self._block + 1
+                if start is None:
+                    self._min = {int(r): self.protocol.min_stake(r) for r in Role if r != Role.NONE}
                 if start is None or start <= head:
-                    evs = self.protocol.get_events(["NodeRegistered", "NodeUpdated", "NodeExited"],
-                                                   from_block=start, to_block=head)
-                    for a in sorted({e.args["node"] for e in evs}):
-                        self._nodes[a] = self.protocol.node(a)
-                        self._status.pop(a.lower(), None)  # its endpoint may have changed
+                    changed: set[str] = set()  # registered, updated or exited: the record to read again
+                    seen: set[str] = set()
+                    rules_moved = False
+                    for e in self.protocol.get_events(_DIRECTORY_EVENTS, from_block=start, to_block=head):
+                        if e.event == "MinStakeSet":
+                            if start is not None:  # the first scan read the minimums at the head
+                                self._min[int(e.args["role"])] = int(e.args["amount"])
+                                rules_moved = True
+                            continue
+                        a = e.args["node"]
+                        seen.add(a)
+                        if e.event == "StakeUpdated":
+                            self._stake[a] = int(e.args["active"])
+                            continue
+                        changed.add(a)
+                        if e.event == "NodeRegistered":
+                            self._role[a] = int(e.args["role"])
+                        elif e.event == "NodeExited":
+                            self._role.pop(a, None)
+                    # a moved minimum re-decides every known node; otherwise only those the events name
+                    todo = (set(self._role) | set(self._nodes) | seen) if rules_moved else seen
+                    for a in sorted(todo):
+                        if not self._listed(a):
+                            if self._nodes.pop(a, None) is not None:
+                                self._status.pop(a.lower(), None)
+                        elif a in changed or a not in self._nodes:
+                            self._nodes[a] = self.protocol.node(a)
+                            self._status.pop(a.lower(), None)  # its endpoint may have changed
                     self._block = head
                 self._scanned_at = time.monotonic()
             return dict(self._nodes)
+
+    def stake(self, address: str) -> int:
+        """A node's active stake as the last refresh saw it (0 if unknown)."""
+        from web3 import Web3
+
+        return self._stake.get(Web3.to_checksum_address(address), 0)
 
     def node(self, address: str) -> Any:
         from web3 import Web3
@@ -258,20 +318,35 @@ class Directory:
         return n if n is not None else self.protocol.node(a)
 
     def by_role(self, role: str) -> list[Any]:
+        """Active nodes of `role` with the stake to be listed, the most staked first."""
         from intellect.sdk import NodeStatus, Role
 
         r = Role.parse(role)
-        return [n for n in self.nodes().values() if n.role == r and n.status == NodeStatus.ACTIVE]
+        found = [n for n in self.nodes().values() if n.role == r and n.status == NodeStatus.ACTIVE]
+        return sorted(found, key=lambda n: -self._stake.get(n.address, 0))
 
     def benched(self, address: str) -> bool:
         """True while a peer that failed or stalled is left alone."""
         b = self._bench.get(address.lower())
         return b is not None and time.monotonic() < b[0]
 
+    def penalise(self, address: str, reason: object = "") -> float:
+        """Bench a peer that failed or stalled: `bench_base` seconds, doubled per offence up to `bench_max`
+        (returns the pause)."""
+        key = address.lower()
+        offences = self._bench.get(key, (0.0, 0))[1] + 1
+        pause = min(self.bench_max, self.bench_base * 2 ** (offences - 1))
+        self._bench[key] = (time.monotonic() + pause, offences)
+        log.debug("peer %s unavailable (%s): benched %.0f s", address, reason, pause)
+        return pause
+
+    def pardon(self, address: str) -> None:
+        """A peer answered: its offences are forgotten."""
+        self._bench.pop(address.lower(), None)
+
     def _fetch_status(self, address: str, endpoint: str) -> dict[str, Any] | None:
         from intellect.sdk._fetch import PeerHttpError, fetch
 
-        key = address.lower()
         url = endpoint.rstrip("/") + "/status"
         doc: dict[str, Any] | None = None
         try:
@@ -279,17 +354,15 @@ class Directory:
             if not reply.ok:
                 raise PeerDocumentError(f"status of {url}: HTTP {reply.status}")
             doc = parse_status(reply.body, url)
-            self._bench.pop(key, None)
+            self.pardon(address)
         except (PeerHttpError, ValueError) as exc:  # PeerDocumentError is a ValueError
-            offences = self._bench.get(key, (0.0, 0))[1] + 1
-            pause = min(self.bench_max, self.bench_base * 2 ** (offences - 1))
-            self._bench[key] = (time.monotonic() + pause, offences)
-            log.debug("status of %s unavailable (%s): benched %.0f s", address, exc, pause)
-        self._status[key] = (time.monotonic(), doc)
+            self.penalise(address, exc)
+        self._status[address.lower()] = (time.monotonic(), doc)
         return doc
 
     def status(self, address: str) -> dict[str, Any] | None:
-        """The node's `/status` document (cached `status_ttl` seconds), None if unreachable or benched."""
+        """The node's `/status` document (cached `status_ttl` seconds), None if unreachable or benched.
+        Any registered node by address (the pool's trainer is named by its pool, not found by role)."""
         cached = self._status.get(address.lower())
         if cached is not None and time.monotonic() - cached[0] < self.status_ttl:
             return cached[1]
@@ -307,7 +380,7 @@ class Directory:
         return None if doc is None else peer_service(doc, name)
 
     def services(self, name: str, roles: tuple[str, ...] = ("worker", "validator", "trainer", "relay")) -> list[str]:
-        """Service `name`'s URL of every active node of `roles` that names one (stale documents are
+        """Service `name`'s URL of every listed node of `roles` that names one (stale documents are
         fetched concurrently first: the whole call takes at most about one `timeout`)."""
         from concurrent.futures import ThreadPoolExecutor
 
@@ -315,8 +388,8 @@ class Directory:
         now = time.monotonic()
         todo = [n for n in nodes if n.endpoint and not self.benched(n.address)
                 and now - self._status.get(n.address.lower(), (-1e18, None))[0] >= self.status_ttl]
-        todo = todo[: self.max_fetch_per_call]  # the rest on later calls: a flood of registrations costs each
-        # refresh at most this many fetches (each bounded by its deadline)
+        todo.sort(key=lambda n: -self._stake.get(n.address, 0))
+        todo = todo[: self.max_fetch_per_call]  # the rest on later calls, each fetch bounded by its deadline
         if len(todo) == 1:
             self._fetch_status(todo[0].address, todo[0].endpoint)
         elif todo:
@@ -458,7 +531,8 @@ class Agent:
 
     def ensure_node(self, *, gpu_model: str = "cpu", vram_gib: int = 0, gpu_count: int = 0,
                     stake_amount: float = 0.0, auto_stake: bool = True) -> None:
-        """Register this account's node in `node_role` (endpoint = this agent's URL) and stake the minimum."""
+        """Register this account's node in `node_role` (endpoint = this agent's URL) and stake the role's
+        minimum, and at least `LISTING_FLOOR` when it advertises an endpoint (else peers do not list it)."""
         from intellect.sdk import NodeStatus, Role
 
         p = self.protocol
@@ -480,11 +554,14 @@ class Agent:
                           endpoint=self.public_url)
             log.info("updated node %s endpoint to %s", p.address, self.public_url)
         need = p.min_stake(role)
+        if self.cfg.server.advertise:  # peers list a node by role only with this much stake (`Directory`)
+            need = max(need, LISTING_FLOOR)
         have = p.active_stake(p.address)
         if have < need:
             if not auto_stake:
-                raise AgentError(f"node {p.address} has {have / 1e18:g} tokens staked, the {role.name.lower()} "
-                                 f"minimum is {need / 1e18:g}: stake (`intellect stake add`) or enable auto_stake")
+                raise AgentError(f"node {p.address} has {have / 1e18:g} tokens staked, a listed "
+                                 f"{role.name.lower()} needs {need / 1e18:g}: stake (`intellect stake add`) or "
+                                 f"enable auto_stake")
             amount = max(need - have, int(stake_amount * 10**18))
             if p.balance_of() < amount + 20 * 10**18 and p.is_dev_chain:
                 p.drip()

@@ -1,5 +1,6 @@
 """Bounded work for every byte from a stranger (issue 22): outbound HTTP has a total deadline, a
-stalling peer is benched, discovery follows registry events incrementally, `/attestations` is paged."""
+stalling peer is benched, discovery lists only staked nodes and follows registry and stake events
+incrementally, `/attestations` is paged."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import time
 
 import pytest
 
-from intellect.agents.roles._runtime import MAX_ATTESTATIONS_PAGE, Directory, attestation_page
+from intellect.agents.roles._runtime import LISTING_FLOOR, MAX_ATTESTATIONS_PAGE, Directory, attestation_page
 from intellect.sdk._fetch import PeerDeadlineError, PeerHttpError, fetch
 from intellect.sdk._http import HttpServer, JsonHandler
+from tests.nodes import TOKEN, staked_node
+from tests.rpc_counter import count_rpc
 
 
 class DripServer:
@@ -21,6 +24,8 @@ class DripServer:
     def __init__(self, pause: float = 0.2) -> None:
         self.pause = pause
         self.connections = 0
+        self.opened: list[float] = []  # when each connection was accepted and when its sender stopped
+        self.closed: list[float] = []
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
@@ -35,9 +40,27 @@ class DripServer:
             except OSError:
                 return
             self.connections += 1
+            self.opened.append(time.monotonic())
             threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
 
     def _drip(self, conn: socket.socket) -> None:
+        try:
+            self._send(conn)
+        finally:
+            self.closed.append(time.monotonic())
+
+    @staticmethod
+    def overlap(servers: list[DripServer]) -> int:
+        """Most connections open at one moment across `servers` (from their open/close times)."""
+        marks = sorted([(t, 1) for s in servers for t in s.opened] + [(t, -1) for s in servers for t in s.closed],
+                       key=lambda m: (m[0], m[1]))
+        best = cur = 0
+        for _, step in marks:
+            cur += step
+            best = max(best, cur)
+        return best
+
+    def _send(self, conn: socket.socket) -> None:
         with conn:
             conn.recv(65536)
             try:
@@ -103,13 +126,13 @@ def test_attestation_page_is_stable_across_ties():
 
 
 def test_directory_benches_a_dripping_peer_and_follows_events(devnet, drip):
-    """Registration needs no stake: a node whose endpoint drips its /status must not hold every agent's
-    refresh (5e47eb6: > 30 s per call, every call), and a new node is found from its event alone."""
+    """A staked node whose endpoint drips its /status must not hold every agent's refresh (5e47eb6: > 30 s per
+    call, every call), and a new node is found from its events alone."""
     from intellect.sdk import Role
 
     with status_server() as honest:
-        devnet.protocol(1).register_node(Role.WORKER, endpoint=drip.url)
-        devnet.protocol(2).register_node(Role.WORKER, endpoint=honest)
+        staked_node(devnet, 1, Role.WORKER, endpoint=drip.url)
+        staked_node(devnet, 2, Role.WORKER, endpoint=honest)
         p = devnet.protocol(0)
         reads: list[str] = []
         real_node = p.node
@@ -132,9 +155,94 @@ def test_directory_benches_a_dripping_peer_and_follows_events(devnet, drip):
         n_reads = len(reads)
         d.nodes(refresh=True)
         assert len(reads) == n_reads
-        devnet.protocol(3).register_node(Role.VALIDATOR, endpoint=honest)
+        staked_node(devnet, 3, Role.VALIDATOR, endpoint=honest)
         nodes = d.nodes(refresh=True)
         assert devnet.protocol(3).address in nodes and reads[n_reads:] == [devnet.protocol(3).address]
+
+
+def test_dripping_peers_are_asked_together_and_benched(devnet):
+    """Three staked peers that drip: one refresh asks them at once (never one deadline after another), benches
+    all three, and still returns the honest peer's service; the next refresh asks none of them."""
+    from intellect.sdk import Role
+
+    drips = [DripServer() for _ in range(3)]
+    try:
+        with status_server() as honest:
+            for i, dr in enumerate(drips, start=1):
+                staked_node(devnet, i, Role.WORKER, endpoint=dr.url)
+            staked_node(devnet, 4, Role.RELAY, stake=LISTING_FLOOR, endpoint=honest)
+            d = Directory(devnet.protocol(0), timeout=1.0, status_ttl=0.0)
+            t0 = time.monotonic()
+            assert d.services("ipfs") == ["http://127.0.0.1:1/ipfs"]
+            assert time.monotonic() - t0 < 20  # liveness only; 5e47eb6 read 4096 bytes × 0.2 s from each in a row
+            assert [dr.connections for dr in drips] == [1, 1, 1]
+            # all three open at once (asked one after another, at most two overlap: one closing, the next opening)
+            assert DripServer.overlap(drips) == 3
+            assert all(d.benched(devnet.protocol(i).address) for i in (1, 2, 3))
+            assert d.services("ipfs") == ["http://127.0.0.1:1/ipfs"]
+            assert [dr.connections for dr in drips] == [1, 1, 1]
+    finally:
+        for dr in drips:
+            dr.close()
+
+
+class CountingStatus(JsonHandler):
+    calls = 0
+
+    def do_GET(self) -> None:
+        type(self).calls += 1
+        self.reply_json(200, {"schema": "intellect.agent.status/v1", "services": {"ipfs": "http://127.0.0.1:1/ipfs"}})
+
+
+def test_unstaked_registrations_cost_a_refresh_nothing(devnet):
+    """Registering costs gas only; a node is listed once it holds the role's minimum stake (and at least
+    LISTING_FLOOR). 200 registrations without it add no /status fetch and no node read to an agent's refresh
+    (5e47eb6: every one of them asked, 64 a refresh; read one by one every 5 s); one that stakes is found from
+    its StakeUpdated event; a raised minimum unlists a node (MinStakeSet)."""
+    from eth_account import Account
+
+    from intellect.sdk import Role
+
+    roles = [Role.WORKER, Role.VALIDATOR, Role.TRAINER, Role.RELAY]
+    with HttpServer(CountingStatus, name="counting-status") as srv:
+        CountingStatus.calls = 0
+        staked_node(devnet, 1, Role.WORKER, endpoint=srv.url)
+        p = devnet.protocol(0)
+        d = Directory(p, timeout=2.0, status_ttl=0.0)  # every listed node asked on every call
+        assert d.services("ipfs") == ["http://127.0.0.1:1/ipfs"] and CountingStatus.calls == 1
+
+        spam = devnet.protocol(2)
+        spam.drip()
+        keys = [Account.create() for _ in range(200)]
+        for i, key in enumerate(keys):
+            spam.register_node(roles[i % 4], node_account=key, endpoint=srv.url)
+        spam.stake(keys[0].address, 100 * TOKEN - 1)  # a worker one wei short of the minimum
+        spam.stake(keys[3].address, LISTING_FLOOR // 2)  # a relay (minimum 0) under the listing floor
+        assert spam.min_stake(Role.RELAY) == 0
+
+        with count_rpc(p.w3) as rpc:
+            CountingStatus.calls = 0
+            d.nodes(refresh=True)
+            assert d.services("ipfs") == ["http://127.0.0.1:1/ipfs"]
+            assert CountingStatus.calls == 1  # the staked node only
+            assert rpc.count("eth_call") == 0  # no node record read for any of the 200
+            assert len(d.by_role("worker")) == 1 and not d.by_role("relay")
+
+        spam.stake(keys[3].address, LISTING_FLOOR // 2)  # the relay reaches the floor: listed from its event
+        with count_rpc(p.w3) as rpc:
+            CountingStatus.calls = 0
+            d.nodes(refresh=True)
+            d.services("ipfs")
+            assert CountingStatus.calls == 2 and rpc.count("eth_call") == 1
+            assert [n.address for n in d.by_role("relay")] == [keys[3].address]
+
+        # the admin raises the worker minimum above the staked worker's stake: unlisted at the next refresh
+        p.transact("StakeManager", "setMinStake", int(Role.WORKER), 200 * TOKEN)
+        d.nodes(refresh=True)
+        assert not d.by_role("worker") and d.by_role("relay")
+        CountingStatus.calls = 0
+        d.services("ipfs")
+        assert CountingStatus.calls == 1
 
 
 def test_shardcast_http_get_deadline_is_total(drip):
@@ -161,15 +269,16 @@ def test_ipfs_peer_dripping_a_block_is_cut_off(drip, tmp_path):
 
 
 def test_directory_fetches_a_bounded_number_of_peers_per_call(devnet):
-    """Registration is free: a flood of registered nodes is worked through a bounded number per refresh."""
+    """A flood of listed (staked) nodes is worked through a bounded number per refresh, the most staked first."""
     from intellect.sdk import Role
 
     with status_server() as honest:
         for i in range(1, 4):
-            devnet.protocol(i).register_node(Role.WORKER, endpoint=honest)
+            staked_node(devnet, i, Role.WORKER, stake=(100 + i) * TOKEN, endpoint=honest)
         d = Directory(devnet.protocol(0), timeout=2.0, max_fetch_per_call=2)
         assert len(d.services("ipfs")) == 1  # one URL, served by every node
-        assert sum(1 for _, doc in d._status.values() if doc is not None) == 2
+        asked = {a for a, (_, doc) in d._status.items() if doc is not None}
+        assert asked == {devnet.protocol(i).address.lower() for i in (2, 3)}
         d.services("ipfs")
         assert sum(1 for _, doc in d._status.values() if doc is not None) == 3
 
