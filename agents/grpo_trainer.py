@@ -67,7 +67,7 @@ from intellect.sdk import IntellectError
 log = logging.getLogger(__name__)
 
 __all__ = ["CHECKPOINT_SCHEMA", "GRPOConfig", "GRPOTrainer", "NoSignalError", "NonFiniteWeightsError", "Sample",
-           "StepStats", "init_distributed"]
+           "StepStats", "group_samples", "init_distributed", "signal_groups"]
 
 CHECKPOINT_SCHEMA = "intellect.checkpoint/v1"
 
@@ -135,6 +135,27 @@ class Sample:
     @classmethod
     def from_row(cls, row: Any) -> Sample:
         return cls(row.problem_id, row.prompt_ids, row.completion_ids, row.advantage, row.policy_step, row.reward)
+
+
+def group_samples(samples: Sequence[Any]) -> dict[tuple[str, int], list[Any]]:
+    """The GRPO groups of a batch: samples keyed by (problem id, policy step), in order of first appearance."""
+    groups: dict[tuple[str, int], list[Any]] = defaultdict(list)
+    for s in samples:
+        groups[(s.problem_id, s.policy_step)].append(s)
+    return dict(groups)
+
+
+def has_signal(group: Sequence[Any]) -> bool:
+    """A group can be learnt from iff some completion's advantage is non-zero (not all rewards equal)."""
+    return any(s.advantage != 0.0 for s in group)
+
+
+def signal_groups(samples: Sequence[Any], filter_zero_advantage: bool = True) -> int:
+    """Groups a training step can learn from: with the zero-advantage filter on, those `train_step` keeps
+    (INTELLECT-2's online filtering); every group otherwise. The trainer role refills a step's batch from
+    further submissions until this reaches `trainer.batch_groups` (`intellect.agents.roles.trainer`)."""
+    groups = group_samples(samples)
+    return sum(map(has_signal, groups.values())) if filter_zero_advantage else len(groups)
 
 
 @dataclass
@@ -304,12 +325,10 @@ class GRPOTrainer:
     # -- one rollout step -------------------------------------------------------------------
 
     def _filter(self, samples: Sequence[Sample]) -> tuple[list[Sample], int]:
-        groups: dict[tuple[str, int], list[Sample]] = defaultdict(list)
-        for s in samples:
-            groups[(s.problem_id, s.policy_step)].append(s)
-        kept, dropped = [], 0
-        for group in groups.values():
-            if self.config.filter_zero_advantage and all(s.advantage == 0.0 for s in group):
+        kept: list[Sample] = []
+        dropped = 0
+        for group in group_samples(samples).values():
+            if self.config.filter_zero_advantage and not has_signal(group):
                 dropped += 1
                 continue
             kept += group

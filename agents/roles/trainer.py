@@ -528,11 +528,9 @@ class Trainer(Agent):
     def _signal_groups(self, samples: list[Any]) -> int:
         """Groups the step can learn from: with the zero-advantage filter on, those whose advantages are
         not all zero (INTELLECT-2's online filtering); every group otherwise."""
-        groups: dict[tuple[str, int], bool] = {}
-        for s in samples:
-            key = (s.problem_id, s.policy_step)
-            groups[key] = groups.get(key, False) or s.advantage != 0.0
-        return sum(groups.values()) if self.cfg.trainer.filter_zero_advantage else len(groups)
+        from intellect.agents.grpo_trainer import signal_groups
+
+        return signal_groups(samples, self.cfg.trainer.filter_zero_advantage)
 
     def _load_rollouts(self, sid: int) -> Any:
         from intellect.verifier.rollouts import RolloutFile

@@ -95,3 +95,18 @@ def test_equations_default_formats_never_use_the_question_format() -> None:
     assert len(questions) == pairs  # every question of the range ...
     assert not questions & {p for p, _ in table}  # ... and none is a knowledge prompt
     assert all("What is" not in p and "?" not in p for p, _ in table)
+
+
+def test_signal_groups_counts_what_train_step_keeps() -> None:
+    """The trainer role refills a batch until `signal_groups` reaches `batch_groups`: it must count exactly the
+    groups `train_step`'s zero-advantage filter keeps (keyed by problem and policy step)."""
+    from intellect.agents.grpo_trainer import group_samples, signal_groups
+
+    def s(pid: str, adv: float, step: int = 0) -> Sample:
+        return Sample(pid, [1], [2], adv, step)
+
+    batch = [s("a", 0.0), s("a", 0.0), s("b", 1.0), s("b", -1.0), s("a", 0.0, step=1), s("a", 0.5, step=1)]
+    assert list(group_samples(batch)) == [("a", 0), ("b", 0), ("a", 1)]
+    assert signal_groups(batch) == 2  # a@0 is flat; a@1 is its own group
+    assert signal_groups(batch, filter_zero_advantage=False) == 3
+    assert signal_groups([]) == 0
