@@ -395,8 +395,9 @@ class Trainer(Agent):
     def pull_attestations(self, max_pages: int = 4) -> None:
         """Ask every active validator for attestations since the last pull (after a restart, or missed
         POSTs): pages of `MAX_ATTESTATIONS_PAGE`, at most `max_pages` per validator per call (the cursor
-        carries on next time), each request with a total deadline; a validator that fails or stalls is
-        benched like any peer (`Directory.benched`)."""
+        carries on next time), each request with a total deadline. Only listed validators are asked
+        (`Directory.by_role`: staked at least the validator minimum, the most staked first); one that
+        fails or stalls is benched like any peer (`Directory.penalise`) and not asked meanwhile."""
         from intellect.sdk._fetch import PeerHttpError, fetch
 
         assert self.directory is not None
@@ -412,8 +413,9 @@ class Trainer(Agent):
                                  params={"since": repr(since), "after": after, "limit": MAX_ATTESTATIONS_PAGE},
                                  deadline=5.0, max_bytes=MAX_ATTESTATIONS_PAGE * 4096)
                     items = resp.json() if resp.ok else []
-                except (PeerHttpError, ValueError, RecursionError) as exc:
+                except (PeerHttpError, ValueError, RecursionError) as exc:  # stalled, cut off or garbled
                     log.debug("pulling attestations from %s: %s", node.address, exc)
+                    self.directory.penalise(node.address, exc)
                     break
                 if not isinstance(items, list):
                     break

@@ -268,6 +268,32 @@ def test_ipfs_peer_dripping_a_block_is_cut_off(drip, tmp_path):
     assert time.monotonic() - t0 < 10
 
 
+def test_trainer_pulls_attestations_only_from_listed_validators_and_benches_a_stall(devnet, drip, tmp_path):
+    """The trainer's attestation pull asks staked validators only (an unstaked registration is never asked), and
+    one that drips is cut at its deadline and benched: the next round does not ask it again."""
+    from intellect.agents.config import load_config
+    from intellect.agents.roles.trainer import Trainer
+    from intellect.sdk import Role
+
+    with HttpServer(CountingStatus, name="counting-attestations") as srv:
+        CountingStatus.calls = 0
+        staked_node(devnet, 1, Role.VALIDATOR, endpoint=drip.url)
+        devnet.protocol(2).register_node(Role.VALIDATOR, endpoint=srv.url)  # registered, never staked
+        cfg = load_config(None, env={}, overrides={
+            "role": "trainer", "data_dir": str(tmp_path / "t"), "chain.rpc_url": devnet.url,
+            "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "0"})
+        t = Trainer(cfg)
+        try:
+            t.connect()
+            t.pull_attestations()
+            assert drip.connections == 1 and CountingStatus.calls == 0
+            assert t.directory.benched(devnet.protocol(1).address)
+            t.pull_attestations()
+            assert drip.connections == 1 and CountingStatus.calls == 0
+        finally:
+            t.state.close()
+
+
 def test_directory_fetches_a_bounded_number_of_peers_per_call(devnet):
     """A flood of listed (staked) nodes is worked through a bounded number per refresh, the most staked first."""
     from intellect.sdk import Role
