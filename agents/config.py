@@ -174,6 +174,12 @@ class TaskSettings(_Section):
     """Thinking budgets (target lengths, tokens) per hardware class: slow nodes get short tasks."""
     temperature: float = Field(1.0, gt=0)
     """Sampling temperature of the pool (the validator's sampling check uses it)."""
+    class_history: int | None = Field(None, ge=0, le=64)
+    """Decided leases a budget class is earned over (pool rule; None: 4; 0: the declared class is believed):
+    a claim gets the lower of the node's declared class and the class its verified history earns."""
+    class_lease_share: float | None = Field(None, gt=0, le=1)
+    """A class is earned at the rate that finishes its full-length submission in this share of the lease
+    (pool rule; None: 0.5)."""
 
 
 class WorkerSettings(_Section):

@@ -37,6 +37,10 @@ POOLRULES_SCHEMA = "intellect.poolrules/v1"
 MAX_RULES_BYTES = 64 * 1024
 """Largest rules document read (a real one is well under 2 KB)."""
 HARDWARE_CLASSES = ("cpu", "gpu-small", "gpu-large")
+DEFAULT_CLASS_HISTORY = 4
+"""`class_history` when a document leaves it out."""
+DEFAULT_CLASS_LEASE_SHARE = 0.5
+"""`class_lease_share` when a document leaves it out."""
 MAX_UNITS = 2**32 - 1
 """Largest `max_units_per_submission` (the ledger keeps work units in 32 bits)."""
 
@@ -97,6 +101,14 @@ class PoolRules(_Strict):
     """Validators the chain assigns to each submission from its claim's seed (`intellect.verifier.assignment`):
     only their attestations count towards the trainer's quorum. None: quorum + 1; never fewer than the quorum.
     Left out of the canonical document when None, so rules made before it keep their CID."""
+    class_history: int | None = Field(None, ge=0, le=64)
+    """Decided leases a budget class is earned over (`intellect.verifier.budget_class`): a claim gets the lower
+    of the node's declared class and the class its last `class_history` decided leases earn (verified tokens
+    per lease-second; a node with fewer earns `cpu`). None: 4; 0: the declared class is believed (development
+    pools). Left out of the canonical document when None."""
+    class_lease_share: float | None = Field(None, gt=0, le=1)
+    """A class is earned at the rate that finishes its full-length submission in this share of the lease.
+    None: 0.5. Left out of the canonical document when None."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -142,6 +154,14 @@ class PoolRules(_Strict):
         probe = {**doc, "max_units_per_submission": MAX_UNITS}  # the largest admitted: never below the floor
         return cls.build(probe, source=source).full_submission_units
 
+    @property
+    def effective_class_history(self) -> int:
+        return DEFAULT_CLASS_HISTORY if self.class_history is None else self.class_history
+
+    @property
+    def effective_class_lease_share(self) -> float:
+        return DEFAULT_CLASS_LEASE_SHARE if self.class_lease_share is None else self.class_lease_share
+
     def budgets_for(self, hardware_class: str) -> list[int]:
         """Target lengths assigned to a node of `hardware_class` (`cpu`'s when the class has no entry)."""
         return list(self.budgets.get(hardware_class) or self.budgets["cpu"])
@@ -150,8 +170,9 @@ class PoolRules(_Strict):
 
     def to_bytes(self) -> bytes:
         """Canonical JSON (sorted keys, no spaces): the same rules always give the same CID."""
+        optional = ("assigned_validators", "class_history", "class_lease_share")
         doc = self.model_dump(mode="json", by_alias=True,
-                              exclude={"assigned_validators"} if self.assigned_validators is None else None)
+                              exclude={name for name in optional if getattr(self, name) is None} or None)
         return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
     def cid(self) -> str:
@@ -195,17 +216,22 @@ def conflicts(rules: PoolRules, local: Mapping[str, Any]) -> list[str]:
     """Fields whose locally set value contradicts the rules, as `field: local X, pool rules Y` lines.
 
     `local` maps a rules field (`group_size`, `problems_per_task`, `budgets`, `length_alpha`,
-    `temperature`, `toploc_profile`, `taskset_cid`) to the value an operator set explicitly; fields
-    left at their defaults are not passed and never conflict (the rules fill them in).
+    `temperature`, `toploc_profile`, `taskset_cid`, `class_history`, `class_lease_share`) to the value an
+    operator set explicitly; fields left at their defaults are not passed and never conflict (the rules fill
+    them in). The budget-class fields compare by meaning (None is the default).
     """
     pool = {"group_size": rules.group_size, "problems_per_task": rules.problems_per_task,
             "budgets": rules.budgets, "length_alpha": rules.length_alpha,
             "temperature": rules.sampler.temperature, "toploc_profile": rules.toploc_profile,
-            "taskset_cid": rules.taskset_cid}
+            "taskset_cid": rules.taskset_cid, "class_history": rules.effective_class_history,
+            "class_lease_share": rules.effective_class_lease_share}
+    defaults = {"class_history": DEFAULT_CLASS_HISTORY, "class_lease_share": DEFAULT_CLASS_LEASE_SHARE}
     out = []
     for name, value in local.items():
         if name not in pool:
             raise KeyError(f"{name!r} is not a pool-rules field")
+        if value is None and name in defaults:
+            value = defaults[name]
         want = pool[name]
         same = (value == want) if not isinstance(want, float) else abs(float(value) - want) <= 1e-12
         if name == "budgets":

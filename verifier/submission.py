@@ -6,6 +6,9 @@ refuses what they refuse. They live here, in one place, as pure functions:
     prompt_text(task, target_len)          the prompt the policy sees (task text + thinking-budget suffix,
                                            in the model's chat template when it has one)
     thinking_budgets(budgets, hardware)    the target lengths a node's declared hardware class gets
+    class_budgets(budgets, cls)            the target lengths of a budget class (the claim's: the lower of the
+                                           declared class and the one its verified history earns,
+                                           `intellect.verifier.budget_class`)
     score_group(task, texts, lengths, ...) rewards and group-normalised advantages of one problem's group
     group_advantages(rewards)              GRPO's (r − mean) / (std + ε) per group
     is_fresh / too_stale                   the staleness rule: policy step s may train step t iff t − s ≤ async_level
@@ -16,11 +19,11 @@ refuses what they refuse. They live here, in one place, as pure functions:
 
     file parses (schema, limits) → worker / task / policy step / proofs hash / work units match the chain
     → seed = the task claim's → group size and length α = the pool's → problems and target lengths =
-    sample_problems(seed, budgets of the node's declared hardware) → checkpoint = the on-chain one for the
+    sample_problems(seed, budgets of the claim's budget class) → checkpoint = the on-chain one for the
     file's step → every prompt re-tokenised → every completion ends where the sampler ended → rewards and
     advantages recomputed → TOPLOC proofs and the seeded sampler replayed by one batched prefill.
 
-The chain facts a check needs late (the claim's seed, the node's hardware, the checkpoint) are looked up
+The chain facts a check needs late (the claim's seed, its budget class, the checkpoint) are looked up
 only when the cheaper checks passed: a malformed file costs no RPC and no model load.
 """
 
@@ -69,6 +72,7 @@ __all__ = [
     "Verdict",
     "accepted_task_reward",
     "check_submission",
+    "class_budgets",
     "group_advantages",
     "group_rows",
     "hardware_class",
@@ -127,7 +131,12 @@ def thinking_budgets(budgets: Mapping[str, Sequence[int]], gpu_model: str, vram_
     """The target lengths a node of this declared hardware class is assigned (INTELLECT-2: slow nodes
     get short thinking budgets): `budgets[class]`, else `budgets["cpu"]`. Validators recompute this
     from the node's on-chain record. `ValueError` when neither entry exists."""
-    cls = hardware_class(gpu_model, vram_gib, gpu_count)
+    return class_budgets(budgets, hardware_class(gpu_model, vram_gib, gpu_count))
+
+
+def class_budgets(budgets: Mapping[str, Sequence[int]], cls: str) -> list[int]:
+    """The target lengths of budget class `cls`: `budgets[cls]`, else `budgets["cpu"]` (`ValueError` when
+    neither exists). A claim's class is `intellect.verifier.budget_class.budget_class`, not the declaration."""
     chosen = budgets.get(cls) or budgets.get("cpu")
     if not chosen:
         raise ValueError(f"tasks.budgets has no entry for hardware class {cls!r} (nor 'cpu')")
@@ -331,9 +340,10 @@ class Checkpoint(NamedTuple):
 class Claim:
     """What the chain says about one submission (`WorkSubmitted`) and where to find the rest.
 
-    `seed` and `hardware` are looked up only when the file passed the cheap checks: the claim's
-    chain-drawn seed (`TaskClaimed`; raise `Rejection(UNKNOWN_TASK)` when there is none) and the
-    submitting node's declared hardware (NodeRegistry).
+    `seed` and `budget_class` are looked up only when the file passed the cheap checks: the claim's
+    chain-drawn seed (`TaskClaimed`; raise `Rejection(UNKNOWN_TASK)` when there is none) and the claim's
+    budget class (`cpu`, `gpu-small`, `gpu-large`): the lower of the node's declared class and the class its
+    verified history earns, both as of the block before the claim (`intellect.verifier.budget_class`).
     """
 
     submission_id: int
@@ -343,7 +353,7 @@ class Claim:
     work_units: int
     rollouts_cid: str
     seed: Callable[[], bytes]
-    hardware: Callable[[], Hardware]
+    budget_class: Callable[[], str]
 
 
 def check_submission(rollouts: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
@@ -388,7 +398,7 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
     if meta.seed.lower().removeprefix("0x") != seed.hex():
         raise Rejection(R.WRONG_SEED, f"file seed {meta.seed} != claim seed {seed.hex()}")
     try:
-        budgets = thinking_budgets(rules.budgets, *claim.hardware())
+        budgets = class_budgets(rules.budgets, claim.budget_class())
     except ValueError as exc:
         raise IntellectError(f"the pool rules cannot be applied: {exc}") from exc
     assigned = sample_problems(task_set, seed, rules.problems_per_task, budgets)

@@ -40,9 +40,10 @@ from typing import Any
 
 from intellect.agents.generate import generate_for_claim
 from intellect.agents.roles._runtime import AgentError
+from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.agents.roles.pool_rules import rules_tokenizer
 from intellect.sdk import ContractRevert, IntellectError
-from intellect.verifier.submission import thinking_budgets, too_stale
+from intellect.verifier.submission import too_stale
 
 __all__ = ["CanaryInjector", "canary_ids", "perturb"]
 
@@ -86,6 +87,7 @@ class CanaryInjector:
         """the canary worker's `Protocol` (its own key)"""
         self.challenger: Any = None
         """the pool's challenger validator's `Protocol`, or None"""
+        self._classes: BudgetClasses | None = None
         self._thread: threading.Thread | None = None
 
     @classmethod
@@ -198,7 +200,7 @@ class CanaryInjector:
         claim = self.worker.claim_task(self.t.pool_id)
         # recorded before anything about it is on-chain but the claim: the trainer's batch excludes it from now on
         self.state.put(KIND, claim.task_id, "claimed", {"seed": claim.seed.hex(), "step": step,
-                                                        "node": self.worker.address})
+                                                        "node": self.worker.address, "block": claim.block_number})
         log.warning("canary: task %d claimed by %s for step %d", claim.task_id, self.worker.address, step)
         self._submit(claim.task_id)
 
@@ -260,7 +262,7 @@ class CanaryInjector:
         latest = self.t.protocol.latest_step(self.t.pool_id) or 0
         if too_stale(latest, step, self.t.pool.params.async_level):
             step = latest
-        rf = self._build(sid, bytes.fromhex(d["seed"]), step)
+        rf = self._build(sid, bytes.fromhex(d["seed"]), step, d.get("block"))
         out = Path(self.t.data_dir) / "canary"
         out.mkdir(parents=True, exist_ok=True)
         path = rf.write(out / f"task-{sid}.parquet")
@@ -275,9 +277,10 @@ class CanaryInjector:
                                                 "submitted_at": int(self.t.protocol.chain_time())})
         log.warning("canary: submission %d sent (%s, step %d, %d units)", sid, cid, step, units)
 
-    def _build(self, sid: int, seed: bytes, step: int) -> Any:
-        """The canary's rollout file: the claim's problems and budgets, completions and proofs from a perturbed
-        copy of checkpoint `step` (the engine is dropped afterwards: canaries are rare)."""
+    def _build(self, sid: int, seed: bytes, step: int, block: int | None = None) -> Any:
+        """The canary's rollout file: the claim's problems and budgets (its class, as any worker's claim:
+        `BudgetClasses`), completions and proofs from a perturbed copy of checkpoint `step` (the engine is
+        dropped afterwards: canaries are rare)."""
         from intellect.agents.engines import TransformersEngine
         from intellect.agents.hardware import resolve
 
@@ -287,10 +290,12 @@ class CanaryInjector:
         engine.load(self.t.gt.checkpoint_path(step))
         perturb(engine.model, c.noise, self._rng.getrandbits(63))
         w, tasks = self.t.cfg.worker, self.t.cfg.tasks
-        try:
-            budgets = thinking_budgets(tasks.budgets, c.gpu_model, c.vram_gib, c.gpu_count)
-        except ValueError as exc:
-            raise AgentError(f"trainer.canary: {exc}") from None
+        if self._classes is None:
+            self._classes = BudgetClasses(self.t.protocol, self.t.pool_id, self.t.pool.params, self.t.cfg)
+        block = block if block is not None else self._classes.claim_block(sid)
+        if block is None:
+            raise AgentError(f"trainer.canary: no TaskClaimed event for canary {sid}")
+        budgets = self._classes.budgets_at(self.worker.address, int(block))
         return generate_for_claim(engine, self.t.task_set, seed, task_id=sid, problems=w.problems_per_task,
                                   budgets=budgets, group_size=w.group_size, temperature=tasks.temperature,
                                   length_alpha=tasks.length_alpha, policy_step=step, worker=self.worker.address,

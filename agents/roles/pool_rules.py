@@ -4,7 +4,7 @@
 
 The pool's on-chain CID names an `intellect.poolrules/v1` document (`intellect.sdk.poolrules`). Its
 fields overwrite the agent's settings (group size, problems per task, budgets, length α, temperature,
-TOPLOC profile); a setting the operator set explicitly (YAML, environment, --set) to another value
+TOPLOC profile, the budget-class rule); a setting the operator set explicitly (YAML, environment, --set) to another value
 stops the agent with an `AgentError` naming every such field, instead of letting a worker be
 challenged and slashed for a configuration mismatch. A pool whose CID names a bare task set (pools
 made before the rules existed) keeps the agent's own settings.
@@ -30,7 +30,7 @@ def explicit_rule_settings(cfg: AgentConfig) -> dict[str, Any]:
     for name in ("group_size", "problems_per_task"):
         if name in w.model_fields_set:
             out[name] = getattr(w, name)
-    for name in ("budgets", "length_alpha", "temperature"):
+    for name in ("budgets", "length_alpha", "temperature", "class_history", "class_lease_share"):
         if name in t.model_fields_set:
             out[name] = getattr(t, name)
     if "temperature" in w.model_fields_set and "temperature" not in out:
@@ -80,6 +80,8 @@ def apply_pool_rules(cfg: AgentConfig, pool_cid: str | None, ipfs: Any, pool_id:
     cfg.worker.temperature = rules.sampler.temperature
     cfg.tasks.budgets = {k: list(v) for k, v in rules.budgets.items()}
     cfg.tasks.length_alpha = rules.length_alpha
+    cfg.tasks.class_history = rules.class_history
+    cfg.tasks.class_lease_share = rules.class_lease_share
     cfg.tasks.temperature = rules.sampler.temperature
     cfg.validator.toploc_profile = rules.toploc_profile
     log.info("pool %d rules %s: task set %s, group %d x %d problems, budgets %s, alpha %g, T %g, TOPLOC %s, "

@@ -34,11 +34,11 @@ from intellect.agents.roles._runtime import (
 )
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.accountability import slash_losing_voters
+from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.sdk import IntellectError
 from intellect.verifier.submission import (
     Checkpoint,
     Claim,
-    Hardware,
     Rejection,
     SubmissionRules,
     Verdict,
@@ -112,6 +112,7 @@ class Validator(Agent):
         self.refresh_ipfs_peers()
         self.task_set = load_task_set(self.cfg.tasks, self.rules.taskset_cid if self.rules else
                                       self.pool.params.rules_cid, self.ipfs)
+        self.classes = BudgetClasses(self.protocol, self.pool_id, self.pool.params, self.cfg)
         assert self.server is not None
         self.server.route("GET", "/attestations", self._get_attestations)
         self._executor = ThreadPoolExecutor(max_workers=v.concurrency, thread_name_prefix="verify")
@@ -258,6 +259,17 @@ class Validator(Agent):
         self.state.put("claim", task_id, "claimed", {"seed": seed})
         return bytes.fromhex(seed)
 
+    def claim_class(self, task_id: int, node: str) -> str:
+        """The budget class task `task_id`'s claim is judged by (`BudgetClasses`: the lower of the node's declared
+        class and the class its verified history earns, as of the block before the claim's block)."""
+        rec = self.state.record("claim", task_id)
+        block = rec["data"].get("block") if rec is not None else None
+        if block is None:
+            block = self.classes.claim_block(task_id)
+        if block is None:
+            raise Rejection("unknown_task", f"no TaskClaimed event for task {task_id}")
+        return self.classes.class_at(node, int(block))
+
     # -- verification --------------------------------------------------------------------------
     def fetch_rollouts(self, sid: int, sub: dict[str, Any]) -> bytes:
         from intellect.sdk import IpfsError
@@ -291,13 +303,9 @@ class Validator(Agent):
             return Verdict(submission_id=sid, accepted=False, reason=rej.reason, detail=rej.detail, stats=rej.stats,
                            seconds=time.perf_counter() - t0)
 
-        def hardware() -> Hardware:
-            node = self.directory.node(sub["node"]) if self.directory else self.protocol.node(sub["node"])
-            return Hardware(node.gpu_model, node.vram_gib, node.gpu_count)
-
         claim = Claim(submission_id=sid, node=sub["node"], policy_step=sub["policy_step"],
                       proofs_hash=sub["proofs_hash"], work_units=sub["work_units"], rollouts_cid=sub["rollouts_cid"],
-                      seed=lambda: self.claim_seed(sid), hardware=hardware)
+                      seed=lambda: self.claim_seed(sid), budget_class=lambda: self.claim_class(sid, sub["node"]))
         verdict = check_submission(data, claim, self.task_set, self.submission_rules(), self.checkpoint_model)
         return verdict.model_copy(update={"seconds": time.perf_counter() - t0})
 

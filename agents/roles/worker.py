@@ -5,8 +5,9 @@ Loop (one task at a time; a background thread pulls newer checkpoints meanwhile)
     1. claimTask(pool) → task id + chain-drawn seed (TaskClaimed event)
     2. newest local checkpoint with step ≥ latest − async_level (fetched through Shardcast by
        the follower thread while the previous task generated: overlap)
-    3. problems and target lengths = sample_problems(task set, seed, n, budgets of this node's
-       declared hardware class)
+    3. problems and target lengths = sample_problems(task set, seed, n, budgets of the claim's class: the
+       lower of this node's declared class and the class its verified history earned as of the block
+       before the claim, `intellect.verifier.budget_class`; every validator computes the same)
     4. group_size completions per problem with TOPLOC proofs; rewards; group advantages
     5. rollout file (Parquet) → IPFS → record the planned submission → submitWork → mark sent
 
@@ -31,6 +32,7 @@ from typing import Any
 
 from intellect.agents.generate import generate_for_claim
 from intellect.agents.roles._runtime import Agent, AgentError, load_task_set
+from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.agents.roles.pool_rules import apply_pool_rules, rules_tokenizer
 from intellect.verifier.submission import is_fresh, thinking_budgets
 
@@ -176,10 +178,11 @@ class Worker(Agent):
         self.ensure_node(gpu_model=w.gpu_model, vram_gib=w.vram_gib, gpu_count=w.gpu_count,
                          stake_amount=w.stake_amount, auto_stake=w.auto_stake)
         self.refresh_ipfs_peers()
-        try:
+        try:  # the declared class's budgets: the most a claim can get (its class is never above the declared)
             self.budgets = thinking_budgets(self.cfg.tasks.budgets, w.gpu_model, w.vram_gib, w.gpu_count)
         except ValueError as exc:
             raise AgentError(str(exc)) from None
+        self.classes = BudgetClasses(self.protocol, self.pool_id, self.pool.params, self.cfg)
         # a full-length submission must fit the pool's per-submission cap, or every such one would revert
         check_units_fit(max_submission_units(self.budgets, w.group_size, w.problems_per_task),
                         self.pool.params.max_units_per_submission, self.pool_id,
@@ -190,7 +193,8 @@ class Worker(Agent):
         self.engine = self.make_engine()
         self.follower = CheckpointFollower(self)
         self.follower.start()
-        log.info("worker ready: budgets %s, %d tasks in the set", self.budgets, len(self.task_set))
+        log.info("worker ready: declared budgets %s (each claim gets its class's), %d tasks in the set", self.budgets,
+                 len(self.task_set))
 
     def make_engine(self) -> Any:
         """The configured engine on `worker.device` in `worker.dtype` (a `ConfigError` if the machine lacks it)."""
@@ -281,8 +285,30 @@ class Worker(Agent):
             log.info("task %d: %s stored at %s", task_id, plan.rollouts_cid, where)
 
     # -- one task ------------------------------------------------------------------------------
+    def claim_budgets(self, task_id: int) -> list[int]:
+        """The budgets of task `task_id`'s claim: its class (`BudgetClasses`, from the claim's block; recorded by
+        the loop, else found in the history's scan) judges the file, not this node's declaration."""
+        rec = self.state.record("claim", task_id)
+        block = rec["data"].get("block") if rec is not None else None
+        if block is None:
+            block = self.classes.claim_block(task_id)
+        if block is None:
+            raise AgentError(f"task {task_id}: no TaskClaimed event of this pool")
+        budgets = self.classes.budgets_at(self.protocol.address, int(block))
+        if budgets != self.budgets:
+            log.info("task %d: budgets %s (the class this node's verified history earned)", task_id, budgets)
+        return budgets
+
     def work_on(self, task_id: int, seed: bytes) -> str:
         """Generate and submit one claimed task; returns its final local status."""
+        declared = self.budgets
+        self.budgets = self.claim_budgets(task_id)  # read by generate_rollouts (and the kit's hooks)
+        try:
+            return self._work_on(task_id, seed)
+        finally:
+            self.budgets = declared
+
+    def _work_on(self, task_id: int, seed: bytes) -> str:
         from intellect.sdk import ContractRevert, TaskStatus
 
         while not self.stop_event.is_set():
@@ -525,7 +551,7 @@ class Worker(Agent):
                 self.doing = "claiming a task"
                 claim = self.protocol.claim_task(self.pool_id)
                 self.count("tasks_claimed")
-                self.state.put("claim", claim.task_id, "claimed", {"seed": claim.seed.hex(), "pool": self.pool_id,
+                self.state.put("claim", claim.task_id, "claimed", {"seed": claim.seed.hex(), "block": claim.block_number, "pool": self.pool_id,
                                                                    "lease_expiry": claim.lease_expiry})
                 self.work_on(claim.task_id, claim.seed)
                 backoff = self.cfg.worker.poll_interval

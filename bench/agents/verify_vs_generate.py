@@ -32,7 +32,7 @@ def main(tasks: int, problems: int, group: int, max_tokens: int, model: str) -> 
     from intellect.agents.generate import generate_for_claim
     from intellect.agents.models import smollm2_dir, tiny_model_dir
     from intellect.agents.tasks import synthetic_task_set
-    from intellect.verifier.submission import Checkpoint, Claim, Hardware, SubmissionRules, check_submission
+    from intellect.verifier.submission import Checkpoint, Claim, SubmissionRules, check_submission
     from intellect.verifier.toploc import proofs_hash
 
     torch.set_num_threads(1)
@@ -54,7 +54,7 @@ def main(tasks: int, problems: int, group: int, max_tokens: int, model: str) -> 
             submission_id=k, node=worker, policy_step=0, rollouts_cid=f"task-{k}",
             proofs_hash="0x" + proofs_hash([p for r in rf.rows for p in r.proofs]).hex(),
             work_units=sum(len(r.completion_ids) for r in rf.rows), seed=lambda seed=seed: seed,
-            hardware=lambda: Hardware("cpu", 0, 0))))
+            budget_class=lambda: "cpu")))
         t_gen += time.perf_counter() - t0
     checkpoint = Checkpoint(AutoModelForCausalLM.from_pretrained(str(mdir)).eval(),
                             AutoTokenizer.from_pretrained(str(mdir)), "m")

@@ -47,6 +47,26 @@ def test_assigned_validators_is_a_rule_and_old_documents_keep_their_cid() -> Non
         assert "assigned_validators" in str(err.value)
 
 
+def test_budget_class_rule_fields_keep_old_cids_and_conflict_by_meaning() -> None:
+    """Issue 21: the budget-class rule (`class_history`, `class_lease_share`) unset is its default and not
+    written, so documents made before it keep their bytes and CID; a local setting conflicts by meaning."""
+    rules = PoolRules.build(GOOD)
+    data = rules.to_bytes()
+    assert b"class_history" not in data and b"class_lease_share" not in data
+    assert (rules.effective_class_history, rules.effective_class_lease_share) == (4, 0.5)
+    off = PoolRules.build({**GOOD, "class_history": 0, "class_lease_share": 0.25})
+    back = PoolRules.from_bytes(off.to_bytes())
+    assert off.cid() != rules.cid() and (back.class_history, back.class_lease_share) == (0, 0.25)
+    assert conflicts(rules, {"class_history": 4, "class_lease_share": None}) == []
+    assert conflicts(rules, {"class_history": 2}) == ["class_history: local 2, pool rules 4"]
+    assert conflicts(off, {"class_lease_share": 0.5}) == ["class_lease_share: local 0.5, pool rules 0.25"]
+    for field, bad in (("class_history", 65), ("class_history", -1), ("class_lease_share", 0),
+                       ("class_lease_share", 1.5)):
+        with pytest.raises(PoolRulesError) as err:
+            PoolRules.build({**GOOD, field: bad})
+        assert field in str(err.value)
+
+
 def test_default_quorum_is_above_one_off_development_chains() -> None:
     from intellect.sdk.cli import default_quorum
 

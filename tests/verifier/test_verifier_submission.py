@@ -15,7 +15,6 @@ from intellect.verifier.rollouts import RolloutFile
 from intellect.verifier.submission import (
     Checkpoint,
     Claim,
-    Hardware,
     Rejection,
     RejectReason,
     SubmissionRules,
@@ -147,7 +146,7 @@ def _claim(rf: RolloutFile, **over: Any) -> Claim:
         "submission_id": SID, "node": WORKER, "policy_step": rf.meta.policy_step,
         "proofs_hash": "0x" + proofs_hash([p for r in rf.rows for p in r.proofs]).hex(),
         "work_units": sum(len(r.completion_ids) for r in rf.rows), "rollouts_cid": "bafk-rollouts",
-        "seed": lambda: SEED, "hardware": lambda: Hardware("cpu", 0, 0),
+        "seed": lambda: SEED, "budget_class": lambda: "cpu",
     }
     fields.update(over)
     return Claim(**fields)
@@ -201,6 +200,16 @@ def test_pool_rule_mismatch_rejected(honest: RolloutFile, task_set: Any, checkpo
                                      rules: dict[str, Any], reason: RejectReason) -> None:
     verdict = _check(honest, task_set, checkpoint, rules=RULES.model_copy(update=rules))
     assert (verdict.accepted, verdict.reason) == (False, reason), verdict.detail
+
+
+def test_file_is_judged_by_the_claims_budget_class(honest: RolloutFile, task_set: Any,
+                                                   checkpoint: Checkpoint) -> None:
+    # issue 21: the budgets are the claim's class's (cpu here), whatever the node declared; the same file judged
+    # as a gpu-large claim is not the claim's assignment
+    rules = RULES.model_copy(update={"budgets": {"cpu": [6], "gpu-large": [9]}})
+    assert _check(honest, task_set, checkpoint, rules=rules).accepted
+    verdict = _check(honest, task_set, checkpoint, rules=rules, budget_class=lambda: "gpu-large")
+    assert (verdict.accepted, verdict.reason) == (False, RejectReason.WRONG_PROBLEMS), verdict.detail
 
 
 def test_bad_file_and_wrong_checkpoint_rejected(honest: RolloutFile, task_set: Any, checkpoint: Checkpoint) -> None:

@@ -1,0 +1,165 @@
+"""A worker's record in a pool at a past block, from event logs alone (no archive state).
+
+    history = WorkHistory(protocol, pool_id, lease_duration=p.lease_duration, window_length=p.window_length)
+    hw = history.declared(node, claim_block - 1)        # (gpu_model, vram_gib, gpu_count) or None
+    outcomes = history.outcomes(node, claim_block - 1, limit=4)   # its last decided leases, claim order
+
+What a lease became, as of the end of block B (time T = B's timestamp):
+
+- claimed, no submission up to B, lease expiry < T: *expired* (a failure: 0 units over the whole lease;
+  no later block can take its submission);
+- submitted, window end ≤ T, no challenge open and none upheld up to B, not voided by a wipe of the node up
+  to B: *verified* (its work units over submit time − claim time);
+- submitted and upheld, or voided (submitted before an upheld challenge of the node that came while its
+  window was open): a failure (0 units over the whole lease);
+- anything else (a live lease, a window still open, a challenge open) is not decided and left out.
+
+Claim and submit times come from the events themselves (lease expiry − the pool's lease duration, window end
+− the pool's window length; both fixed when the pool is made), so the only block read is B's timestamp (and
+each wipe's, rare). The declared hardware is the node's latest `NodeRegistered`/`NodeUpdated` up to B, so a
+record rewritten after a claim changes nothing for it.
+
+Cost: the events of the ledger and registry are scanned once, incrementally (one eth_getLogs per 10,000 new
+blocks for the seven event types together), plus one eth_getBlock per block asked about (cached) and per
+wipe. `outcomes` walks back from the node's latest claim and stops after `limit` decided leases.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["LeaseOutcome", "WorkHistory"]
+
+_EVENTS = ["TaskClaimed", "WorkSubmitted", "ChallengeOpened", "ChallengeResolved", "WorkerWiped", "NodeRegistered",
+           "NodeUpdated"]
+
+Pos = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class LeaseOutcome:
+    """One decided lease of a node: its verified units (0 for a failure) over its lease seconds."""
+
+    task_id: int
+    units: int
+    seconds: int
+    verified: bool
+
+
+class WorkHistory:
+    """Claims, submissions, challenges, wipes and declared hardware of one pool's nodes (see the module docstring)."""
+
+    def __init__(self, protocol: Any, pool_id: int, *, lease_duration: int, window_length: int,
+                 cache_blocks: int = 256) -> None:
+        self.protocol = protocol
+        self.pool_id = int(pool_id)
+        self.lease_duration = int(lease_duration)
+        self.window_length = int(window_length)
+        self.cache_blocks = cache_blocks
+        self._lock = threading.Lock()
+        self._scanned = int(protocol.deployment.block) - 1
+        self._claims: dict[str, list[tuple[Pos, int, int]]] = {}  # node -> [(pos, task id, lease expiry)]
+        self._subs: dict[int, tuple[Pos, int, int]] = {}  # task id -> (pos, units, window end)
+        self._challenges: dict[int, list[tuple[Pos, str]]] = {}  # task id -> [(pos, open|upheld|rejected)]
+        self._wipes: dict[str, list[tuple[Pos, int]]] = {}  # node -> [(pos, block)]
+        self._hardware: dict[str, list[tuple[Pos, tuple[str, int, int]]]] = {}
+        self._times: OrderedDict[int, int] = OrderedDict()
+        self._claim_blocks: dict[int, int] = {}
+        self.rpc_calls = 0
+
+    # -- the scan ---------------------------------------------------------------------------------
+    def _scan_to(self, block: int) -> None:
+        if block <= self._scanned:
+            return
+        evs = self.protocol.get_events(_EVENTS, from_block=self._scanned + 1, to_block=block)
+        self.rpc_calls += 1 + (block - self._scanned - 1) // 10_000
+        for e in evs:
+            a, pos = e.args, e.position
+            if e.event == "TaskClaimed" and int(a["poolId"]) == self.pool_id:
+                self._claims.setdefault(str(a["node"]).lower(), []).append((pos, int(a["taskId"]),
+                                                                          int(a["leaseExpiry"])))
+            elif e.event == "WorkSubmitted" and int(a["poolId"]) == self.pool_id:
+                self._subs[int(a["submissionId"])] = (pos, int(a["workUnits"]), int(a["windowEnd"]))
+            elif e.event in ("ChallengeOpened", "ChallengeResolved") and int(a["challengeId"]) in self._subs:
+                kind = "open" if e.event == "ChallengeOpened" else ("upheld" if a["upheld"] else "rejected")
+                self._challenges.setdefault(int(a["challengeId"]), []).append((pos, kind))
+            elif e.event == "WorkerWiped":
+                self._wipes.setdefault(str(a["node"]).lower(), []).append((pos, e.block_number))
+            elif e.event in ("NodeRegistered", "NodeUpdated"):
+                self._hardware.setdefault(str(a["node"]).lower(), []).append(
+                    (pos, (str(a["gpuModel"]), int(a["vramGiB"]), int(a["gpuCount"]))))
+        self._scanned = block
+
+    def time_of(self, block: int) -> int:
+        """Timestamp of `block` (cached)."""
+        block = int(block)
+        with self._lock:
+            if block in self._times:
+                return self._times[block]
+        t = int(self.protocol._ask(lambda: self.protocol.w3.eth.get_block(block)["timestamp"], "get_block"))
+        with self._lock:
+            self.rpc_calls += 1
+            self._times[block] = t
+            while len(self._times) > self.cache_blocks:
+                self._times.popitem(last=False)
+        return t
+
+    # -- queries ----------------------------------------------------------------------------------
+    def claim_block(self, task_id: int) -> int | None:
+        """The block of task `task_id`'s claim in this pool (scanning to the chain head), None if none."""
+        head = int(self.protocol.block_number())
+        with self._lock:
+            self._scan_to(head)
+            self._claim_blocks.update({tid: pos[0] for recs in self._claims.values() for pos, tid, _ in recs
+                                       if tid not in self._claim_blocks})
+            return self._claim_blocks.get(int(task_id))
+
+    def declared(self, node: str, block: int) -> tuple[str, int, int] | None:
+        """(gpu_model, vram_gib, gpu_count) the node declared as of the end of `block` (None: not registered)."""
+        with self._lock:
+            self._scan_to(int(block))
+            recs = [hw for pos, hw in self._hardware.get(node.lower(), []) if pos[0] <= block]
+        return recs[-1] if recs else None
+
+    def outcomes(self, node: str, block: int, *, limit: int | None = None) -> list[LeaseOutcome]:
+        """The node's decided leases in the pool as of the end of `block`, in claim order; with `limit`, only
+        the last `limit` of them (found walking back from the latest claim)."""
+        block = int(block)
+        now = self.time_of(block)
+        key = node.lower()
+        with self._lock:
+            self._scan_to(block)
+            claims = self._claims.get(key, [])
+            wipes = [(pos, b) for pos, b in self._wipes.get(key, []) if pos[0] <= block]
+        wipe_times = [(pos, self.time_of(b)) for pos, b in wipes]
+        out: list[LeaseOutcome] = []
+        with self._lock:
+            for pos, task_id, expiry in reversed(claims):
+                if pos[0] > block:
+                    continue
+                o = self._outcome(task_id, expiry, block, now, wipe_times)
+                if o is not None:
+                    out.append(o)
+                    if limit is not None and len(out) >= limit:
+                        break
+        return out[::-1]
+
+    def _outcome(self, task_id: int, expiry: int, block: int, now: int,
+                 wipes: list[tuple[Pos, int]]) -> LeaseOutcome | None:
+        failed = LeaseOutcome(task_id, 0, self.lease_duration, False)
+        sub = self._subs.get(task_id)
+        if sub is None or sub[0][0] > block:
+            return failed if expiry < now else None
+        pos, units, window_end = sub
+        marks = [kind for p, kind in self._challenges.get(task_id, []) if p[0] <= block]
+        if "upheld" in marks:
+            return failed
+        if any(wpos > pos and window_end > wtime for wpos, wtime in wipes):
+            return failed  # voided: submitted before a wipe that came while its window was open
+        if window_end > now or (marks and marks[-1] == "open"):
+            return None
+        seconds = (window_end - self.window_length) - (expiry - self.lease_duration)
+        return LeaseOutcome(task_id, units, max(1, seconds), True)
