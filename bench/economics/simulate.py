@@ -14,10 +14,16 @@ what is simulated (TOPLOC and the acceptance rule are tested elsewhere). One rou
   has gpu-small: the pool's budgets give its class tasks `--overstate`x longer, so it claims `--tasks`
   leases of that size, finishes what its real capacity allows and truncates the rest: those are bad);
   `overstated-patient` (the same node, but it submits only what it finished and lets the rest expire);
-- the trainer (pool owner) submits `--canaries` canaries (known-bad work) per round from a worker node of its
-  own, records the attestations it received (AttesterBook, `--attester-reward` each), slashes every attester
-  of upheld work with the attestation it holds;
-- validators (100 INTL stake each): `honest` (two nodes: check every submission, attest the good, challenge
+- the trainer (pool owner) submits `--canaries` canaries (known-bad work) from a staked worker node of its own
+  in every `--canary-every`-th round (a round is one trainer step: `trainer.canary.every_n_steps`; 0 = none),
+  or in a round with probability `--canary-rate` (`trainer.canary.rate`, drawn from a generator seeded by
+  `--seed`; overrides `--canary-every` when > 0); records the attestations it received (AttesterBook,
+  `--attester-reward` each), slashes every attester of upheld work with the attestation it holds. Who opens
+  the canary's challenge: `--canary-challenger validators` (the honest validators, who check every submission
+  and so find it first: they collect the challenger's half of the canary worker's slash) or `pool` (the
+  pool's own validator key, as `trainer.canary.challenger_*` does when nobody else did: the trainer collects
+  it; the honest validators vote with the truth);
+- validators (100 INTL stake each; `--validators` picks them, `honest` required): `honest` (two nodes: check every submission, attest the good, challenge
   the bad, alternating who challenges, the other votes with the truth, report losing voters); `lazy` (attests
   everything, checks nothing); `malicious` (checks, challenges one good submission per round, votes against
   the truth on every challenge); `idle` (nothing);
@@ -38,7 +44,9 @@ validator checks. Per day = profit / chain seconds elapsed x 86,400. Gas is not 
 
 Usage:
     .venv/bin/python bench/economics/simulate.py [--rounds 16] [--tasks 2] [--seed 1] [--json out.json]
-        [--unit-cost 0.5] [--check-cost 1.6] [--attester-reward 2] [--canaries 1] [--workers honest,cheater-10,...]
+        [--unit-cost 0.5] [--check-cost 1.6] [--attester-reward 2] [--canaries 1] [--canary-every 1]
+        [--canary-rate 0] [--canary-challenger validators|pool] [--workers honest,cheater-10,...]
+        [--validators honest,lazy,malicious,idle]
 """
 
 from __future__ import annotations
@@ -80,9 +88,13 @@ class Params:
     cheat_cost: float = 0.0
     check_cost: float = 1.6
     attester_reward: float = 2.0
-    canaries: int = 1
+    canaries: int = 1  # canaries in a round that has them
+    canary_every: int = 1  # a canary round every n rounds (trainer.canary.every_n_steps; 0: no canaries)
+    canary_rate: float = 0.0  # > 0: a canary round with this probability instead (trainer.canary.rate)
+    canary_challenger: str = "validators"  # who opens the canaries' challenges: "validators" | "pool"
     overstate: int = 2
     workers: str = ",".join(WORKERS)  # the worker strategies in play (comma-separated)
+    validators: str = ",".join(VALIDATORS)  # the validator strategies in play (comma-separated)
 
 
 @dataclass
@@ -129,31 +141,42 @@ class Sim:
         self.window_s, self.vote_s, self.lease_s = int(pp["windowLength"]), int(pp["votePeriod"]), int(
             pp["leaseDuration"])
         self.minted = self.token.totalSupply()
-        self.book.setAttesterReward(self.pool, int(p.attester_reward * TOKEN), {"from": self.admin})
-        self.token.approve(self.book, 2**255, {"from": self.admin})
-        self.book.fundAttesterRewards(self.pool, 20_000 * TOKEN, {"from": self.admin})
-        self.ledger.publishCheckpoint(self.pool, 0, "m0", {"from": self.admin})
+        self.stats: dict[str, int] = defaultdict(int)
+        self.tx(self.book.setAttesterReward, self.pool, int(p.attester_reward * TOKEN), sender=self.admin, must=True)
+        self.tx(self.token.approve, self.book, 2**255, sender=self.admin, must=True)
+        self.tx(self.book.fundAttesterRewards, self.pool, 20_000 * TOKEN, sender=self.admin, must=True)
+        self.tx(self.ledger.publishCheckpoint, self.pool, 0, "m0", sender=self.admin, must=True)
         self.n = 0
         chosen = [w.strip() for w in p.workers.split(",") if w.strip()]
         unknown = set(chosen) - set(WORKERS)
         if unknown or "honest" not in chosen:
             raise ValueError(f"--workers {p.workers!r}: needs 'honest', knows {', '.join(WORKERS)}")
+        vchosen = [v.strip() for v in p.validators.split(",") if v.strip()]
+        unknown = set(vchosen) - set(VALIDATORS)
+        if unknown or "honest" not in vchosen:
+            raise ValueError(f"--validators {p.validators!r}: needs 'honest', knows {', '.join(VALIDATORS)}")
+        if p.canary_challenger not in ("validators", "pool"):
+            raise ValueError(f"--canary-challenger {p.canary_challenger!r}: 'validators' or 'pool'")
         self.workers = [self._player(s, "worker", LARGE if s.startswith("overstated") else SMALL) for s in chosen]
         self.validators = [self._player("honest", "validator"), self._player("honest", "validator")] + [
-            self._player(s, "validator") for s in VALIDATORS[1:]]
+            self._player(s, "validator") for s in VALIDATORS[1:] if s in vchosen]
         self.canary = self._player("canary", "worker", SMALL, owner=self.admin)
+        # the pool's own validator key (its own owner, as the agent's challenger key is its own node): the
+        # trainer's, counted in the trainer's books, not a strategy
+        self.pool_challenger = (self._player("pool-challenger", "validator") if p.canary_challenger == "pool"
+                                else None)
+        self.canary_rng = random.Random(f"{p.seed}-canary-schedule")
         self.players = self.workers + self.validators
         for pl in self.players:
             pl.start = self.wealth(pl)
         self.trainer_start = self.trainer_wealth()
         self.t0 = self.chain.time()
-        self.stats: dict[str, int] = defaultdict(int)
         self.reserved_attestations = 0  # recorded attester rewards not yet claimed or released
         self.book_lines: list[str] = []
 
     # ---------------------------------------------------------------- setup and accounting
     def _mint(self, to: Any, amount: int) -> None:
-        self.token.mint(to, amount, {"from": self.admin})
+        self.tx(self.token.mint, to, amount, sender=self.admin, must=True)
         self.minted += amount
 
     def _player(self, strategy: str, role: str, hw: tuple = SMALL, owner: Any = None) -> Player:
@@ -166,27 +189,35 @@ class Sim:
             self._mint(owner, 10_000 * self.TOKEN)  # top-ups after slashes come from here
         role_id = 1 if role == "worker" else 2
         deadline = self.chain.time() + 3600
-        self.reg.register(node, role_id, *hw, "", deadline,
-                          self.sig(self.reg, node, owner.address, role_id, deadline), {"from": owner})
+        self.tx(self.reg.register, node, role_id, *hw, "", deadline,
+                self.sig(self.reg, node, owner.address, role_id, deadline), sender=owner, must=True)
         self._mint(node, 1_000 * self.TOKEN)  # challenge bonds come from the node's own balance
-        self.token.approve(self.sm, 2**255, {"from": owner})
-        self.token.approve(self.ledger, 2**255, {"from": node})
-        self.sm.stake(node, 100 * self.TOKEN, {"from": owner})
+        self.tx(self.token.approve, self.sm, 2**255, sender=owner, must=True)
+        self.tx(self.token.approve, self.ledger, 2**255, sender=node, must=True)
+        self.tx(self.sm.stake, node, 100 * self.TOKEN, sender=owner, must=True)
         return Player(strategy, role, node, owner, rng=random.Random(f"{self.p.seed}-{strategy}-{self.n}"))
 
     def wealth(self, pl: Player) -> int:
         s = self.sm.stakeOf(pl.node)
         return self.token.balanceOf(pl.owner) + self.token.balanceOf(pl.node) + s["active"] + s["unbonding"]
 
+    def canaries_now(self, r: int) -> int:
+        """How many canaries the trainer injects in round `r` (one trainer step)."""
+        p = self.p
+        if p.canary_rate > 0:
+            return p.canaries if self.canary_rng.random() < p.canary_rate else 0
+        return p.canaries if p.canary_every > 0 and (r + 1) % p.canary_every == 0 else 0
+
     def trainer_wealth(self) -> int:
         """The pool owner's tokens: its balance, its canary node, the pool's escrow in the ledger and in
         the AttesterBook (what the trainer pays out is what leaves this)."""
         pool = self.ledger.pool(self.pool)
-        s = self.sm.stakeOf(self.canary.node)
-        return (self.token.balanceOf(self.admin) + self.token.balanceOf(self.canary.node) + s["active"]
-                + s["unbonding"] + pool["budget"] + pool["reserved"] + self.token.balanceOf(self.book))
+        own = self.wealth(self.canary) + (self.wealth(self.pool_challenger) if self.pool_challenger else 0)
+        return own + pool["budget"] + pool["reserved"] + self.token.balanceOf(self.book)
 
-    def tx(self, fn: Any, *args: Any, sender: Any) -> Any:
+    def tx(self, fn: Any, *args: Any, sender: Any, must: bool = False) -> Any:
+        """Send `fn(*args)` from `sender`; a revert is counted and returns None (raises with `must`, as the
+        set-up's transactions do)."""
         from brownie.exceptions import TransactionError, VirtualMachineError
         from brownie.network.transaction import TransactionReceipt
         from web3.exceptions import TransactionNotFound
@@ -194,6 +225,8 @@ class Sim:
         try:
             return fn(*args, {"from": sender})
         except VirtualMachineError as exc:
+            if must:
+                raise
             self.stats[f"refused {fn._name}: {(exc.revert_msg or '').split(':')[0]}"] += 1
             return None
         except TransactionError as exc:  # brownie's "dropped without known replacement" race on a loaded host
@@ -208,6 +241,8 @@ class Sim:
                 raise
             self.stats["brownie reported a mined transaction as dropped (receipt read back)"] += 1
             if receipt["status"] != 1:
+                if must:
+                    raise
                 self.stats[f"refused {fn._name}"] += 1
                 return None
             return TransactionReceipt(txid)
@@ -287,36 +322,41 @@ class Sim:
         expiring: list[int] = []
         for pl in self.workers:
             self.play_worker(pl, subs, expiring)
-        for _ in range(p.canaries):
+        for _ in range(self.canaries_now(r)):
             got = self.claim(self.canary)
             if got is not None:
                 self.submit(self.canary, got[0], UNITS, True, subs)
+                self.stats["canaries"] += 1
+        self.stats["submissions"] += len(subs)
         self.rng.shuffle(subs)
         honest = [v for v in self.validators if v.strategy == "honest"]
-        lazy, malicious = (next(v for v in self.validators if v.strategy == s) for s in ("lazy", "malicious"))
+        lazy, malicious = (next((v for v in self.validators if v.strategy == s), None) for s in ("lazy", "malicious"))
         for v in self.validators:  # who checks pays for it
             if v.strategy in ("honest", "malicious"):
                 v.cost += p.check_cost * len(subs)
                 v.counts["checked"] += len(subs)
         # attestations the trainer receives and records
         for sub in subs:
-            sub.attesters = [lazy] + ([] if sub.bad else honest)
-            if self.tx(self.book.recordAttestations, sub.sid, [v.node for v in sub.attesters], sender=self.admin):
+            sub.attesters = ([lazy] if lazy else []) + ([] if sub.bad else honest)
+            if sub.attesters and self.tx(self.book.recordAttestations, sub.sid, [v.node for v in sub.attesters],
+                                         sender=self.admin):
                 self.reserved_attestations += len(sub.attesters)
-        # challenges: every bad submission by an honest validator, one good one by the malicious validator
+        # challenges: every bad submission by an honest validator (a canary by the pool's key with
+        # --canary-challenger pool), one good one by the malicious validator
         challenged: list[tuple[Sub, Player]] = []
         for i, sub in enumerate(s for s in subs if s.bad):
-            who = honest[i % len(honest)]
+            who = (self.pool_challenger if self.pool_challenger and sub.player is self.canary
+                   else honest[i % len(honest)])
             if self.tx(self.ledger.challenge, sub.sid, "evidence", sender=who.node):
                 challenged.append((sub, who))
         good = [s for s in subs if not s.bad and s.player.role == "worker"]
-        if good and self.tx(self.ledger.challenge, good[0].sid, "fabricated", sender=malicious.node):
+        if malicious and good and self.tx(self.ledger.challenge, good[0].sid, "fabricated", sender=malicious.node):
             challenged.append((good[0], malicious))
         for sub, challenger in challenged:
             for v in honest:
                 if v is not challenger:
                     self.tx(self.ledger.vote, sub.sid, sub.bad, sender=v.node)
-            if challenger is not malicious:
+            if malicious and challenger is not malicious:
                 self.tx(self.ledger.vote, sub.sid, not sub.bad, sender=malicious.node)
         self.chain.sleep(self.vote_s + 1)
         self.chain.mine()
@@ -358,7 +398,7 @@ class Sim:
         self.chain.mine()
         for tid in expiring:
             self.tx(self.ledger.expireLease, tid, sender=self.admin)
-        for pl in [*self.players, self.canary]:
+        for pl in [*self.players, self.canary] + ([self.pool_challenger] if self.pool_challenger else []):
             self.top_up(pl)
         self.check_books(r)
 
@@ -407,8 +447,10 @@ class Sim:
                 for pl in pls:
                     for k, v in pl.counts.items():
                         counts[k] += v
+                subs = max(1, self.stats["submissions"])
                 rows.append({"role": role, "strategy": strategy, "nodes": len(pls), "tokens": tokens, "cost": cost,
-                             "profit": tokens - cost, "per_day": (tokens - cost) / days, "counts": dict(counts)})
+                             "profit": tokens - cost, "per_day": (tokens - cost) / days,
+                             "per_submission": (tokens - cost) / subs, "counts": dict(counts)})
         for role in ("worker", "validator"):
             mine = [r for r in rows if r["role"] == role]
             best = max((r["per_day"] for r in mine if r["strategy"] != "honest"), default=float("-inf"))
@@ -426,33 +468,53 @@ def table(result: dict) -> str:
     lines = [f"{p['rounds']} rounds ({result['chain_seconds']} s of chain time), {p['tasks']} submissions of {UNITS} "
              f"units per worker per round, seed {p['seed']}; costs: {p['unit_cost']} INTL/unit generated, "
              f"{p['check_cost']} INTL per check; attester reward {p['attester_reward']} INTL; "
-             f"{p['canaries']} canary per round",
+             f"canaries: {canary_schedule(p)}, {result['stats'].get('canaries', 0)} of "
+             f"{result['stats'].get('submissions', 0)} submissions (c = {canary_share(result):.1%}), challenged by "
+             f"the {'pool' if p['canary_challenger'] == 'pool' else 'honest validators'}",
              "", "| role | strategy | nodes | tokens won (INTL/node) | costs | profit | profit per day | what happened |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in result["rows"]:
         what = ", ".join(f"{k} {v}" for k, v in sorted(r["counts"].items()))
         lines.append(f"| {r['role']} | {r['strategy']} | {r['nodes']} | {r['tokens']:.1f} | {r['cost']:.1f} | "
                      f"{r['profit']:.1f} | {r['per_day']:.0f} | {what} |")
-    lines.append("")
+    books = result["stats"].get("rounds with the books balanced to the wei", 0)
+    lines += ["", "| role | honest (INTL/day) | best other strategy | its INTL/day | honest strictly best? | books |",
+              "| --- | ---: | --- | ---: | --- | --- |"]
     for role in ("worker", "validator"):
         mine = [r for r in result["rows"] if r["role"] == role]
-        if len(mine) < 2:
-            lines.append(f"- {role}s: honest only in this run")
-            continue
-        best = max((r for r in mine if r["strategy"] != "honest"), key=lambda r: r["per_day"])
         honest = next(r for r in mine if r["strategy"] == "honest")
-        if mine[0]["honest_strictly_best"]:
-            verdict = "yes"
+        others = [r for r in mine if r["strategy"] != "honest"]
+        if not others:
+            lines.append(f"| {role} | {honest['per_day']:.0f} | (honest only) | | | |")
+            continue
+        best = max(others, key=lambda r: r["per_day"])
+        if honest["honest_strictly_best"]:
+            verdict = "**yes**"
         elif best["per_day"] == honest["per_day"]:
-            verdict = f"NO: {best['strategy']} earns exactly as much (a tie)"
+            verdict = f"**NO**: {best['strategy']} earns exactly as much (a tie)"
         else:
-            verdict = f"NO: {best['strategy']} earns more"
-        lines.append(f"- honest strictly best {role}: {verdict} (best other: {best['strategy']}, "
-                     f"{best['per_day']:.0f} INTL/day)")
+            verdict = f"**NO**: {best['strategy']} earns more"
+        lines.append(f"| {role} | {honest['per_day']:.0f} | {best['strategy']} | {best['per_day']:.0f} | {verdict} | "
+                     f"balanced to the wei after each of {books} of {p['rounds']} rounds |")
+    lines.append("")
     lines.append(f"- trainer (pool owner): {result['trainer_per_day']:.0f} INTL/day (rewards paid, canaries); "
                  f"treasury received {result['treasury']:.1f} INTL")
     lines.append(f"- books: balanced to the wei after each of {result['stats'].get('rounds with the books balanced to the wei', 0)} rounds")
     return "\n".join(lines)
+
+
+def canary_schedule(p: dict) -> str:
+    if p["canary_rate"] > 0:
+        return f"{p['canaries']} in a round with probability {p['canary_rate']}"
+    if p["canary_every"] <= 0 or p["canaries"] <= 0:
+        return "none"
+    return f"{p['canaries']} every {p['canary_every']} round(s)"
+
+
+def canary_share(result: dict) -> float:
+    """c: the canaries' share of all submissions of the run."""
+    st = result["stats"]
+    return st.get("canaries", 0) / max(1, st.get("submissions", 0))
 
 
 def run(p: Params) -> dict:

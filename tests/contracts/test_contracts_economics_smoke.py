@@ -36,3 +36,21 @@ def test_one_round_balances_and_pays_by_strategy(simulate, module_isolation):
     assert rows["validator", "malicious"]["counts"]["voter slashes"] >= 1
     assert rows["validator", "idle"]["tokens"] == 0
     assert result["stats"]["upheld"] >= 3 and result["stats"]["rejected"] == 1
+
+
+@pytest.mark.parametrize("challenger", ["validators", "pool"])
+def test_canaries_cost_a_lazy_validator(simulate, module_isolation, challenger):
+    """Honest workers only, a canary every round (c = 1/2): the lazy validator is paid for the two good
+    submissions it attested and slashed attesterSlash for each canary it attested, and ends below honest. Fails
+    if the simulation stops injecting canaries or the trainer's slashAttester stops reaching the lazy attester."""
+    p = simulate.Params(rounds=2, tasks=1, workers="honest", validators="honest,lazy", canary_every=1,
+                        canary_challenger=challenger)
+    result = simulate.run(p)
+    assert result["stats"]["canaries"] == 2 and result["stats"]["submissions"] == 4
+    assert result["stats"]["rounds with the books balanced to the wei"] == 2
+    rows = {r["strategy"]: r for r in result["rows"] if r["role"] == "validator"}
+    lazy, honest = rows["lazy"], rows["honest"]
+    assert lazy["counts"]["attester slashes"] == 2 and lazy["counts"]["attester rewards"] == 2
+    attester_slash = 20  # dev_params().attesterSlash in INTL
+    assert lazy["tokens"] == 2 * p.attester_reward - 2 * attester_slash  # -36 INTL
+    assert lazy["per_day"] < 0 and lazy["per_day"] < honest["per_day"] and honest["honest_strictly_best"]
