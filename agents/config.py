@@ -279,7 +279,8 @@ class CanarySettings(_Section):
     stake_amount: float = Field(100.0, gt=0)
     """Tokens staked on the canary worker (and the challenger) when their stake is below the minimum."""
     gpu_model: str = "cpu"
-    """The GPU model the canary worker declares (its thinking budgets follow it, as any worker's)."""
+    """The GPU model the canary worker declares (its claims' budget class is the lower of it and the class its
+    history earns, as any worker's)."""
     vram_gib: int = Field(0, ge=0)
     """The canary worker's declared VRAM (GiB)."""
     gpu_count: int = Field(0, ge=0)
