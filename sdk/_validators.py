@@ -1,27 +1,36 @@
-"""The validator set at a past block, from the chain alone (no archive state).
+"""The validator set at a past block, from the chain's event log alone (no archive state, no per-validator calls).
 
     history = ValidatorHistory(protocol)
     owners = history.at(claim.block_number - 1)     # {validator: owner} active and staked at that block's end
 
-A validator counts at block B when its validator weight at B (`StakeManager.validatorWeightAt`: its active
-stake while registered and active as a validator, else 0; checkpointed by block number on-chain) is
-positive and at least the validator minimum stake at B (the last `MinStakeSet` event of the validator role
-up to B; 0 before any). Candidates are the nodes of `NodeRegistered` events of the validator role up to B
-(the latest registration gives the owner). Events are logs and the weights are checkpoints, so any RPC node
-answers for any past block: a full node that prunes old state serves them as well as an archive one.
+A validator counts at block B when its validator weight at B is positive and at least the validator minimum
+stake at B (the last `MinStakeSet` event of the validator role up to B; 0 before any). Candidates are the
+nodes of `NodeRegistered` events of the validator role up to B (the latest registration gives the owner).
 
-The set of a past block never changes, so results are cached; events are scanned once, incrementally.
+The weight at B is the last `ValidatorWeightUpdated(node, weight, total)` event of the node up to B (0 before
+any). `StakeManager._syncWeight` is the one path by which a weight changes, and it emits that event each time
+it pushes a checkpoint, so this is exactly what `StakeManager.validatorWeightAt(node, B)` answers (the
+checkpoint of the last push at or before B; several in one block keep the last, as the last log does):
+`tests/sdk/test_sdk_validator_history.py` compares the two at every block of a chain with registrations,
+stakes, unstakes, exits, slashes and minimum changes.
+
+Cost: each call scans only the blocks after the last one scanned (one `eth_blockNumber`, then one
+`eth_getLogs` request per 10,000 blocks for all three events together) and makes no `eth_call`; results per block are cached. Before (main at
+98bd84d) each new block cost one `validatorWeightAt` call per validator ever registered (the set grows).
 """
 
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections import OrderedDict
 from typing import Any
 
 from ._models import Role
 
 __all__ = ["ValidatorHistory"]
+
+EVENTS = ("NodeRegistered", "MinStakeSet", "ValidatorWeightUpdated")
 
 
 class ValidatorHistory:
@@ -34,31 +43,75 @@ class ValidatorHistory:
         self._scanned = int(protocol.deployment.block) - 1
         self._registrations: list[tuple[int, str, str]] = []  # (block, node, owner), chain order
         self._min_stakes: list[tuple[int, int]] = []  # (block, amount), chain order
+        self._weights: dict[str, tuple[list[int], list[int]]] = {}  # node -> (blocks, weights), chain order
+        self._changes: list[int] = []  # blocks where any of the three events occurred, ascending, distinct
         self._sets: OrderedDict[int, dict[str, str]] = OrderedDict()
 
     def _scan_to(self, block: int) -> None:
         if block <= self._scanned:
             return
-        role = int(Role.VALIDATOR)
-        start = self._scanned + 1
-        regs = self.protocol.get_events(["NodeRegistered"], from_block=start, to_block=block, filters={"role": role})
-        mins = self.protocol.get_events(["MinStakeSet"], from_block=start, to_block=block, filters={"role": role})
-        self._registrations += [(e.block_number, str(e.args["node"]).lower(), str(e.args["owner"]).lower())
-                                for e in regs]
-        self._min_stakes += [(e.block_number, int(e.args["amount"])) for e in mins]
+        head = self.protocol.block_number()
+        if block > head:  # a log range past the head would be answered short, and then never scanned again
+            raise ValueError(f"block {block} is not mined yet (head {head})")
+        validator = int(Role.VALIDATOR)
+        for e in self.protocol.get_events(list(EVENTS), from_block=self._scanned + 1, to_block=block):
+            b, a = e.block_number, e.args
+            if e.event == "NodeRegistered":
+                if int(a["role"]) != validator:
+                    continue
+                self._registrations.append((b, str(a["node"]).lower(), str(a["owner"]).lower()))
+            elif e.event == "MinStakeSet":
+                if int(a["role"]) != validator:
+                    continue
+                self._min_stakes.append((b, int(a["amount"])))
+            else:
+                blocks, weights = self._weights.setdefault(str(a["node"]).lower(), ([], []))
+                if blocks and blocks[-1] == b:  # the block's last push is its checkpoint
+                    weights[-1] = int(a["weight"])
+                else:
+                    blocks.append(b)
+                    weights.append(int(a["weight"]))
+            if not self._changes or self._changes[-1] != b:
+                self._changes.append(b)
         self._scanned = block
 
     def min_stake_at(self, block: int) -> int:
         """The validator minimum stake at the end of `block`."""
         with self._lock:
             self._scan_to(block)
-            return next((amount for b, amount in reversed(self._min_stakes) if b <= block), 0)
+            return self._min_stake_at(block)
+
+    def _min_stake_at(self, block: int) -> int:
+        return next((amount for b, amount in reversed(self._min_stakes) if b <= block), 0)
 
     def candidates_at(self, block: int) -> dict[str, str]:
         """{node: owner} of every node registered as a validator at or before `block` (active or not)."""
         with self._lock:
             self._scan_to(block)
-            return {node: owner for b, node, owner in self._registrations if b <= block}
+            return self._candidates_at(block)
+
+    def _candidates_at(self, block: int) -> dict[str, str]:
+        return {node: owner for b, node, owner in self._registrations if b <= block}
+
+    def weight_at(self, node: str, block: int) -> int:
+        """`node`'s validator weight at the end of `block` (what `StakeManager.validatorWeightAt` answers)."""
+        with self._lock:
+            self._scan_to(block)
+            return self._weight_at(node.lower(), block)
+
+    def _weight_at(self, node: str, block: int) -> int:
+        hist = self._weights.get(node)
+        if hist is None:
+            return 0
+        i = bisect_right(hist[0], block)
+        return hist[1][i - 1] if i else 0
+
+    def change_blocks(self, after: int, upto: int) -> list[int]:
+        """The blocks in (`after`, `upto`] where the set may have changed (a registration, a minimum or a weight
+        moved): `at(b)` is constant between two consecutive ones."""
+        with self._lock:
+            self._scan_to(upto)
+            return [b for b in self._changes if after < b <= upto]
 
     def at(self, block: int) -> dict[str, str]:
         """{validator: owner} (lower case) of the validators active and staked at the end of past block `block`."""
@@ -68,14 +121,14 @@ class ValidatorHistory:
             if cached is not None:
                 self._sets.move_to_end(block)
                 return dict(cached)
-        floor = self.min_stake_at(block)
-        out = {}
-        for node, owner in self.candidates_at(block).items():
-            weight = self.protocol.validator_weight_at(node, block)
-            if weight > 0 and weight >= floor:
-                out[node] = owner
-        with self._lock:
+            self._scan_to(block)
+            floor = self._min_stake_at(block)
+            out = {}
+            for node, owner in self._candidates_at(block).items():
+                weight = self._weight_at(node, block)
+                if weight > 0 and weight >= floor:
+                    out[node] = owner
             self._sets[block] = out
             while len(self._sets) > self.cache_blocks:
                 self._sets.popitem(last=False)
-        return dict(out)
+            return dict(out)

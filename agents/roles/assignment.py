@@ -5,11 +5,15 @@ theirs) and the validators (who check their assigned submissions first).
     assigner.for_task(task_id)   # [validator, ...] best rank first; None while the claim is not visible
 
 The rule is `intellect.verifier.assignment.assigned_validators` over the validator set at the end of the
-block before the claim's block (`intellect.sdk.ValidatorHistory`: events and checkpointed weights, no
-archive state), leaving out the worker's own operator, one validator per operator. The one exception is a
+block before the claim's block (`intellect.sdk.ValidatorHistory`: from registration, minimum-stake and
+weight events, no archive state), leaving out the worker's own operator, one validator per operator. The one exception is a
 development chain (anvil): a claim made before `quorum` validators were staked there (a swarm's processes
-start together) is assigned from the current set instead, so a local swarm trains however its processes
-raced; every other chain keeps the claim's set, and such a claim's submission is never trainable.
+start together) is assigned from the set at the end of the first block after the claim's at which the set
+gives it `quorum` validators (`ValidatorHistory.change_blocks`: the set changes only at those blocks), and is
+unassigned (None: asked again later) until that block is mined. Every party (the trainer, each validator)
+computes the same block from the chain alone, whenever it asks: the earlier fallback took the set as of "now",
+so the trainer and a validator asking at different times could disagree and keep different lists. Every other
+chain keeps the claim's set, and such a claim's submission is never trainable.
 """
 
 from __future__ import annotations
@@ -42,25 +46,33 @@ class Assigner:
             self._owners[key] = self.protocol.owner_of(node).lower()
         return self._owners[key]
 
-    def for_claim(self, seed: bytes, claim_block: int, worker: str) -> list[str]:
-        """The validators assigned to the claim of `worker` at block `claim_block` whose seed is `seed`."""
+    def for_claim(self, seed: bytes, claim_block: int, worker: str) -> list[str] | None:
+        """The validators assigned to the claim of `worker` at block `claim_block` whose seed is `seed`; None
+        only on a development chain while no block since the claim gave it `quorum` validators."""
         exclude = (worker, self._owner(worker))
-        owners = self.history.at(int(claim_block) - 1)
+        before = int(claim_block) - 1
+        owners = self.history.at(before)
         assigned = assigned_validators(seed, owners, self.k, owners=owners, exclude=exclude)
-        if len(assigned) < self.quorum and self.protocol.chain_id in DEV_CHAIN_IDS:
-            now = self.protocol.block_number() - 1
-            owners = self.history.at(now)
-            log.info("claim at block %d had %d assignable validator(s) (quorum %d): on a development chain, "
-                     "assigned from the set of block %d", claim_block, len(assigned), self.quorum, now)
-            assigned = assigned_validators(seed, owners, self.k, owners=owners, exclude=exclude)
-        elif len(assigned) < self.quorum:
+        if len(assigned) >= self.quorum:
+            return assigned
+        if self.protocol.chain_id not in DEV_CHAIN_IDS:
             log.warning("claim at block %d: only %d validator(s) of other operators were staked (quorum %d); "
                         "its submission cannot be trained on", claim_block, len(assigned), self.quorum)
-        return assigned
+            return assigned
+        for b in self.history.change_blocks(before, self.protocol.block_number()):  # mined: their end is final
+            owners = self.history.at(b)
+            got = assigned_validators(seed, owners, self.k, owners=owners, exclude=exclude)
+            if len(got) >= self.quorum:
+                log.info("claim at block %d had %d assignable validator(s) (quorum %d): on a development chain, "
+                         "assigned from the set of block %d, the first that had enough", claim_block,
+                         len(assigned), self.quorum, b)
+                return got
+        return None
 
     def for_task(self, task_id: int, claim: Any = None) -> list[str] | None:
         """The validators assigned to task `task_id`; `claim` = (seed, block, node) when the caller has them
-        (a validator's event follower), else read from its TaskClaimed event. None: no claim found (yet)."""
+        (a validator's event follower), else read from its TaskClaimed event. None: no claim found (yet), or
+        on a development chain no set with `quorum` validators since the claim (yet)."""
         if claim is None:
             c = self.protocol.task_claim(task_id)
             if c is None:

@@ -63,3 +63,30 @@ def test_validator_dispatches_its_assigned_submissions_first(devnet, tmp_path):
     val._dispatch()
     assert val._executor.order == mine + others  # assigned first, then every other one, each in queue order
     assert all(val.state.record("assignment", sid)["data"]["mine"] == (sid in mine) for sid in picks)
+
+
+def test_dev_chain_fallback_is_the_same_whenever_a_party_asks(devnet):
+    """A claim made before `quorum` validators were staked (a local swarm starting): every party assigns it from
+    the set of the first block after the claim that had enough validators, whenever it asks. The fallback to the
+    set of "now" gave the trainer and a validator asking at different times different lists."""
+    from nodes import staked_node  # type: ignore[import-not-found]
+
+    from intellect.agents.roles.assignment import Assigner
+    from intellect.sdk import Role
+
+    pool_id = devnet.deployment.default_pool_id or 1
+    devnet.protocol(0).publish_checkpoint(pool_id, 0, "bafkreimanifestdevfallback")
+    w = staked_node(devnet, 1, "worker")
+    claim = w.claim_task(pool_id)  # no validator staked yet
+    claim_info = (claim.seed, claim.block_number, w.address)
+    trainer_side = Assigner(devnet.protocol(0), k=3, quorum=2)
+    assert trainer_side.for_task(claim.task_id, claim_info) is None  # not assignable yet: asked again later
+
+    first = [staked_node(devnet, i, Role.VALIDATOR) for i in (2, 3)]  # the quorum is reached at the second's stake
+    trainer_got = trainer_side.for_task(claim.task_id, claim_info)
+    assert trainer_got is not None and sorted(trainer_got) == sorted(v.address.lower() for v in first)
+    for i in (4, 6, 7):  # more validators join before a validator asks
+        staked_node(devnet, i, Role.VALIDATOR)
+    validator_side = Assigner(devnet.protocol(4), k=3, quorum=2)
+    assert validator_side.for_task(claim.task_id, claim_info) == trainer_got
+    assert Assigner(devnet.protocol(0), k=3, quorum=2).for_task(claim.task_id) == trainer_got  # from the logs too

@@ -4,6 +4,8 @@ its assignment is drawn from."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from intellect.sdk import Protocol, ValidatorHistory
 from intellect.sdk._models import Role
 from intellect.sdk.devnet import Devnet
@@ -64,3 +66,53 @@ def test_task_claim_reads_the_claims_block_and_seed(net: Devnet) -> None:
     assert got is not None
     assert (got.seed, got.block_number, got.node.lower()) == (claim.seed, claim.block_number, w.address.lower())
     assert net.protocol(5).task_claim(claim.task_id + 1) is None
+
+
+def _per_validator(p: Protocol, history: ValidatorHistory, block: int) -> dict[str, str]:
+    """The computation `at` made before it was incremental (main at 98bd84d): one `validatorWeightAt` call per
+    validator ever registered up to `block`, against the minimum at `block`."""
+    floor = history.min_stake_at(block)
+    out = {}
+    for node, owner in history.candidates_at(block).items():
+        weight = p.validator_weight_at(node, block)
+        if weight > 0 and weight >= floor:
+            out[node] = owner
+    return out
+
+
+def test_at_is_incremental_and_agrees_with_per_validator_weights_at_every_block(net: Devnet) -> None:
+    """Registrations, stakes, top-ups, unstakes, an exit and minimum changes across blocks:
+    the event-built set equals the per-validator `validatorWeightAt` computation at every block, and a call
+    for a new block scans only the new blocks (one eth_getLogs) and makes no eth_call."""
+    from rpc_counter import count_rpc  # type: ignore[import-not-found]
+
+    admin = net.protocol(0)
+    start = admin.block_number()
+    a, b, c = _validator(net, 2), _validator(net, 3), _validator(net, 4, stake=50 * TOKEN)  # c under the minimum
+    d = _validator(net, 6, stake=0)
+    admin.set_min_stake(Role.VALIDATOR, 40 * TOKEN)  # c is now above it
+    d.stake(d.address, 60 * TOKEN)
+    a.request_unstake(a.address, 70 * TOKEN)  # a drops to 30: under the minimum
+    b.stake(b.address, 5 * TOKEN)
+    c.exit_node()  # weight 0
+    admin.set_min_stake(Role.VALIDATOR, 20 * TOKEN)  # a counts again
+    e = _validator(net, 7)
+    d.request_unstake(d.address, 60 * TOKEN)  # all of it
+    admin.publish_checkpoint(net.deployment.default_pool_id or 1, 1, "bafkreimanifestincremental")
+    head = admin.block_number()
+
+    reader = net.protocol(5)
+    history, reference = ValidatorHistory(reader), ValidatorHistory(net.protocol(8))
+    seen = set()
+    for block in range(start, head):
+        with count_rpc(reader.w3) as calls:
+            got = history.at(block)
+        assert got == _per_validator(net.protocol(8), reference, block), block
+        assert "eth_call" not in calls and calls.count("eth_getLogs") <= 1, (block, calls)
+        seen.add(tuple(sorted(got)))
+    assert len(seen) >= 6  # the set really moved along the way
+    assert set(history.at(head - 1)) == {a.address.lower(), b.address.lower(), e.address.lower()}
+    changes = history.change_blocks(start, head - 1)
+    assert changes
+    for x, y in pairwise(changes):  # constant between two changes
+        assert all(history.at(z) == history.at(x) for z in range(x, y))
