@@ -34,6 +34,11 @@ __all__ = [
 ]
 
 ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
+LISTING_FLOOR = 10**18
+"""Least active stake (1 token) with which a node is listed by role, on top of its role's on-chain minimum:
+agents discover peers (and the dashboard asks agents' `/status`) only among nodes staked at least
+`max(minStake(role), LISTING_FLOOR)`. Registering is free and relays' and trainers' minimum is 0: a node
+listed without stake would cost every agent a `/status` fetch per refresh, its author nothing (issue 22)."""
 
 
 class Role(IntEnum):

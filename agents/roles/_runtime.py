@@ -25,6 +25,7 @@ from intellect.agents.config import AgentConfig, TaskSettings
 from intellect.agents.roles._server import AgentServer, Metrics
 from intellect.agents.roles._state import StateStore
 from intellect.sdk import IntellectError
+from intellect.sdk._models import LISTING_FLOOR
 
 __all__ = [
     "LISTING_FLOOR",
@@ -201,12 +202,6 @@ def attestation_page(records: list[dict[str, Any]], since: float, after: int, li
     newer.sort(key=lambda r: (r["updated_at"], int(r["id"])))
     return newer[:limit]
 
-
-LISTING_FLOOR = 10**18
-"""Least active stake (1 token) that gets a node of any role discovered by role (`Directory.by_role`),
-on top of the role's on-chain minimum: relays and trainers need no stake to register, and a node
-listed for free would cost every agent a `/status` fetch per refresh. Agents that advertise an
-endpoint stake up to it (`Agent.ensure_node`)."""
 
 _DIRECTORY_EVENTS = ["NodeRegistered", "NodeUpdated", "NodeExited", "StakeUpdated", "MinStakeSet"]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._fetch import PeerHttpError, fetch
-from .._models import DecodedEvent, TaskStatus, format_tokens
+from .._models import LISTING_FLOOR, DecodedEvent, TaskStatus, format_tokens
 from ._models import (
     AGENT_STATUS_SCHEMA,
     ChallengeView,
@@ -52,6 +52,10 @@ EVENTS = [
     "ChallengeOpened", "VoteCast", "ChallengeResolved", "RewardClaimed", "SubmissionVoided", "WorkerWiped",
 ]
 _MAX_STATUS = 4 * 1024 * 1024  # bytes of an agent's /status read at most
+MAX_STATUS_FETCHES = 64
+"""Most agents' `/status` documents one refresh asks for: the pools' trainers, then nodes staked at least
+`LISTING_FLOOR`, the most staked first. Registering is free: a node without the stake is shown from its
+events but never asked, so a flood of registrations does not slow the page (issue 22)."""
 _ROLE = {0: "none", 1: "worker", 2: "validator", 3: "trainer", 4: "relay"}
 
 
@@ -209,7 +213,7 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
         slashed=sum(n.slashed for n in node_list), rewards_claimed=sum(claimed.values()),
         checkpoints=len(checkpoints),
         agents_up=sum(1 for n in node_list if n.agent_status is not None),
-        agents_down=sum(1 for n in node_list if n.endpoint and n.agent_status is None and fetcher is not None))
+        agents_down=sum(1 for n in node_list if n.agent_asked and n.agent_status is None))
     return Snapshot(
         chain_id=p.chain_id, rpc_url=p.rpc_url, block=head, chain_time=now, generated_at=time.time(),
         contracts={name: c.address for name, c in p.contracts.items()}, pools=pools, nodes=node_list,
@@ -481,15 +485,29 @@ def _verdict(status: TaskStatus, *, wiped: bool, closed: bool) -> str:
 
 def _agent_statuses(fetcher: StatusFetcher, nodes: dict[str, NodeView],
                     trainers: dict[str, int]) -> dict[str, Any] | None:
-    """Fill each node's agent status (or why there is none); returns a trainer's status document."""
+    """Fill each node's agent status (or why there is none); returns a trainer's status document. Asked: the
+    pools' trainers and nodes with at least `LISTING_FLOOR` active stake (a slashed node under its role's
+    minimum too: an operator wants to see it), most staked first, at most `MAX_STATUS_FETCHES`."""
     trainer_status: dict[str, Any] | None = None
-    results = fetcher.fetch([n.endpoint for n in nodes.values() if n.endpoint])
+
+    def staked(nv: NodeView) -> bool:
+        return nv.stake_active >= LISTING_FLOOR
+
+    asked = sorted((nv for k, nv in nodes.items() if nv.endpoint and (k in trainers or staked(nv))),
+                   key=lambda nv: (nv.address.lower() not in trainers, -nv.stake_active))[:MAX_STATUS_FETCHES]
+    results = fetcher.fetch([nv.endpoint for nv in asked])
+    for nv in asked:
+        nv.agent_asked = True
     for nv in nodes.values():
         if not nv.endpoint:
             nv.agent_error = "no endpoint registered"
             continue
-        doc, err = results.get(nv.endpoint, (None, "not fetched"))
         nv.agent_url = nv.endpoint.rstrip("/") + "/status"
+        if not nv.agent_asked:
+            nv.agent_error = ("not asked: staked below the listing floor" if not staked(nv)
+                              else f"not asked: over the {MAX_STATUS_FETCHES} asked per refresh")
+            continue
+        doc, err = results.get(nv.endpoint, (None, "not fetched"))
         nv.agent_status, nv.agent_error = doc, err
         if doc is not None and nv.address.lower() in trainers:
             trainer_status = doc

@@ -83,6 +83,9 @@ class NodeView(_View):
     """As a validator: challenges it opened."""
     votes_cast: int = 0
     agent_url: str | None = None
+    agent_asked: bool = False
+    """Its `/status` was asked this refresh (pools' trainers and nodes staked at least `LISTING_FLOOR`, the most
+    staked first, up to `MAX_STATUS_FETCHES`; an unstaked registration is shown but never asked)."""
     agent_status: dict[str, Any] | None = None
     agent_error: str | None = None
 
