@@ -13,6 +13,8 @@ the contract's custom error name and arguments; transient RPC failures are retri
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +24,7 @@ from eth_abi.exceptions import DecodingError
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from hexbytes import HexBytes
+from pydantic import BaseModel, Field
 from web3 import Web3
 from web3.contract import Contract
 from web3.exceptions import ContractLogicError, Web3Exception
@@ -76,6 +79,27 @@ def _addr(a: str) -> str:
         return str(Web3.to_checksum_address(a))
     except (ValueError, TypeError):
         raise ConfigError(f"not an address: {a!r} (expected 0x followed by 40 hex digits)") from None
+
+
+class AttesterClaimCursor(BaseModel):
+    """Where `Protocol.claim_attester_rewards` stands for one validator: the last block whose AttestationRecorded
+    events it scanned, and its unsettled records (submission id -> the window's end, -1 while not read)."""
+
+    chain_id: int
+    validator: str
+    scanned_to: int
+    pending: dict[int, int] = Field(default_factory=dict)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` (a crash leaves the old or the new file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cursor-")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 class Protocol:
@@ -836,18 +860,63 @@ class Protocol:
         rc = self.transact(self._book(), "releaseAttesterReward", int(submission_id), _addr(validator))
         return sum(int(e.args["amount"]) for e in rc.events if e.event == "AttesterRewardReleased")
 
-    def claim_attester_rewards(self, validator: str | None = None, *, from_block: int | None = None) -> int:
-        """Claim every recorded attestation reward of `validator` that is payable now (each checked with an
-        eth_call first, so windows still open or challenged cost nothing); returns the total paid."""
+    def claim_attester_rewards(self, validator: str | None = None, *, from_block: int | None = None,
+                               cursor_path: Path | str | None = None) -> int:
+        """Claim every recorded attestation reward of `validator` (default: this account) that is payable now;
+        returns the total paid.
+
+        Incremental: the first call scans AttestationRecorded from `from_block` (default the deployment block);
+        later calls on this `Protocol` scan only the blocks after the last one scanned and ask only about the
+        records not yet settled: a record costs one read of its window's end when first seen, nothing while that
+        window is open, then one eth_call of `claimAttesterReward` per pass until it is paid or found settled
+        (by anyone: paid, released, slashed) or never payable (its work upheld or voided). With `cursor_path`
+        that state (`AttesterClaimCursor`: the last block scanned and the unsettled records) is kept in a JSON
+        file, replaced atomically, so a restarted program resumes instead of rescanning from the deployment."""
         v = _addr(validator or self.address)
-        total = 0
-        for rec in self.attester_records(v, from_block=from_block):
+        cur = self._attester_cursor(v, from_block, cursor_path)
+        head = self.block_number()
+        if head > cur.scanned_to:
+            for e in self.get_events(["AttestationRecorded"], from_block=cur.scanned_to + 1, to_block=head,
+                                     filters={"validator": v}):
+                cur.pending.setdefault(int(e.args["submissionId"]), -1)  # window end not read yet
+            cur.scanned_to = head
+        now, total = None, 0
+        for sid in sorted(cur.pending):
+            if cur.pending[sid] < 0:
+                cur.pending[sid] = int(self.task(sid).window_end)
+            now = self.chain_time() if now is None else now
+            if cur.pending[sid] > now:
+                continue  # window open: nothing to ask
             try:
-                self.call(self._book(), "claimAttesterReward", rec.submission_id, v)
-            except ContractRevert:
-                continue  # not payable yet (window open, challenged) or not at all (upheld: released instead)
-            total += self.claim_attester_reward(rec.submission_id, v)
+                self.call(self._book(), "claimAttesterReward", sid, v)
+            except ContractRevert as exc:
+                if exc.name == "AttesterBookBadRecord" or self.task(sid).status in (TaskStatus.UPHELD,
+                                                                                    TaskStatus.VOIDED):
+                    del cur.pending[sid]  # settled by someone, or released to the pool instead
+                continue  # else not payable yet (challenged): asked again next call
+            total += self.claim_attester_reward(sid, v)
+            del cur.pending[sid]
+        if cursor_path is not None:
+            _write_atomic(Path(cursor_path), cur.model_dump_json())
         return total
+
+    def _attester_cursor(self, validator: str, from_block: int | None,
+                         cursor_path: Path | str | None) -> AttesterClaimCursor:
+        cursors: dict[str, AttesterClaimCursor] = self.__dict__.setdefault("_attester_cursors", {})
+        cur = cursors.get(validator)
+        if cur is None and cursor_path is not None and Path(cursor_path).is_file():
+            try:
+                cur = AttesterClaimCursor.model_validate_json(Path(cursor_path).read_text())
+            except ValueError as exc:
+                raise ConfigError(f"attester cursor {cursor_path} is invalid ({exc}); delete it to rescan") from None
+            if cur.chain_id != self.chain_id or cur.validator != validator:
+                raise ConfigError(f"attester cursor {cursor_path} is for validator {cur.validator} on chain "
+                                  f"{cur.chain_id}, not {validator} on chain {self.chain_id}")
+        if cur is None:
+            start = int(self.deployment.block if from_block is None else from_block)
+            cur = AttesterClaimCursor(chain_id=self.chain_id, validator=validator, scanned_to=start - 1)
+        cursors[validator] = cur
+        return cur
 
     def slash_attester(self, submission_id: int, validator: str, *, rollouts_cid: str, proofs_hash: bytes | str,
                        policy_step: int, signature: bytes | str) -> int:

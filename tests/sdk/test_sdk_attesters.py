@@ -4,6 +4,8 @@ attester of upheld work (with its own EIP-712 signature) and a voter on the losi
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from eth_account import Account
 from nodes import staked_node  # type: ignore[import-not-found]
@@ -113,3 +115,46 @@ def test_attester_calls_need_the_book_in_the_deployment(net: Devnet) -> None:
     assert old.pool(1).pool_id == 1
     with pytest.raises(ConfigError, match="no AttesterBook"):
         old.attester_slash()
+
+
+def test_claim_attester_rewards_is_incremental_and_resumes_from_its_cursor(net: Devnet, tmp_path) -> None:
+    """`claim_attester_rewards` scans only the blocks after its last pass and asks only about unsettled records:
+    nothing while their windows are open, one eth_call each when due, nothing once settled; with `cursor_path`
+    a new program resumes where the last stopped. Before, every call scanned AttestationRecorded from the
+    deployment block and made one eth_call per record ever made (two per unsettled one)."""
+    from rpc_counter import count_rpc, log_ranges  # type: ignore[import-not-found]
+
+    trainer, w, first = _submitted(net)
+    v = _validator(net, 2)
+    pool_id = net.deployment.default_pool_id or 1
+    trainer.record_attestations(first, [v.address])
+    net.increase_time(w.pool(pool_id).params.window_length + 1)
+    cursor = tmp_path / "attester.json"
+    assert v.claim_attester_rewards(cursor_path=cursor) == REWARD  # the past: scanned once, paid
+    sids = []
+    for i in range(3):  # new records, windows open
+        c = w.claim_task(pool_id)
+        w.submit_work(c.task_id, f"{CID}{i}", PROOFS, 2, 1)
+        trainer.record_attestations(c.task_id, [v.address])
+        sids.append(c.task_id)
+
+    again = net.protocol(2)  # a restarted program: the cursor file, not a rescan
+    scanned = json.loads(cursor.read_text())["scanned_to"]
+    with count_rpc(again.w3) as calls, log_ranges(again.w3) as ranges:
+        assert again.claim_attester_rewards(cursor_path=cursor) == 0
+    assert ranges and all(lo > scanned for lo, _ in ranges), ranges
+    assert calls.count("eth_call") == len(sids)  # each new record's window end, read once; the paid one: nothing
+    with count_rpc(again.w3) as calls, log_ranges(again.w3) as ranges:
+        assert again.claim_attester_rewards(cursor_path=cursor) == 0
+    assert "eth_call" not in calls  # windows open: nothing asked
+
+    net.increase_time(w.pool(pool_id).params.window_length + 1)
+    w.claim_attester_reward(sids[0], v.address)  # someone else sent one
+    before = again.balance_of()
+    with count_rpc(again.w3) as calls:
+        assert again.claim_attester_rewards(cursor_path=cursor) == REWARD * (len(sids) - 1)
+    assert again.balance_of() == before + REWARD * (len(sids) - 1)
+    assert calls.count("eth_sendRawTransaction") == len(sids) - 1
+    with count_rpc(again.w3) as calls:
+        assert again.claim_attester_rewards(cursor_path=cursor) == 0
+    assert "eth_call" not in calls and "eth_sendRawTransaction" not in calls  # nothing unsettled is left
