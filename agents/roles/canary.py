@@ -45,7 +45,7 @@ from intellect.agents.roles.pool_rules import rules_tokenizer
 from intellect.sdk import ContractRevert, IntellectError
 from intellect.verifier.submission import too_stale
 
-__all__ = ["CanaryInjector", "canary_ids", "perturb"]
+__all__ = ["MAX_SUBMIT_REVERTS", "CanaryInjector", "canary_ids", "perturb"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,10 @@ KIND = "canary"
 submitted → upheld → closed (or unchallenged / closed with the task's status)."""
 EVIDENCE_SCHEMA = "intellect.evidence/v1"  # the validators' evidence document (roles.validator.Evidence)
 PASS_SECONDS = 2.0
+MAX_SUBMIT_REVERTS = 3
+"""`submitWork` reverts after which a canary is given up (closed, with the revert logged; its lease expires on
+its own): a revert that repeats (a pool out of budget, a cap, units the pool refuses) would otherwise be retried,
+the file rebuilt, every pass until the lease ran out."""
 
 
 def canary_ids(state: Any) -> set[int]:
@@ -258,21 +262,36 @@ class CanaryInjector:
         if self.t.protocol.chain_time() >= t.lease_expiry:
             self.state.put(KIND, sid, "closed", {"task_status": "lease_expired"})
             return
-        step = int(d["step"])
         latest = self.t.protocol.latest_step(self.t.pool_id) or 0
-        if too_stale(latest, step, self.t.pool.params.async_level):
-            step = latest
-        rf = self._build(sid, bytes.fromhex(d["seed"]), step, d.get("block"))
-        out = Path(self.t.data_dir) / "canary"
-        out.mkdir(parents=True, exist_ok=True)
-        path = rf.write(out / f"task-{sid}.parquet")
-        cid = self.t.ipfs.add(Path(path).read_bytes(), pin=True)  # served by the trainer's gateway, like pushed work
-        ph = "0x" + proofs_hash([pr for row in rf.rows for pr in row.proofs]).hex()
-        units = sum(len(r.completion_ids) for r in rf.rows)
-        self.state.put(KIND, sid, "planned", {"rollouts_cid": cid, "proofs_hash": ph, "policy_step": step,
-                                              "work_units": units})
+        if "rollouts_cid" in d and not too_stale(latest, int(d["policy_step"]), self.t.pool.params.async_level):
+            cid, ph, units, step = d["rollouts_cid"], d["proofs_hash"], int(d["work_units"]), int(d["policy_step"])
+        else:  # built once; rebuilt only when its step went stale
+            step = int(d["step"])
+            if too_stale(latest, step, self.t.pool.params.async_level):
+                step = latest
+            rf = self._build(sid, bytes.fromhex(d["seed"]), step)
+            out = Path(self.t.data_dir) / "canary"
+            out.mkdir(parents=True, exist_ok=True)
+            path = rf.write(out / f"task-{sid}.parquet")
+            cid = self.t.ipfs.add(Path(path).read_bytes(), pin=True)  # served by the trainer's gateway, like pushed work
+            ph = "0x" + proofs_hash([pr for row in rf.rows for pr in row.proofs]).hex()
+            units = sum(len(r.completion_ids) for r in rf.rows)
+            self.state.put(KIND, sid, "planned", {"rollouts_cid": cid, "proofs_hash": ph, "policy_step": step,
+                                                  "work_units": units})
         self._top_up(self.worker, Role.WORKER)  # a canary upheld meanwhile slashed it below the minimum
-        sub = self.worker.submit_work(sid, cid, bytes.fromhex(ph[2:]), units, step)
+        try:
+            sub = self.worker.submit_work(sid, cid, bytes.fromhex(ph[2:]), units, step)
+        except ContractRevert as exc:
+            n = int(d.get("submit_reverts", 0)) + 1
+            if n >= MAX_SUBMIT_REVERTS:
+                self.state.put(KIND, sid, "closed", {"submit_reverts": n, "gave_up": f"submitWork reverted {n} "
+                                                     f"times, last {exc.name}"})
+                log.error("canary %d: given up after %d reverted submissions (last: %s); its lease expires unused",
+                          sid, n, exc)
+            else:
+                self.state.put(KIND, sid, "planned", {"submit_reverts": n})
+                log.warning("canary %d: submitWork reverted (%d of %d): %s", sid, n, MAX_SUBMIT_REVERTS, exc)
+            return
         self.state.put(KIND, sid, "submitted", {"window_end": int(sub.window_end),
                                                 "submitted_at": int(self.t.protocol.chain_time())})
         log.warning("canary: submission %d sent (%s, step %d, %d units)", sid, cid, step, units)

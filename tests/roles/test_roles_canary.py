@@ -88,6 +88,51 @@ def test_pool_challenges_an_unchallenged_canary_and_slashes_its_attester(devnet,
     trainer.state.close()
 
 
+def test_canary_whose_submission_keeps_reverting_is_given_up(devnet, tmp_path):
+    """`submitWork` reverts on every try (here: more units than the pool admits, a real revert): the injector
+    builds the file once, tries `MAX_SUBMIT_REVERTS` times (one a pass), then closes the canary with the reason
+    and sends nothing more; before, every 2 s pass rebuilt the file and resubmitted until the lease ran out."""
+    from intellect.agents.models import tiny_model_dir
+    from intellect.agents.roles._runtime import load_task_set
+    from intellect.agents.roles._state import StateStore
+    from intellect.agents.roles.canary import MAX_SUBMIT_REVERTS, CanaryInjector, canary_ids
+    from intellect.sdk.ipfs import EmbeddedIpfs
+
+    p = devnet.protocol(0)
+    pool_id = devnet.deployment.default_pool_id or 1
+    p.publish_checkpoint(pool_id, 0, "bafkreimanifestcanaryrevert")
+    cfg = load_config(None, env={}, overrides={
+        "role": "trainer", "data_dir": str(tmp_path / "t"), "tasks.source": "synthetic:64:0",
+        "tasks.budgets": json.dumps({"cpu": [6, 8]}), "trainer.canary.every_n_steps": "1",
+        "trainer.canary.dev_account": str(CANARY)})
+    trainer = SimpleNamespace(
+        cfg=cfg, protocol=p, pool_id=pool_id, pool=p.pool(pool_id), state=StateStore(tmp_path / "state.sqlite"),
+        ipfs=EmbeddedIpfs(tmp_path / "ipfs"), data_dir=tmp_path / "t", stop_event=threading.Event(), rules=None,
+        gt=SimpleNamespace(checkpoint_path=lambda step: tiny_model_dir()),
+        task_set=load_task_set(cfg.tasks, None, None))
+    injector = CanaryInjector(trainer)
+    injector.set_up()
+    builds, tries = [], []
+    build, submit = injector._build, injector.worker.submit_work
+    injector._build = lambda *a: builds.append(a) or build(*a)  # type: ignore[method-assign]
+    too_many = trainer.pool.params.max_units_per_submission + 1
+
+    def reverting(sid, cid, ph, units, step):
+        tries.append(sid)
+        return submit(sid, cid, ph, too_many, step)  # TaskLedgerInvalidWorkUnits, from the chain
+
+    injector.worker.submit_work = reverting
+    for _ in range(MAX_SUBMIT_REVERTS + 3):
+        injector.tick()  # a pass never raises for a revert
+    (sid,) = canary_ids(trainer.state)
+    rec = trainer.state.record("canary", sid)
+    assert rec["status"] == "closed" and rec["data"]["submit_reverts"] == MAX_SUBMIT_REVERTS
+    assert "TaskLedgerInvalidWorkUnits" in rec["data"]["gave_up"]
+    assert tries == [sid] * MAX_SUBMIT_REVERTS and len(builds) == 1  # built once, then only resubmitted
+    assert p.task(sid).status == TaskStatus.CLAIMED  # nothing sent; the lease runs out on its own
+    trainer.state.close()
+
+
 @pytest.mark.timeout(300)
 def test_lazy_validator_attests_a_canary_and_is_slashed_while_the_honest_one_is_not(swarm, devnet):
     """Agent processes: a trainer with canaries on (every step, no challenger key of its own), the kit's lazy
