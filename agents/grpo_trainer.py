@@ -131,17 +131,22 @@ class Sample:
     advantage: float
     policy_step: int
     reward: float = 0.0
+    source: str = ""
+    """the submission (rollout file) the sample came from: two files' groups of one problem at one policy step
+    are two GRPO groups (their advantages were computed apart), not one"""
 
     @classmethod
-    def from_row(cls, row: Any) -> Sample:
-        return cls(row.problem_id, row.prompt_ids, row.completion_ids, row.advantage, row.policy_step, row.reward)
+    def from_row(cls, row: Any, source: str = "") -> Sample:
+        return cls(row.problem_id, row.prompt_ids, row.completion_ids, row.advantage, row.policy_step, row.reward,
+                   source)
 
 
-def group_samples(samples: Sequence[Any]) -> dict[tuple[str, int], list[Any]]:
-    """The GRPO groups of a batch: samples keyed by (problem id, policy step), in order of first appearance."""
-    groups: dict[tuple[str, int], list[Any]] = defaultdict(list)
+def group_samples(samples: Sequence[Any]) -> dict[tuple[str, int, str], list[Any]]:
+    """The GRPO groups of a batch: samples keyed by (problem id, policy step, source submission), in order of
+    first appearance."""
+    groups: dict[tuple[str, int, str], list[Any]] = defaultdict(list)
     for s in samples:
-        groups[(s.problem_id, s.policy_step)].append(s)
+        groups[(s.problem_id, s.policy_step, getattr(s, "source", ""))].append(s)
     return dict(groups)
 
 

@@ -124,7 +124,8 @@ def verified_samples(rf: Any, task_set: Any, tokenizer: Any, alpha: float) -> tu
         for r, rw, adv in zip(rows, rewards, advantages, strict=True):
             stats["max_reward_diff"] = max(stats["max_reward_diff"], abs(r.reward - rw))
             stats["max_advantage_diff"] = max(stats["max_advantage_diff"], abs(r.advantage - adv))
-            samples.append(Sample(r.problem_id, r.prompt_ids, r.completion_ids, adv, r.policy_step, rw))
+            samples.append(Sample(r.problem_id, r.prompt_ids, r.completion_ids, adv, r.policy_step, rw,
+                                  source=rf.meta.task_id))
     return samples, stats
 
 

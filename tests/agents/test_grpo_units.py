@@ -102,11 +102,36 @@ def test_signal_groups_counts_what_train_step_keeps() -> None:
     groups `train_step`'s zero-advantage filter keeps (keyed by problem and policy step)."""
     from intellect.agents.grpo_trainer import group_samples, signal_groups
 
-    def s(pid: str, adv: float, step: int = 0) -> Sample:
-        return Sample(pid, [1], [2], adv, step)
+    def s(pid: str, adv: float, step: int = 0, source: str = "") -> Sample:
+        return Sample(pid, [1], [2], adv, step, source=source)
 
     batch = [s("a", 0.0), s("a", 0.0), s("b", 1.0), s("b", -1.0), s("a", 0.0, step=1), s("a", 0.5, step=1)]
-    assert list(group_samples(batch)) == [("a", 0), ("b", 0), ("a", 1)]
+    assert list(group_samples(batch)) == [("a", 0, ""), ("b", 0, ""), ("a", 1, "")]
     assert signal_groups(batch) == 2  # a@0 is flat; a@1 is its own group
     assert signal_groups(batch, filter_zero_advantage=False) == 3
     assert signal_groups([]) == 0
+    # the same problem at the same policy step from two submissions: two groups, each judged alone
+    two = [s("a", 0.0, source="t1"), s("a", 0.0, source="t1"), s("a", 1.0, source="t2"), s("a", -1.0, source="t2")]
+    assert signal_groups(two) == 1 and signal_groups(two, filter_zero_advantage=False) == 2
+
+
+def test_train_step_drops_a_flat_group_beside_a_same_problem_group_of_another_submission(
+        tiny_dir: Path, tmp_path: Path) -> None:
+    """Two submissions of one problem at one policy step: the flat one is dropped, as if the other were absent
+    (merged by problem and step, it would ride along with zero advantages and dilute the denominator)."""
+    from dataclasses import replace
+
+    def signal(t: GRPOTrainer) -> list[Sample]:
+        return [replace(x, source="t2") for x in _group(t, "p1", "What is 2 + 3?", [" 5", " 6", " 4"],
+                                                        [1.1547, -0.5774, -0.5774])]
+
+    def with_flat(t: GRPOTrainer) -> list[Sample]:
+        flat = _group(t, "p1", "What is 2 + 3?", [" 6", " 6", " 6"], [0.0, 0.0, 0.0])
+        return [replace(x, source="t1") for x in flat] + signal(t)
+
+    base = _weights_after(tiny_dir, tmp_path / "a", signal)
+    both = _weights_after(tiny_dir, tmp_path / "b", with_flat)
+    assert int(both["dropped"]) == 1
+    for k in base:
+        if k != "dropped":
+            torch.testing.assert_close(both[k], base[k])
