@@ -294,6 +294,28 @@ def test_trainer_pulls_attestations_only_from_listed_validators_and_benches_a_st
             t.state.close()
 
 
+def test_an_advertising_relay_stakes_the_listing_floor_and_is_found(devnet, tmp_path):
+    """The relay minimum is 0, but peers list a relay only from LISTING_FLOOR: the relay agent stakes it."""
+    from intellect.agents.config import load_config
+    from intellect.agents.roles.relay import RelayAgent
+
+    cfg = load_config(None, env={}, overrides={
+        "role": "relay", "data_dir": str(tmp_path / "r"), "chain.rpc_url": devnet.url,
+        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "5"})
+    relay = RelayAgent(cfg)
+    try:
+        relay.connect()
+        relay.start_server()
+        relay.ensure_node()
+        p = relay.protocol
+        assert p.min_stake("relay") == 0 and p.active_stake(p.address) == LISTING_FLOOR
+        assert [n.address for n in Directory(devnet.protocol(0)).by_role("relay")] == [p.address]
+    finally:
+        for close in relay._closers:
+            close()
+        relay.state.close()
+
+
 def test_directory_fetches_a_bounded_number_of_peers_per_call(devnet):
     """A flood of listed (staked) nodes is worked through a bounded number per refresh, the most staked first."""
     from intellect.sdk import Role
