@@ -48,7 +48,7 @@ class BudgetClasses:
         before = int(claim_block) - 1
         hw = self.history.declared(node, before)
         declared = hardware_class(*hw) if hw is not None else "cpu"
-        outcomes = self.history.outcomes(node, before, limit=max(1, self.rule.history))
+        outcomes = self.history.outcomes(node, before, limit=self.rule.history) if self.rule.history > 0 else []
         cls = budget_class(declared, outcomes, self.thresholds, self.rule.history)
         if cls != declared:
             log.info("node %s declared %s; its claim at block %d is judged as %s (%d decided leases, thresholds %s)",
