@@ -13,7 +13,10 @@ what is simulated (TOPLOC and the acceptance rule are tested elsewhere). One rou
   it has submitted `--tasks` or the lease cap refuses it); `overstated` (declares gpu-large hardware while it
   has gpu-small: the pool's budgets give its class tasks `--overstate`x longer, so it claims `--tasks`
   leases of that size, finishes what its real capacity allows and truncates the rest: those are bad);
-  `overstated-patient` (the same node, but it submits only what it finished and lets the rest expire);
+  `overstated-patient` (the same node, but it submits only what it finished and lets the rest expire). The
+  agents' budget-class rule (`intellect.verifier.budget_class`: the lower of the declared class and the one
+  the node's verified units per lease-second earn) is not modelled: here a worker submits seconds after it
+  claims, so its compute time is not on the chain for the rule to read (docs/economics.md);
 - the trainer (pool owner) submits `--canaries` canaries (known-bad work) from a staked worker node of its own
   in every `--canary-every`-th round (a round is one trainer step: `trainer.canary.every_n_steps`; 0 = none),
   or in a round with probability `--canary-rate` (`trainer.canary.rate`, drawn from a generator seeded by
