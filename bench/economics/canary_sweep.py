@@ -116,7 +116,10 @@ def main() -> int:
     ap.add_argument("--attester-reward", type=float, default=simulate.Params.attester_reward)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    base = simulate.Params(seed=args.seed, check_cost=args.check_cost, attester_reward=args.attester_reward)
+    # class_history=0: the declaration believed, so every honest worker submits `tasks` gpu-small tasks a round
+    # from the first (no cpu probation) and c = 1 / (n·S + 1) holds exactly
+    base = simulate.Params(seed=args.seed, check_cost=args.check_cost, attester_reward=args.attester_reward,
+                           class_history=0)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     warnings.filterwarnings("ignore", category=FutureWarning)
     from brownie import network, project
