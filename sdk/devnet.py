@@ -70,7 +70,11 @@ class Anvil:
         if self.proc is not None and self.proc.poll() is None:
             return self
         self.port = self.port or free_port()
-        cmd = [_anvil_binary(), "--host", "127.0.0.1", "--port", str(self.port), "--chain-id", "31337"]
+        # --max-persisted-states 0: anvil keeps its recent states (~500 blocks) in memory and writes older ones
+        # to ~/.foundry/anvil/tmp, which it leaves behind when stopped (hundreds of MB per thousand blocks, every
+        # demo and test run); nothing here reads state that old, so none is kept on disk.
+        cmd = [_anvil_binary(), "--host", "127.0.0.1", "--port", str(self.port), "--chain-id", "31337",
+               "--max-persisted-states", "0"]
         if self.state_file is not None:
             cmd += ["--state", str(self.state_file), "--preserve-historical-states"]
         if self.block_time:

@@ -12,3 +12,11 @@ add() {  # id name chainid host explorer
 cd "$ROOT"
 add base-sepolia "Sepolia" 84532 '$BASE_SEPOLIA_RPC_URL' https://api-sepolia.basescan.org/api
 add base-mainnet "Mainnet" 8453 '$BASE_MAINNET_RPC_URL' https://api.basescan.org/api
+# brownie's own test chain: anvil writes every state past its in-memory history (~500 blocks) to
+# ~/.foundry/anvil/tmp and leaves it there when stopped (hundreds of MB per thousand blocks; 72 GB
+# after one day of test runs here). No test reads state that old: keep none on disk.
+DEV_CMD="anvil --max-persisted-states 0"
+if ! grep -q "cmd: $DEV_CMD\$" "$CONFIG"; then
+  "$VENV/bin/brownie" networks modify development cmd="$DEV_CMD" >/dev/null
+  echo "bootstrap.d: brownie network development runs '$DEV_CMD'"
+fi
