@@ -5,15 +5,25 @@ lease 600 s, 1 INTL per unit, challenge bond 10, worker slash 50, attesterSlash 
 maxOpenLeases 2). Whether a submission is bad is a ground-truth flag of the simulation: the contract game is
 what is simulated (TOPLOC and the acceptance rule are tested elsewhere). One round:
 
-- workers claim and submit (`--tasks` submissions of 64 units per round is a worker's compute capacity):
-  `honest`; `cheater-10` / `cheater-50` / `cheater-100` (each submission bad with that probability, drawn
-  from the cheater's own generator seeded by `--seed`; the claim seeds, and so the cherry-picker's choices,
-  come from block hashes, which follow anvil's wall-clock timestamps and differ between runs; junk costs `--cheat-cost` of honest compute); `cherry-picker` (claims, computes the task's
-  seed from the claim's block, submits only seeds that are cheap for it, lets the others expire; claims until
-  it has submitted `--tasks` or the lease cap refuses it); `overstated` (declares gpu-large hardware while it
-  has gpu-small: the pool's budgets give its class tasks `--overstate`x longer, so it claims `--tasks`
-  leases of that size, finishes what its real capacity allows and truncates the rest: those are bad);
-  `overstated-patient` (the same node, but it submits only what it finished and lets the rest expire);
+- workers compute on the chain's clock: each has a throughput (`--small-tps` tokens/s, the gpu-small
+  hardware every worker really has) and a work phase per round (`--tasks` gpu-small tasks of compute, each a
+  claim, `units / throughput` seconds of generation, a submission the next second: the submission's block is
+  stamped claim time + compute time with `evm_setNextBlockTimestamp`, all workers' claims and submissions
+  interleaved in order of their planned times). Every claim is judged by the agents' own rule
+  (`intellect.agents.roles.budget_class.BudgetClasses`: `intellect.verifier.budget_class` over the node's
+  declared hardware and `intellect.sdk.WorkHistory` of the chain as of the block before the claim; `--class-history`
+  is the pool rule, 0 believes the declaration): its class fixes the task's units (the longest budget of the
+  class x group 4 x 2 problems, full length; the sim's unit is 64 tokens, `BUDGETS`). A new node is judged
+  `cpu` until `class_history` leases are decided, then by its verified units per lease-second. Strategies:
+  `honest` (declares its gpu-small, writes the class it is judged by); `cheater-10` / `cheater-50` /
+  `cheater-100` (each submission bad with that probability, drawn from the cheater's own generator seeded by
+  `--seed`; junk costs `--cheat-cost` of honest compute and is submitted when real work would be); `cherry-picker`
+  (claims, computes the task's seed from the claim's block, submits only seeds that are cheap for it (its compute
+  time x the seed's cost factor), lets the others expire while they hold its lease slots; the claim seeds
+  follow block hashes and differ between runs); `overstated` (declares gpu-large, writes the declared class's
+  longer budgets and truncates them to what its real speed finishes: judged by a lower class, every file is
+  `wrong_problems`, bad); `overstated-patient` (declares gpu-large, writes the class the rule gives it, as the
+  worker agent does, at its real speed);
 - the trainer (pool owner) submits `--canaries` canaries (known-bad work) from a staked worker node of its own
   in every `--canary-every`-th round (a round is one trainer step: `trainer.canary.every_n_steps`; 0 = none),
   or in a round with probability `--canary-rate` (`trainer.canary.rate`, drawn from a generator seeded by
@@ -39,11 +49,13 @@ the AttesterBook exactly the pool's attester budget + the rewards recorded and n
 
 Profit of a strategy = change of (owner balance + node balance + active and unbonding stake) minus its costs:
 compute `--unit-cost` INTL per unit generated (honest work; x the seed's cost factor for the cherry-picker,
-which conditions on it; everyone else pays the expected factor 1), `--check-cost` INTL per submission a
+which conditions on it; everyone else pays the expected factor 1; the truncating overstater pays for what it
+generated, not for the units it claims), `--check-cost` INTL per submission a
 validator checks. Per day = profit / chain seconds elapsed x 86,400. Gas is not counted (anvil, gas price 0).
 
 Usage:
     .venv/bin/python bench/economics/simulate.py [--rounds 16] [--tasks 2] [--seed 1] [--json out.json]
+        [--small-tps 32] [--class-history 4]
         [--unit-cost 0.5] [--check-cost 1.6] [--attester-reward 2] [--canaries 1] [--canary-every 1]
         [--canary-rate 0] [--canary-challenger validators|pool] [--workers honest,cheater-10,...]
         [--validators honest,lazy,malicious,idle]
@@ -53,9 +65,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import heapq
 import io
 import json
 import logging
+import math
 import random
 import sys
 import time
@@ -63,13 +77,19 @@ import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 log = logging.getLogger("economics")
-UNITS = 64
+TOKENS_PER_UNIT = 64  # the sim's work unit; the chain and the rule see units
+GROUP, PROBLEMS = 4, 2  # the agents' defaults (worker.group_size, worker.problems_per_task)
+# the agents' default budgets' longest lengths (128 / 512 / 2048 tokens) in units: one length per class, full-length
+BUDGETS = {"cpu": [2], "gpu-small": [8], "gpu-large": [32]}
+TASK_UNITS = {c: max(b) * GROUP * PROBLEMS for c, b in BUDGETS.items()}  # 16 / 64 / 256 units
+UNITS = TASK_UNITS["gpu-small"]
 CID = "bafkreicysg23kiwv34eg2d7qweipxwosdo2py4ldv42nbauguluen5v6am"
 PROOFS = "0x" + "11" * 32
 WORKERS = ("honest", "cheater-10", "cheater-50", "cheater-100", "cherry-picker", "overstated", "overstated-patient")
@@ -92,7 +112,8 @@ class Params:
     canary_every: int = 1  # a canary round every n rounds (trainer.canary.every_n_steps; 0: no canaries)
     canary_rate: float = 0.0  # > 0: a canary round with this probability instead (trainer.canary.rate)
     canary_challenger: str = "validators"  # who opens the canaries' challenges: "validators" | "pool"
-    overstate: int = 2
+    small_tps: float = 32.0  # generation throughput of the gpu-small hardware every worker has (tokens/s)
+    class_history: int = 4  # pool rule tasks.class_history (None in the agents' config = 4; 0: declaration believed)
     workers: str = ",".join(WORKERS)  # the worker strategies in play (comma-separated)
     validators: str = ",".join(VALIDATORS)  # the validator strategies in play (comma-separated)
 
@@ -105,7 +126,7 @@ class Player:
     owner: Any
     start: int = 0
     cost: float = 0.0  # INTL spent off-chain (compute, checks)
-    credit: float = 0.0  # overstated: leases its real capacity can finish
+    index: int = 0  # its start offset (s) in each work phase
     rng: random.Random = field(default_factory=random.Random)  # its own draws (cheaters), seeded per strategy
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
@@ -158,6 +179,8 @@ class Sim:
         if p.canary_challenger not in ("validators", "pool"):
             raise ValueError(f"--canary-challenger {p.canary_challenger!r}: 'validators' or 'pool'")
         self.workers = [self._player(s, "worker", LARGE if s.startswith("overstated") else SMALL) for s in chosen]
+        for i, pl in enumerate(self.workers):
+            pl.index = i
         self.validators = [self._player("honest", "validator"), self._player("honest", "validator")] + [
             self._player(s, "validator") for s in VALIDATORS[1:] if s in vchosen]
         self.canary = self._player("canary", "worker", SMALL, owner=self.admin)
@@ -170,9 +193,33 @@ class Sim:
         for pl in self.players:
             pl.start = self.wealth(pl)
         self.trainer_start = self.trainer_wealth()
-        self.t0 = self.chain.time()
+        self.t0 = self.now()
+        self.classes = self._budget_classes(d)
         self.reserved_attestations = 0  # recorded attester rewards not yet claimed or released
         self.book_lines: list[str] = []
+
+    def _budget_classes(self, d: Any) -> Any:
+        """The agents' BudgetClasses on this chain (a read-only SDK Protocol over the deployed contracts)."""
+        from web3 import Web3
+
+        from intellect.agents.roles.budget_class import BudgetClasses
+        from intellect.sdk import Protocol
+        from intellect.sdk._config import Deployment
+
+        names = {"IntellectToken": d.token, "NodeRegistry": d.registry, "StakeManager": d.stake_manager,
+                 "TaskLedger": d.ledger, "AttesterBook": d.attester_book}
+        dep = Deployment.model_validate({"chainId": self.chain.id, "blockNumber": 0, "defaultPoolId": self.pool,
+                                         "contracts": {k: {"address": c.address} for k, c in names.items()}})
+        proto = Protocol(Web3(Web3.HTTPProvider(self.web3.provider.endpoint_uri)), dep)
+        cfg = SimpleNamespace(worker=SimpleNamespace(group_size=GROUP, problems_per_task=PROBLEMS),
+                              tasks=SimpleNamespace(budgets=BUDGETS, class_history=self.p.class_history,
+                                                    class_lease_share=None))
+        params = SimpleNamespace(lease_duration=self.lease_s, window_length=self.window_s)
+        return BudgetClasses(proto, self.pool, params, cfg)
+
+    def now(self) -> int:
+        """The latest block's timestamp (brownie's chain.time() does not follow evm_setNextBlockTimestamp)."""
+        return int(self.web3.eth.get_block("latest")["timestamp"])
 
     # ---------------------------------------------------------------- setup and accounting
     def _mint(self, to: Any, amount: int) -> None:
@@ -188,7 +235,7 @@ class Sim:
             self.web3.provider.make_request("anvil_setBalance", [owner.address, hex(10**21)])
             self._mint(owner, 10_000 * self.TOKEN)  # top-ups after slashes come from here
         role_id = 1 if role == "worker" else 2
-        deadline = self.chain.time() + 3600
+        deadline = self.now() + 3600
         self.tx(self.reg.register, node, role_id, *hw, "", deadline,
                 self.sig(self.reg, node, owner.address, role_id, deadline), sender=owner, must=True)
         self._mint(node, 1_000 * self.TOKEN)  # challenge bonds come from the node's own balance
@@ -264,64 +311,107 @@ class Sim:
         seed = int.from_bytes(self.keccak(encode(["bytes32", "address", "uint256"], [bh, node.address, tid])), "big")
         return 0.5 + (seed % 1000) / 1000
 
-    def claim(self, pl: Player) -> tuple[int, Any] | None:
+    def at(self, t: int) -> int:
+        """Stamp the next block at planned time `t` (or one second after the latest block, if that is later:
+        counted as a collision); returns the stamp."""
+        t = max(int(t), self.now() + 1)
+        self.web3.provider.make_request("evm_setNextBlockTimestamp", [t])
+        return t
+
+    def claim(self, pl: Player, t: int | None = None) -> tuple[int, Any] | None:
+        if t is not None:
+            self.at(t)
         rc = self.tx(self.ledger.claimTask, self.pool, sender=pl.node)
         return None if rc is None else (int(rc.return_value), rc)
 
-    def submit(self, pl: Player, tid: int, units: int, bad: bool, subs: list[Sub]) -> None:
+    def submit(self, pl: Player, tid: int, units: int, bad: bool, subs: list[Sub], t: int | None = None) -> None:
+        if t is not None:
+            self.at(t)
         if self.tx(self.ledger.submitWork, tid, CID, PROOFS, units, 0, sender=pl.node):
             subs.append(Sub(tid, pl, bad))
             pl.counts["bad" if bad else "good"] += 1
 
-    def play_worker(self, pl: Player, subs: list[Sub], expiring: list[int]) -> None:
-        p, s = self.p, pl.strategy
-        if s == "honest" or s in CHEAT_RATE:
-            for _ in range(p.tasks):
-                got = self.claim(pl)
-                if got is None:
-                    continue
-                bad = pl.rng.random() < CHEAT_RATE.get(s, 0.0)
-                pl.cost += p.unit_cost * UNITS * (p.cheat_cost if bad else 1.0)
-                self.submit(pl, got[0], UNITS, bad, subs)
-        elif s == "cherry-picker":
-            submitted = 0
-            while submitted < p.tasks:
-                got = self.claim(pl)
-                if got is None:  # the lease cap: the discarded seeds hold its slots
-                    break
-                factor = self.seed_factor(got[1], got[0], pl.node)
-                if factor < 1.0:
-                    pl.cost += p.unit_cost * UNITS * factor
-                    self.submit(pl, got[0], UNITS, False, subs)
-                    submitted += 1
-                else:
-                    expiring.append(got[0])
+    def seconds_for(self, units: float) -> int:
+        """Seconds the gpu-small hardware takes to generate `units`."""
+        return max(1, math.ceil(units * TOKENS_PER_UNIT / self.p.small_tps))
+
+    def judged(self, pl: Player, block: int) -> str:
+        """The class a claim of `pl` in `block` is judged by: the agents' BudgetClasses.class_at."""
+        return str(self.classes.class_at(pl.node.address, block))
+
+    def work_phase(self, subs: list[Sub], expiring: list[int]) -> None:
+        """Every worker's claims and submissions of one round, on the chain's clock (an event queue ordered by
+        planned time): a worker claims, generates for its task's units / its throughput, submits, claims again
+        the next second, as long as the task fits in the phase (`--tasks` gpu-small tasks of its time)."""
+        p = self.p
+        start = self.now() + 2
+        length = p.tasks * (self.seconds_for(UNITS) + 1)
+        queue: list[tuple[int, int, str, Any]] = [(start + pl.index, i, "claim", None)
+                                                  for i, pl in enumerate(self.workers)]
+        heapq.heapify(queue)
+        while queue:
+            t, i, what, data = heapq.heappop(queue)
+            pl = self.workers[i]
+            end = start + pl.index + length
+            if what == "submit":
+                tid, units, bad = data
+                if t != self.at(t):
+                    self.stats["worker transactions stamped later than planned (same second)"] += 1
+                self.submit(pl, tid, units, bad, subs)
+                heapq.heappush(queue, (t + 1, i, "claim", None))
+                continue
+            plan = self.plan(pl)
+            if plan is None or t + plan[1] > end:
+                continue  # the next task does not fit in this round's work phase
+            if t != self.at(t):
+                self.stats["worker transactions stamped later than planned (same second)"] += 1
+            got = self.claim(pl)
+            if got is None:  # the lease cap: discarded seeds hold the cherry-picker's slots
+                continue
+            tid, rc = got
+            cls = self.judged(pl, rc.block_number)
+            pl.counts[f"judged {cls}"] += 1
+            units, seconds, bad, generated = self.task(pl, cls)
+            if pl.strategy == "cherry-picker":
+                factor = self.seed_factor(rc, tid, pl.node)
+                seconds = self.seconds_for(units * factor)
+                if factor >= 1.0 or t + seconds > end:
+                    expiring.append(tid)
                     pl.counts["discarded"] += 1
-        else:  # overstated: tasks sized for gpu-large, the compute of gpu-small
-            units = UNITS * p.overstate
-            for _ in range(p.tasks):
-                got = self.claim(pl)
-                if got is None:
+                    heapq.heappush(queue, (t + 1, i, "claim", None))
                     continue
-                # its real capacity (tasks x UNITS units per round) finishes 1 / overstate of these leases
-                pl.credit += 1.0 / p.overstate
-                if pl.credit >= 1.0 - 1e-9:
-                    pl.credit -= 1.0
-                    pl.cost += p.unit_cost * units
-                    self.submit(pl, got[0], units, False, subs)
-                elif s == "overstated":  # truncated completions: shorter than its class's budgets say
-                    self.submit(pl, got[0], units, True, subs)
-                else:
-                    expiring.append(got[0])
-                    pl.counts["expired"] += 1
+                generated = units * factor
+            pl.cost += p.unit_cost * generated
+            heapq.heappush(queue, (t + seconds, i, "submit", (tid, units, bad)))
+
+    def plan(self, pl: Player) -> tuple[str, int] | None:
+        """The class the worker's next claim will be judged by (its claim lands in the next block) and the
+        seconds that task takes it at the least (the cherry-picker's cheapest seed: half)."""
+        cls = self.judged(pl, self.web3.eth.block_number + 1)
+        units = TASK_UNITS["gpu-small"] if pl.strategy == "overstated" else TASK_UNITS[cls]
+        return cls, self.seconds_for(units * (0.5 if pl.strategy == "cherry-picker" else 1.0))
+
+    def task(self, pl: Player, cls: str) -> tuple[int, int, bool, float]:
+        """What `pl` submits for a claim judged as `cls`: (units it claims, seconds, bad, units generated)."""
+        s = pl.strategy
+        if s == "overstated":
+            # writes its declared class's (gpu-large) budgets, truncated to what its real speed finishes in a
+            # gpu-small task's time: judged by a lower class the file is wrong_problems, and truncated anyway
+            generated = TASK_UNITS["gpu-small"]
+            return TASK_UNITS["gpu-large"], self.seconds_for(generated), True, generated
+        units = TASK_UNITS[cls]
+        seconds = self.seconds_for(units)
+        if s in CHEAT_RATE:
+            bad = pl.rng.random() < CHEAT_RATE[s]
+            return units, seconds, bad, units * (self.p.cheat_cost if bad else 1.0)
+        return units, seconds, False, units
 
     # ---------------------------------------------------------------- one round
     def round(self, r: int) -> None:
         p = self.p
         subs: list[Sub] = []
         expiring: list[int] = []
-        for pl in self.workers:
-            self.play_worker(pl, subs, expiring)
+        self.work_phase(subs, expiring)
         for _ in range(self.canaries_now(r)):
             got = self.claim(self.canary)
             if got is not None:
@@ -432,7 +522,7 @@ class Sim:
         for r in range(self.p.rounds):
             self.round(r)
             log.info("%s", self.book_lines[-1])
-        seconds = self.chain.time() - self.t0
+        seconds = self.now() - self.t0
         days = seconds / 86400
         rows: list[dict] = []
         for role in ("worker", "validator"):
@@ -465,8 +555,10 @@ class Sim:
 
 def table(result: dict) -> str:
     p = result["params"]
-    lines = [f"{p['rounds']} rounds ({result['chain_seconds']} s of chain time), {p['tasks']} submissions of {UNITS} "
-             f"units per worker per round, seed {p['seed']}; costs: {p['unit_cost']} INTL/unit generated, "
+    rule = (f"budget class by the agents' rule over the last {p['class_history']} decided leases"
+            if p["class_history"] > 0 else "budget class = the declaration (rule off)")
+    lines = [f"{p['rounds']} rounds ({result['chain_seconds']} s of chain time), a work phase of {p['tasks']} gpu-small "
+             f"tasks ({UNITS} units at {p['small_tps']:g} tokens/s) per worker per round, {rule}, seed {p['seed']}; costs: {p['unit_cost']} INTL/unit generated, "
              f"{p['check_cost']} INTL per check; attester reward {p['attester_reward']} INTL; "
              f"canaries: {canary_schedule(p)}, {result['stats'].get('canaries', 0)} of "
              f"{result['stats'].get('submissions', 0)} submissions (c = {canary_share(result):.1%}), challenged by "
@@ -531,6 +623,7 @@ def main() -> int:
     args = ap.parse_args()
     p = Params(**{k: getattr(args, k) for k in d.__dict__})
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("intellect").setLevel(logging.WARNING)  # BudgetClasses logs every clipped claim
     warnings.filterwarnings("ignore", category=FutureWarning)
     from brownie import network, project
 

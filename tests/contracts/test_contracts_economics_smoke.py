@@ -29,9 +29,11 @@ def test_one_round_balances_and_pays_by_strategy(simulate, module_isolation):
     assert len(result["books"]) == 1 and result["books"][0].endswith("balanced")
     rows = {(r["role"], r["strategy"]): r for r in result["rows"]}
     honest = rows["worker", "honest"]
-    assert honest["counts"] == {"good": 1} and honest["tokens"] == simulate.UNITS  # 1 INTL per unit
+    # a new node is judged cpu (16-unit tasks of 32 s + 1 s to the next claim): 3 fit in one gpu-small task's 129 s
+    assert honest["counts"] == {"good": 3, "judged cpu": 3}
+    assert honest["tokens"] == 3 * simulate.TASK_UNITS["cpu"]  # 1 INTL per unit
     cheater = rows["worker", "cheater-100"]
-    assert cheater["counts"]["bad"] == 1 and cheater["tokens"] < 0  # slashed, nothing paid
+    assert cheater["counts"]["bad"] == 3 and cheater["tokens"] < 0  # as many tasks as honest, slashed, nothing paid
     assert rows["validator", "lazy"]["counts"]["attester slashes"] >= 1  # attested the canary at least
     assert rows["validator", "malicious"]["counts"]["voter slashes"] >= 1
     assert rows["validator", "idle"]["tokens"] == 0
@@ -44,7 +46,7 @@ def test_canaries_cost_a_lazy_validator(simulate, module_isolation, challenger):
     submissions it attested and slashed attesterSlash for each canary it attested, and ends below honest. Fails
     if the simulation stops injecting canaries or the trainer's slashAttester stops reaching the lazy attester."""
     p = simulate.Params(rounds=2, tasks=1, workers="honest", validators="honest,lazy", canary_every=1,
-                        canary_challenger=challenger)
+                        canary_challenger=challenger, class_history=0)  # no cpu probation: 1 task a round
     result = simulate.run(p)
     assert result["stats"]["canaries"] == 2 and result["stats"]["submissions"] == 4
     assert result["stats"]["rounds with the books balanced to the wei"] == 2
@@ -54,3 +56,30 @@ def test_canaries_cost_a_lazy_validator(simulate, module_isolation, challenger):
     attester_slash = 20  # dev_params().attesterSlash in INTL
     assert lazy["tokens"] == 2 * p.attester_reward - 2 * attester_slash  # -36 INTL
     assert lazy["per_day"] < 0 and lazy["per_day"] < honest["per_day"] and honest["honest_strictly_best"]
+
+
+def test_overstated_worker_is_never_paid_for_its_declared_class(simulate, module_isolation):
+    """Two workers with gpu-small hardware declare gpu-large. Every claim is judged by the agents' BudgetClasses on
+    the sim's chain, where a submission lands its compute time after its claim: cpu until 4 leases are decided,
+    then gpu-small (its real speed), never gpu-large. The patient one (writes the class it is judged by) earns
+    exactly honest's tokens; the one that writes the declared class's budgets has every file rejected and loses.
+    Fails if the simulation judged claims by the declaration (the patient one would claim gpu-large tasks, which
+    its speed cannot finish in the round, and earn less than honest) or stopped promoting by verified history."""
+    from intellect.verifier.submission import hardware_class
+
+    p = simulate.Params(rounds=2, tasks=2, workers="honest,overstated,overstated-patient", validators="honest",
+                        canary_every=0)
+    sim = simulate.Sim(p)
+    result = sim.run()
+    head = sim.web3.eth.block_number
+    for pl in sim.workers:
+        declared = hardware_class(*sim.classes.history.declared(pl.node.address, head))
+        assert declared == ("gpu-small" if pl.strategy == "honest" else "gpu-large")
+    rows = {r["strategy"]: r for r in result["rows"] if r["role"] == "worker"}
+    honest, patient, truncating = rows["honest"], rows["overstated-patient"], rows["overstated"]
+    for row in (honest, patient, truncating):
+        assert "judged gpu-large" not in row["counts"]
+    assert patient["counts"]["judged cpu"] >= 4 and patient["counts"]["judged gpu-small"] >= 1  # promoted to its real class
+    assert patient["counts"] == honest["counts"] and patient["tokens"] == honest["tokens"] > 0  # a tie, no gain
+    assert patient["tokens"] <= patient["counts"]["good"] * simulate.TASK_UNITS["gpu-small"]
+    assert "good" not in truncating["counts"] and truncating["counts"]["bad"] >= 1 and truncating["tokens"] < 0
