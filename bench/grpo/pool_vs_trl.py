@@ -16,10 +16,14 @@ of rollout steps (generation rounds) of `prompts_per_step` problems × `group_si
     an inference thread samples with `TransformersEngine` (TOPLOC proof capture on, as a worker must; `--no-proofs`
     drops it), scores and computes group advantages with the worker's rollout builder
     (`intellect.agents.generate.rollout_rows` → the verifier's `score_group` / `task_reward`), writes an
-    `intellect.rollouts/v1` Parquet file; the trainer thread reads and validates it (`RolloutFile.read`), trains
-    one step with `intellect.agents.grpo_trainer.GRPOTrainer` (staleness check, zero-advantage filter, old
+    `intellect.rollouts/v1` Parquet file per `problems_per_submission` problems (a worker's submission); the
+    trainer thread reads and validates them (`RolloutFile.read`) and builds each step's batch as the trainer role
+    does: stale submissions skipped (`too_stale`) and — online filtering — further submissions taken until the
+    batch has `prompts_per_step` groups with signal (`grpo_trainer.signal_groups`, the role's own criterion;
+    `--no-refill`: one generation round per step, whatever its signal), then trains one step with
+    `intellect.agents.grpo_trainer.GRPOTrainer` (staleness check, zero-advantage filter, old
     log-probs recomputed, `optimizer_steps` updates), writes the checkpoint (safetensors + optimizer state) and
-    the inference thread hot-swaps to it; rollouts run up to `async_level` steps ahead (the pool's default 2).
+    the inference thread hot-swaps to it; rollouts run up to `async_level` rounds ahead (the pool's default 2).
     **Not included** (each would add its own time, none changes what is learnt): the chain (task claims, submitWork,
     rewards), IPFS, Shardcast's checkpoint broadcast, validators rescoring the files and checking TOPLOC proofs,
     and the separate worker processes. The full local swarm (`make demo`) needs ~175 s for 12 steps of the tiny
@@ -32,16 +36,20 @@ of rollout steps (generation rounds) of `prompts_per_step` problems × `group_si
     advantages (std, as `group_advantages`), ε, δ (two-sided clip), KL β, constant lr, AdamW betas (0.9, 0.99),
     weight decay 0.01, grad-norm clip as the pool's trainer.
 
-Differences left (documented, not hidden): the pool drops zero-advantage groups before the loss (TRL keeps them,
-so its per-token denominator counts them; the gradient's direction is the same, its size differs when many groups
-are flat); the pool samples with its own engine (same temperature, no top-k/top-p on either side); TRL samples its
+Differences left (documented, not hidden): the pool drops zero-advantage groups before the loss and refills the
+batch past them, so a pool step trains on at least `prompts_per_step` groups with signal but may have generated
+several rounds for it (TRL keeps flat groups in its loss with zero advantage, so its per-token denominator counts
+them); the pool samples with its own engine (same temperature, no top-k/top-p on either side); TRL samples its
 problems in shuffled epochs (every problem once per epoch), the pool draws `prompts_per_step` distinct problems at
 random every step (both seeded); the pool's rollouts may be up to `async_level` policy steps stale.
 
-Evaluation, outside both timed regions: every `eval_every` rollout steps each side's checkpoint is kept and,
-after both trainings, scored on the held-out problems (and on the training problems, which RL optimises directly):
-pass@1 at temperature 0 (one greedy completion per problem through `TransformersEngine`, graded by `task_reward`). Samples = completions generated and trained on
-(rollout steps × prompts_per_step × group_size), equal on both sides at each row. Wall-clock = seconds since the
+Evaluation, outside both timed regions: every `eval_every` steps each side's checkpoint is kept and, after that
+side's training (then deleted: a real model's checkpoints take GBs), scored on the held-out problems (and on the training problems, which RL optimises directly):
+pass@1 at temperature 0 (one greedy completion per problem through `TransformersEngine`, graded by `task_reward`).
+Both sides count completions *generated* and *trained* (in groups with signal, i.e. non-zero advantages: what
+moves the weights). Two tables: at equal training steps (the pool's refills may have generated more), and at
+equal generated completions (the pool's last checkpoint that had generated no more than TRL at that row; those
+checkpoints are kept as the pool passes TRL's counts). Wall-clock = seconds since the
 side started (model load included, evaluation and the bench's own checkpoint copies excluded). The wall-clock tax
 is pool time / TRL time to the same accuracy (the highest both reach), and at equal samples; the CPU seconds of
 each side are printed too (steadier than wall-clock on a machine shared with other jobs).
@@ -93,6 +101,16 @@ class BenchConfig:
     max_new_tokens: int = 8
     temperature: float = 1.0
     async_level: int = 2
+    refill: bool = True
+    """pool side: refill a step's batch with further submissions until it has `prompts_per_step` groups with
+    signal, as the trainer role does (`trainer.batch_groups`, online filtering); off: train on what one
+    generation round gave (fewer groups, or no step at all when every group is flat)"""
+    problems_per_submission: int = 2
+    """pool side: problems (groups) per rollout file, a worker's submission (`worker.problems_per_task`)"""
+    length_alpha: float = 0.0
+    """pool side only (TRL has no length term: use with `--only pool`): the pool rules' length α. Above 0, as
+    the pool's workers and the trainer's evaluation do, every prompt carries the thinking-budget suffix for
+    `max_new_tokens` (the target length, also the sampling cap) and the reward is task − α·|target − length|"""
     eval_every: int = 10
     train_tasks: int = 64
     """with `tiny-warm`: the warm start's own problem set (`synthetic:64:0`); else synthetic problems of `seed`"""
@@ -106,14 +124,24 @@ class BenchConfig:
 
     def __post_init__(self) -> None:
         for name in ("steps", "prompts_per_step", "group_size", "optimizer_steps", "eval_every", "max_new_tokens",
-                     "heldout_tasks", "threads"):
+                     "heldout_tasks", "threads", "problems_per_submission"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1 (got {getattr(self, name)})")
         if self.group_size < 2:
             raise ValueError("group_size must be >= 2 (a GRPO group needs two completions)")
+        if not 0.0 <= self.length_alpha <= 1.0:
+            raise ValueError(f"length_alpha must be in [0, 1] (got {self.length_alpha})")
+        if self.prompts_per_step % self.problems_per_submission:
+            raise ValueError(f"prompts_per_step = {self.prompts_per_step} is not divisible by "
+                             f"problems_per_submission = {self.problems_per_submission}")
         if self.samples_per_step % self.optimizer_steps:
             raise ValueError(f"prompts_per_step × group_size = {self.samples_per_step} is not divisible by "
                              f"optimizer_steps = {self.optimizer_steps} (TRL's per-device batch)")
+
+    @property
+    def target_len(self) -> int | None:
+        """The thinking budget in every prompt (None: no budget, no length term)."""
+        return self.max_new_tokens if self.length_alpha > 0 else None
 
     @property
     def samples_per_step(self) -> int:
@@ -171,10 +199,30 @@ def _completion_text(completion: Any) -> str:
     raise TypeError(f"unexpected completion {type(completion).__name__}: {completion!r:.80}")
 
 
-def verifier_reward(tasks: Any) -> Callable[..., list[float]]:
+def signal_samples(task_ids: Sequence[str], rewards: Sequence[float], group_size: int) -> int:
+    """Completions of one generation batch that sit in a group with signal (not every reward equal): the samples
+    whose advantage is non-zero-able, i.e. those the pool's zero-advantage filter would keep. TRL lays a batch out
+    as `group_size` consecutive completions of one prompt (its RepeatSampler); a batch that is not laid out so is
+    grouped by task id."""
+    if len(task_ids) != len(rewards):
+        raise ValueError(f"{len(task_ids)} task ids but {len(rewards)} rewards")
+    n = len(task_ids)
+    chunks = [range(i, min(i + group_size, n)) for i in range(0, n, group_size)]
+    if n % group_size or any(len({task_ids[j] for j in c}) != 1 for c in chunks):
+        by_id: dict[str, list[int]] = {}
+        for j, tid in enumerate(task_ids):
+            by_id.setdefault(tid, []).append(j)
+        chunks = list(by_id.values())  # type: ignore[arg-type]
+    return sum(len(c) for c in chunks if len({rewards[j] for j in c}) > 1)
+
+
+def verifier_reward(tasks: Any, group_size: int | None = None,
+                    counts: dict[str, int] | None = None) -> Callable[..., list[float]]:
     """A TRL reward function (`reward_funcs=[...]`) that scores with the verifier's `task_reward`, as the pool's
     workers and validators do. The dataset must carry a `task_id` column: TRL passes it as a keyword (one id per
-    completion) and the task is looked up in `tasks` (a `TaskSet` or any mapping id → `Task`)."""
+    completion) and the task is looked up in `tasks` (a `TaskSet` or any mapping id → `Task`). With `counts`
+    (and `group_size`), every call adds its completions to `counts["generated"]` and those in groups with signal
+    to `counts["signal"]` (`signal_samples`)."""
     from intellect.verifier.rewards import task_reward
 
     by_id = {t.id: t for t in tasks} if not isinstance(tasks, dict) else dict(tasks)
@@ -188,6 +236,9 @@ def verifier_reward(tasks: Any) -> Callable[..., list[float]]:
             if tid not in by_id:
                 raise KeyError(f"task id {tid!r} is not in the training set")
             out.append(float(task_reward(by_id[tid], _completion_text(completion))))
+        if counts is not None:
+            counts["generated"] = counts.get("generated", 0) + len(out)
+            counts["signal"] = counts.get("signal", 0) + signal_samples(task_id, out, group_size or len(out))
         return out
 
     return verifier_task_reward
@@ -202,12 +253,21 @@ class Point:
     """One evaluated checkpoint of one side."""
 
     step: int
+    """training steps (pool: trainer steps; TRL: rollout steps = generation rounds)"""
     samples: int
+    """completions generated so far (the pool's include those of flat groups it refilled past, and stale ones)"""
     wall_s: float
     heldout: float | None = None
     train: float | None = None
     """pass@1 (T=0) on the training problems: what RL optimised directly"""
     checkpoint: str | None = None
+    heldout_tokens: float | None = None
+    """mean completion length (tokens) of the held-out greedy answers"""
+    heldout_at_cap: float | None = None
+    """share of the held-out greedy answers that ran to the `max_new_tokens` cap"""
+    trained: int | None = None
+    """completions so far in groups with signal (non-zero advantages): those that move the weights (the pool
+    drops the others before the loss; TRL keeps them in the loss with zero advantage)"""
 
 
 @dataclass
@@ -254,8 +314,13 @@ def summarize(pool: SideResult, trl: SideResult) -> dict[str, Any]:
     """The comparison figures, for held-out and training pass@1: start and final accuracy of each side, the
     common target (the highest accuracy both reach, if above the start), time and samples to it on each side and
     the tax there (pool / TRL time), and the tax at equal samples (the whole run)."""
+    at_equal = pool_at_generated(pool.points, trl.points[-1].samples)
     out: dict[str, Any] = {"wall_pool_s": pool.wall_s, "wall_trl_s": trl.wall_s,
-                           "tax_equal_samples": pool.wall_s / trl.wall_s if trl.wall_s > 0 else None,
+                           "tax_equal_steps": pool.wall_s / trl.wall_s if trl.wall_s > 0 else None,
+                           "tax_equal_samples": (at_equal.wall_s / trl.wall_s
+                                                 if at_equal is not None and trl.wall_s > 0 else None),
+                           "generated_pool": pool.points[-1].samples, "generated_trl": trl.points[-1].samples,
+                           "trained_pool": pool.points[-1].trained, "trained_trl": trl.points[-1].trained,
                            "cpu_pool_s": pool.cpu_s, "cpu_trl_s": trl.cpu_s,
                            "cpu_ratio": pool.cpu_s / trl.cpu_s if trl.cpu_s > 0 else None}
     for metric in ("heldout", "train"):
@@ -281,19 +346,33 @@ def _fmt(x: float | None, spec: str) -> str:
     return "—" if x is None else format(x, spec)
 
 
-def build_table(pool: SideResult, trl: SideResult) -> str:
-    """Markdown: one row per evaluated step (equal samples on both sides)."""
-    rows = ["| step | samples | pool held-out | TRL held-out | pool train | TRL train | pool wall s | TRL wall s "
-            "| wall pool/TRL |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    trl_by_step = {p.step: p for p in trl.points}
-    for p in pool.points:
-        q = trl_by_step.get(p.step)
-        ratio = p.wall_s / q.wall_s if q is not None and q.wall_s > 0 and p.step > 0 else None
-        rows.append(f"| {p.step} | {p.samples} | {_fmt(p.heldout, '.3f')} | {_fmt(q.heldout if q else None, '.3f')} "
-                    f"| {_fmt(p.train, '.3f')} | {_fmt(q.train if q else None, '.3f')} "
-                    f"| {_fmt(p.wall_s if p.step else None, '.1f')} | {_fmt(q.wall_s if q and q.step else None, '.1f')} "
-                    f"| {_fmt(ratio, '.2f')} |")
+def pool_at_generated(points: Sequence[Point], samples: int) -> Point | None:
+    """The last evaluated pool checkpoint that had generated no more than `samples` completions."""
+    within = [p for p in points if p.samples <= samples]
+    return max(within, key=lambda p: (p.samples, p.step)) if within else None
+
+
+def build_table(pool: SideResult, trl: SideResult, by: str = "step") -> str:
+    """Markdown, one row per evaluated TRL checkpoint, against the pool's checkpoint at the same training step
+    (`by="step"`: the pool's refilled batches may have generated more) or the pool's last checkpoint that had
+    generated no more completions (`by="generated"`: equal generation cost). Generated and trained (in groups
+    with signal) completions of both sides are shown."""
+    if by not in ("step", "generated"):
+        raise ValueError(f"by must be step or generated, not {by!r}")
+    rows = ["| step pool / TRL | generated pool / TRL | trained pool / TRL | pool held-out | TRL held-out "
+            "| pool train | TRL train | pool wall s | TRL wall s | wall pool/TRL |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    pool_by_step = {p.step: p for p in pool.points}
+    for q in trl.points:
+        p = pool_by_step.get(q.step) if by == "step" else pool_at_generated(pool.points, q.samples)
+        ratio = p.wall_s / q.wall_s if p is not None and p.step > 0 and q.wall_s > 0 else None
+        pv: dict[str, Any] = {} if p is None else asdict(p)
+        rows.append(f"| {_fmt(pv.get('step'), 'd')} / {q.step} | {_fmt(pv.get('samples'), 'd')} / {q.samples} "
+                    f"| {_fmt(pv.get('trained'), 'd')} / {_fmt(q.trained, 'd')} "
+                    f"| {_fmt(pv.get('heldout'), '.3f')} | {_fmt(q.heldout, '.3f')} "
+                    f"| {_fmt(pv.get('train'), '.3f')} | {_fmt(q.train, '.3f')} "
+                    f"| {_fmt(pv.get('wall_s') if pv.get('step') else None, '.1f')} "
+                    f"| {_fmt(q.wall_s if q.step else None, '.1f')} | {_fmt(ratio, '.2f')} |")
     return "\n".join(rows)
 
 
@@ -356,24 +435,46 @@ def _tokenizer(model_dir: Path) -> Any:
 
 
 def make_rollouts(engine: Any, problems: Sequence[Any], params: Any, group_size: int, tokenizer: Any, *,
-                  policy_step: int, task_id: str, seed: int) -> Any:
+                  policy_step: int, task_id: str, seed: int, target_len: int | None = None,
+                  length_alpha: float = 0.0) -> Any:
     """`group_size` completions of each problem (one batched call, base seed `seed`), scored and given group
     advantages by the workers' rollout builder (`rollout_rows`), as an `intellect.rollouts/v1` file. The prompts
     are `prompt_text(task, None, tokenizer)`: the chat template of an instruct model, as the pool's workers
-    write them (`generate_for_claim`); the bare text for the tiny model."""
+    write them (`generate_for_claim`); the bare text for the tiny model. `target_len`: the thinking budget in the
+    prompt and the length term's target (scored with `length_alpha`), as `generate_for_claim` does."""
     from intellect.agents.generate import rollout_rows
     from intellect.verifier.rollouts import RolloutFile, RolloutMeta
     from intellect.verifier.submission import prompt_text
 
-    prompts = [prompt_text(t, None, tokenizer) for t in problems for _ in range(group_size)]
+    prompts = [prompt_text(t, target_len, tokenizer) for t in problems for _ in range(group_size)]
     gens = engine.generate(prompts, params.model_copy(update={"seed": seed}))
     rows = []
     for g, task in enumerate(problems):
-        rows += rollout_rows(task, None, gens[g * group_size:(g + 1) * group_size], length_alpha=0.0,
-                             policy_step=policy_step, worker=BENCH_WORKER)
+        rows += rollout_rows(task, target_len, gens[g * group_size:(g + 1) * group_size],
+                             length_alpha=length_alpha, policy_step=policy_step, worker=BENCH_WORKER)
     meta = RolloutMeta(task_id=task_id, seed=f"{seed:x}", model=str(engine.checkpoint_dir), worker=BENCH_WORKER,
-                       policy_step=policy_step, group_size=group_size, length_alpha=0.0)
+                       policy_step=policy_step, group_size=group_size, length_alpha=length_alpha)
     return RolloutFile(meta, rows, name=task_id)
+
+
+def split_submissions(rf: Any, problems: int) -> list[Any]:
+    """One generation round's rollout file cut into submissions of `problems` groups each, in order (as that
+    many workers' files of `problems_per_task` problems would arrive); every group stays whole."""
+    from intellect.verifier.rollouts import RolloutFile
+
+    order: list[str] = []
+    by_problem: dict[str, list[Any]] = {}
+    for row in rf:
+        if row.problem_id not in by_problem:
+            order.append(row.problem_id)
+            by_problem[row.problem_id] = []
+        by_problem[row.problem_id].append(row)
+    parts = []
+    for k in range(0, len(order), problems):
+        rows = [row for pid in order[k:k + problems] for row in by_problem[pid]]
+        task_id = f"{rf.meta.task_id}-{k // problems}"
+        parts.append(RolloutFile(rf.meta.model_copy(update={"task_id": task_id}), rows, name=task_id))
+    return parts
 
 
 def _keep(src: Path, dst: Path) -> None:
@@ -392,8 +493,10 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
         NoSignalError,
         Sample,
         latest_checkpoint,
+        signal_groups,
     )
     from intellect.verifier.rollouts import RolloutFile
+    from intellect.verifier.submission import too_stale
 
     torch.set_num_threads(1)
     load_before = _load()
@@ -405,25 +508,29 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
     trainer = GRPOTrainer(model_dir, ckpt_dir, GRPOConfig(
         lr=cfg.lr, optimizer_steps=cfg.optimizer_steps, max_grad_norm=cfg.max_grad_norm, epsilon=cfg.epsilon,
         delta=cfg.delta, kl_coef=cfg.kl_coef, max_completion_tokens=cfg.max_new_tokens,
-        async_level=cfg.async_level, seed=cfg.seed, keep_checkpoints=cfg.async_level + 3))
+        async_level=cfg.async_level, seed=cfg.seed, keep_checkpoints=2))  # the evaluated ones are hard-linked
     trainer.save_checkpoint()
     tokenizer = _tokenizer(model_dir)
     params = SamplingParams(max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, capture_proofs=cfg.proofs)
     eval_at = set(cfg.eval_steps())
-    points = [Point(0, 0, 0.0, checkpoint=str(model_dir))]
+    # TRL's evaluated points have generated k × samples_per_step completions: the pool's last checkpoint at or
+    # below each of those is kept too (the comparison at equal generation cost)
+    milestones = sorted({k * cfg.samples_per_step for k in cfg.eval_steps()} - {0})
+    points = [Point(0, 0, 0.0, checkpoint=str(model_dir), trained=0)]
     gen_engine = TransformersEngine()
-    out_q: queue.Queue[Path | BaseException] = queue.Queue()
+    out_q: queue.Queue[Path | BaseException | None] = queue.Queue()
     stop = threading.Event()
-    consumed = [0]
+    per_round = cfg.prompts_per_step // cfg.problems_per_submission  # submissions per generation round
+    consumed = [0]  # submissions taken by the trainer
     problems_rng = random.Random(cfg.seed + 2)
     train_list = list(train)
-    max_batches = cfg.steps * 20
+    max_rounds = cfg.steps * 20
 
     def inference() -> None:
         torch.set_num_threads(1)
         try:
-            for b in range(max_batches):
-                while not stop.is_set() and b - consumed[0] > cfg.async_level:
+            for b in range(max_rounds):
+                while not stop.is_set() and b - consumed[0] // per_round > cfg.async_level:
                     time.sleep(0.002)
                 if stop.is_set():
                     return
@@ -433,46 +540,86 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
                 problems = problems_rng.sample(train_list, cfg.prompts_per_step)
                 rf = make_rollouts(gen_engine, problems, params, cfg.group_size, tokenizer,
                                    policy_step=gen_engine.policy_step or 0, task_id=f"bench-{b}",
-                                   seed=cfg.seed * 100003 + b)
-                out_q.put(rf.write(rollouts_dir / f"batch-{b}.parquet"))
+                                   seed=cfg.seed * 100003 + b, target_len=cfg.target_len,
+                                   length_alpha=cfg.length_alpha)
+                for k, part in enumerate(split_submissions(rf, cfg.problems_per_submission)):
+                    out_q.put(part.write(rollouts_dir / f"round-{b}-sub-{k}.parquet"))
+            out_q.put(None)  # generation budget spent
         except BaseException as exc:  # surfaced in the trainer thread
             out_q.put(exc)
+
+    def next_submission() -> Any:
+        item = out_q.get()
+        if item is None:
+            raise RuntimeError(f"pool: {max_rounds} generation rounds spent before {cfg.steps} trainer steps")
+        if isinstance(item, BaseException):
+            raise RuntimeError("pool inference thread failed") from item
+        consumed[0] += 1
+        return RolloutFile.read(item)
 
     worker = threading.Thread(target=inference, name="pool-inference", daemon=True)
     worker.start()
     rewards: list[float] = []
-    flat = 0
+    flat = stale = generated = trained = 0
+    submissions_per_step: list[int] = []
+    last_wall = 0.0
     try:
-        rounds = 0  # rollout steps consumed (each = samples_per_step completions generated and given to the trainer)
-        while rounds < cfg.steps:
-            item = out_q.get()
-            if isinstance(item, BaseException):
-                raise RuntimeError("pool inference thread failed") from item
-            rf = RolloutFile.read(item)
-            rewards.append(sum(r.task_reward for r in rf) / max(len(rf), 1))
-            try:
-                trainer.train_step([Sample.from_row(r) for r in rf])
-            except NoSignalError as exc:  # all groups flat: no step (TRL would take a zero-gradient step)
-                log.info("pool: %s", exc)
-                flat += 1
-            consumed[0] += 1
-            rounds += 1
-            if rounds in eval_at:
-                wall = time.perf_counter() - t_start - excluded
+        while trainer.step < cfg.steps:
+            # one step's batch, as the trainer role builds it (`Trainer.train_once`): submissions in order, stale
+            # ones skipped, and — online filtering — further submissions until `signal_groups` reaches the batch
+            samples: list[Any] = []
+            taken = 0
+            gen_before = generated
+            while True:
+                rf = next_submission()
+                generated += len(rf)
+                rewards.append(sum(r.task_reward for r in rf) / max(len(rf), 1))
+                if too_stale(trainer.step, rf.meta.policy_step, cfg.async_level):
+                    stale += len(rf)
+                    continue
+                samples += [Sample.from_row(r, rf.meta.task_id) for r in rf]
+                taken += 1
+                if cfg.refill:
+                    if signal_groups(samples) >= cfg.prompts_per_step:
+                        break
+                elif taken == per_round:
+                    break
+            # the checkpoint that stands for "generated ≤ m" for every milestone m this batch passes
+            if any(gen_before <= m < generated for m in milestones) and trainer.step > 0 \
+                    and points[-1].step != trainer.step:
                 t0 = time.perf_counter()
-                dst = evals / f"round-{rounds}"
+                dst = evals / f"step-{trainer.step}"
                 _keep(trainer.checkpoint_path(), dst)
                 excluded += time.perf_counter() - t0
-                points.append(Point(rounds, rounds * cfg.samples_per_step, wall, checkpoint=str(dst)))
+                points.append(Point(trainer.step, gen_before, last_wall, checkpoint=str(dst), trained=trained))
+            try:
+                stats = trainer.train_step(samples)
+            except NoSignalError as exc:  # all groups flat (only without refill): no step, the round is spent
+                log.info("pool: %s", exc)
+                flat += 1
+                continue
+            trained += stats.samples
+            submissions_per_step.append(taken)
+            last_wall = time.perf_counter() - t_start - excluded
+            if trainer.step in eval_at:
+                t0 = time.perf_counter()
+                dst = evals / f"step-{trainer.step}"
+                _keep(trainer.checkpoint_path(), dst)
+                excluded += time.perf_counter() - t0
+                points.append(Point(trainer.step, generated, last_wall, checkpoint=str(dst), trained=trained))
     finally:
         stop.set()
         worker.join(timeout=60)
     wall = time.perf_counter() - t_start - excluded
     cpu = time.process_time() - cpu_start
     gen_s = float(gen_engine.stats["generate_seconds"])
+    log.info("pool: %d trainer steps, %d completions generated (%d stale), %d trained; submissions per step %s",
+             trainer.step, generated, stale, trained, submissions_per_step)
     return SideResult("pool", points, wall, rewards, load_before, _load(), cpu,
                       {"flat_batches": flat, "trainer_steps": trainer.step, "generate_s": gen_s,
-                       "proofs": cfg.proofs, "async_level": cfg.async_level})
+                       "proofs": cfg.proofs, "async_level": cfg.async_level, "refill": cfg.refill,
+                       "generated": generated, "stale": stale, "trained": trained,
+                       "submissions_per_step": submissions_per_step})
 
 
 # ------------------------------------------------------------------------------------------
@@ -509,8 +656,9 @@ def train_trl(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideR
     ds = Dataset.from_list([{"prompt": prompt_text(t, None, chat_tok), "task_id": t.id} for t in train])
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
     eval_every_updates = cfg.eval_every * cfg.optimizer_steps
-    points = [Point(0, 0, 0.0, checkpoint=str(model_dir))]
+    points = [Point(0, 0, 0.0, checkpoint=str(model_dir), trained=0)]
     rewards: list[float] = []
+    counts: dict[str, int] = {"generated": 0, "signal": 0}  # filled by the reward function, once per generation
 
     class Keep(TrainerCallback):  # type: ignore[misc]
         def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
@@ -524,14 +672,15 @@ def train_trl(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideR
             model.save_pretrained(dst, safe_serialization=True)
             tok.save_pretrained(dst)
             excluded[0] += time.perf_counter() - t0
-            points.append(Point(rounds, rounds * cfg.samples_per_step, wall, checkpoint=str(dst)))
+            points.append(Point(rounds, counts["generated"], wall, checkpoint=str(dst), trained=counts["signal"]))
 
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any) -> None:
             if logs and "reward" in logs:
                 rewards.append(float(logs["reward"]))
 
     args = GRPOConfig(output_dir=str(out / "trl-out"), **cfg.trl_args())
-    trainer = GRPOTrainer(model=model, reward_funcs=[verifier_reward(train)], args=args, train_dataset=ds,
+    reward = verifier_reward(train, cfg.group_size, counts)
+    trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=ds,
                           processing_class=tok, callbacks=[Keep()])
     from transformers.trainer_callback import PrinterCallback
 
@@ -541,15 +690,18 @@ def train_trl(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideR
     cpu = time.process_time() - cpu_start
     import trl
 
-    return SideResult("trl", points, wall, rewards, load_before, _load(), cpu, {"trl": trl.__version__})
+    return SideResult("trl", points, wall, rewards, load_before, _load(), cpu,
+                      {"trl": trl.__version__, "generated": counts["generated"], "trained": counts["signal"]})
 
 
 # ------------------------------------------------------------------------------------------
 # evaluation
 
 
-def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: BenchConfig, model_dir: Path) -> None:
-    """pass@1 at temperature 0 on the held-out problems (and the training ones) for every kept checkpoint."""
+def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: BenchConfig, model_dir: Path,
+                    cache: dict[str, tuple[float, float, float, float]] | None = None) -> None:
+    """pass@1 at temperature 0 on the held-out problems (and the training ones) for every kept checkpoint
+    (`cache`: results by checkpoint path, shared between calls: the base model is scored once)."""
     import torch
 
     from intellect.agents.engines import SamplingParams, TransformersEngine
@@ -561,19 +713,25 @@ def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: 
     greedy = SamplingParams(max_tokens=cfg.max_new_tokens, temperature=0.0, seed=0, capture_proofs=False)
     tokenizer = _tokenizer(model_dir)
 
-    def pass_at_1(tasks: list[Any]) -> float:
-        gens = engine.generate([prompt_text(t, None, tokenizer) for t in tasks], greedy)
-        return sum(float(task_reward(t, g.text)) for t, g in zip(tasks, gens, strict=True)) / len(tasks)
+    def pass_at_1(tasks: list[Any]) -> tuple[float, float, float]:
+        """(pass@1, mean completion tokens, share at the cap); prompts with the thinking budget when the pool's
+        length term is on, as the trainer's own evaluation prompts (`agents/evaluation.py`)."""
+        gens = engine.generate([prompt_text(t, cfg.target_len, tokenizer) for t in tasks], greedy)
+        lens = [len(g.completion_ids) for g in gens]
+        return (sum(float(task_reward(t, g.text)) for t, g in zip(tasks, gens, strict=True)) / len(tasks),
+                sum(lens) / len(lens), sum(n >= cfg.max_new_tokens for n in lens) / len(lens))
 
-    cache: dict[str, tuple[float, float]] = {}
+    cache = {} if cache is None else cache
     for side in sides:
         for p in side.points:
             key = str(p.checkpoint)
             if key not in cache:
                 engine.load(Path(key))
-                cache[key] = (pass_at_1(list(heldout)), pass_at_1(list(train)))
-                log.info("%s step %d: pass@1 (T=0) held-out %.3f, train %.3f", side.name, p.step, *cache[key])
-            p.heldout, p.train = cache[key]
+                held, tokens, at_cap = pass_at_1(list(heldout))
+                cache[key] = (held, pass_at_1(list(train))[0], tokens, at_cap)
+                log.info("%s step %d: pass@1 (T=0) held-out %.3f, train %.3f; held-out answers %.1f tokens, "
+                         "%.0f%% at the cap", side.name, p.step, *cache[key][:3], 100 * cache[key][3])
+            p.heldout, p.train, p.heldout_tokens, p.heldout_at_cap = cache[key]
 
 
 # ------------------------------------------------------------------------------------------
@@ -596,6 +754,12 @@ def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: 
 @click.option("--max-new-tokens", type=int, default=BenchConfig.max_new_tokens, show_default=True)
 @click.option("--temperature", type=float, default=BenchConfig.temperature, show_default=True)
 @click.option("--async-level", type=int, default=BenchConfig.async_level, show_default=True, help="pool side only")
+@click.option("--refill/--no-refill", default=BenchConfig.refill, show_default=True,
+              help="pool side: refill each step's batch past flat groups, as the trainer role does")
+@click.option("--problems-per-submission", type=int, default=BenchConfig.problems_per_submission,
+              show_default=True, help="pool side: groups per rollout file (a worker's problems_per_task)")
+@click.option("--length-alpha", type=float, default=BenchConfig.length_alpha, show_default=True,
+              help="pool side only: the pool's length α, with the thinking budget = --max-new-tokens in every prompt")
 @click.option("--eval-every", type=int, default=BenchConfig.eval_every, show_default=True)
 @click.option("--heldout-tasks", type=int, default=BenchConfig.heldout_tasks, show_default=True)
 @click.option("--train-tasks", type=int, default=BenchConfig.train_tasks, show_default=True)
@@ -620,6 +784,9 @@ def main(out: Path, only: str, dry_run: bool, **settings: Any) -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    if cfg.length_alpha > 0 and only != "pool":
+        raise click.UsageError("--length-alpha is a pool-side setting (TRL's reward has no length term): "
+                               "add --only pool")
     if only in ("both", "trl") and not trl_available():
         raise click.ClickException("trl is not installed in this interpreter: run `make bench-trl` (it builds "
                                    ".venv-trl with tools/bootstrap-trl.sh), or pass --only pool")
@@ -636,27 +803,35 @@ def main(out: Path, only: str, dry_run: bool, **settings: Any) -> None:
     click.echo(f"model {model_dir} ({prepare_s:.0f} s to prepare, not counted); {len(train)} training problems, "
                f"{len(heldout)} held-out; load {_load()}")
     sides: list[SideResult] = []
-    if only in ("both", "pool"):
-        sides.append(train_pool(cfg, model_dir, train, out / "pool"))
-        click.echo(f"pool: {cfg.steps} rollout steps in {sides[-1].wall_s:.1f} s, {sides[-1].cpu_s:.1f} CPU s "
-                   f"(load {sides[-1].load_after})")
-    if only in ("both", "trl"):
-        sides.append(train_trl(cfg, model_dir, train, out / "trl"))
-        click.echo(f"trl: {cfg.steps} rollout steps in {sides[-1].wall_s:.1f} s, {sides[-1].cpu_s:.1f} CPU s "
-                   f"(load {sides[-1].load_after})")
-    evaluate_points(sides, heldout, train, cfg, model_dir)
+    scores: dict[str, tuple[float, float, float, float]] = {}
+    for name, run in (("pool", train_pool), ("trl", train_trl)):
+        if only not in ("both", name):
+            continue
+        side = run(cfg, model_dir, train, out / name)
+        sides.append(side)
+        click.echo(f"{name}: {cfg.steps} steps in {side.wall_s:.1f} s, {side.cpu_s:.1f} CPU s (load {side.load_after})")
+        # scored now and dropped: a real model's checkpoints (and the pool's optimizer state) take GBs of disk
+        evaluate_points([side], heldout, train, cfg, model_dir, scores)
+        for sub in ("checkpoints", "evals", "trl-out"):
+            shutil.rmtree(out / name / sub, ignore_errors=True)
     report: dict[str, Any] = {"config": asdict(cfg), "model_dir": str(model_dir), "load_end": _load(),
                               "sides": [asdict(s) for s in sides]}
     if len(sides) == 2:
         pool, trl_side = sides
         table = build_table(pool, trl_side)
+        table_generated = build_table(pool, trl_side, by="generated")
         summary = summarize(pool, trl_side)
-        report["summary"], report["table"] = summary, table
-        click.echo(table)
+        report["summary"], report["table"], report["table_equal_generated"] = summary, table, table_generated
+        click.echo("at equal training steps:\n" + table)
+        click.echo("at equal generated completions (the pool's last checkpoint at or below TRL's count):\n"
+                   + table_generated)
         click.echo(json.dumps(summary, indent=2))
     else:
         for s in sides:
-            click.echo(f"{s.name}: " + ", ".join(f"{p.samples}: {p.heldout:.3f} @ {p.wall_s:.1f}s" for p in s.points))
+            click.echo(f"{s.name}: " + ", ".join(f"step {p.step} ({p.samples} generated, {p.trained} trained): "
+                                                 f"held-out {p.heldout:.3f}, train {p.train:.3f}, "
+                                                 f"{p.heldout_tokens:.1f} tokens ({p.heldout_at_cap:.0%} at cap) "
+                                                 f"@ {p.wall_s:.1f}s" for p in s.points))
     (out / "pool-vs-trl.json").write_text(json.dumps(report, indent=2, default=str))
     click.echo(f"wrote {out / 'pool-vs-trl.json'}")
 
