@@ -26,6 +26,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from typing import Any
 
+from ._errors import RpcError
 from ._models import Role
 
 __all__ = ["ValidatorHistory"]
@@ -52,7 +53,7 @@ class ValidatorHistory:
             return
         head = self.protocol.block_number()
         if block > head:  # a log range past the head would be answered short, and then never scanned again
-            raise ValueError(f"block {block} is not mined yet (head {head})")
+            raise RpcError(f"block {block} is past the RPC node's head {head} (not mined yet, or the node lags)")
         validator = int(Role.VALIDATOR)
         for e in self.protocol.get_events(list(EVENTS), from_block=self._scanned + 1, to_block=block):
             b, a = e.block_number, e.args

@@ -1,4 +1,4 @@
-"""`ValidatorHistory` (issue 22): the validator set at a past block, read from events and checkpointed weights
+"""`ValidatorHistory` (issue 22): the validator set at a past block, read from registration, minimum-stake and weight events
 against a real anvil with scripts/deploy.py's contracts. What happens after a claim does not change the set
 its assignment is drawn from."""
 
@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from intellect.sdk import Protocol, ValidatorHistory
+import pytest
+
+from intellect.sdk import Protocol, RpcError, ValidatorHistory
 from intellect.sdk._models import Role
 from intellect.sdk.devnet import Devnet
 from intellect.verifier.assignment import assigned_validators
@@ -112,6 +114,8 @@ def test_at_is_incremental_and_agrees_with_per_validator_weights_at_every_block(
         seen.add(tuple(sorted(got)))
     assert len(seen) >= 6  # the set really moved along the way
     assert set(history.at(head - 1)) == {a.address.lower(), b.address.lower(), e.address.lower()}
+    with pytest.raises(RpcError):  # a block not mined yet is refused, not scanned short and cached
+        ValidatorHistory(reader).at(head + 5)
     changes = history.change_blocks(start, head - 1)
     assert changes
     for x, y in pairwise(changes):  # constant between two changes
