@@ -180,7 +180,7 @@ class Sim:
             raise ValueError(f"--canary-challenger {p.canary_challenger!r}: 'validators' or 'pool'")
         self.workers = [self._player(s, "worker", LARGE if s.startswith("overstated") else SMALL) for s in chosen]
         for i, pl in enumerate(self.workers):
-            pl.index = i
+            pl.index = 2 * i  # start offsets 2 s apart: a claim (a second after a submission) never meets another's
         self.validators = [self._player("honest", "validator"), self._player("honest", "validator")] + [
             self._player(s, "validator") for s in VALIDATORS[1:] if s in vchosen]
         self.canary = self._player("canary", "worker", SMALL, owner=self.admin)
