@@ -32,7 +32,11 @@ a worker's claimed reward over it (`intellect.verifier.submission` holds that ru
 machine may have judged the same answer within its limits.
 
 Length control (INTELLECT-2, §3.2): the prompt ends with a suffix stating a thinking budget
-`target_len`; the reward is `task_reward − α·|target_len − len|` with α = 0.0003.
+`target_len`; the reward is `task_reward − α·|target_len − len|` with α = 0.0003 for a *solved* completion
+(task reward > 0) and `task_reward` (0) for an unsolved one, whatever its length (`applied_length_penalty`).
+Penalising wrong answers too made GRPO learn length alone in groups whose answers are all wrong: the group's
+std turns tiny length differences into full-size advantages, and since workers sample with the cap at the
+target, longer was always better, up to answers cut at the cap that score 0 (issue 17; docs/benchmarks-grpo.md).
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ __all__ = [
     "RewardBreakdown",
     "TaskScore",
     "answers_equal",
+    "applied_length_penalty",
     "code_reward",
     "compare_answers",
     "extract_answer",
@@ -186,6 +191,17 @@ def length_penalty(target_len: int, actual_len: int, alpha: float = DEFAULT_ALPH
     return alpha * abs(int(target_len) - int(actual_len))
 
 
+def applied_length_penalty(task_reward: float, target_len: int | None, actual_len: int, alpha: float) -> float:
+    """The length penalty a completion's reward carries: `length_penalty` when it solved the task (task reward
+    > 0), else 0 — an unsolved answer is not scored by its length, so a group of wrong answers stays flat (zero
+    advantages) instead of learning length alone; None `target_len` (no thinking budget): 0."""
+    if alpha < 0:
+        raise ValueError(f"alpha must be >= 0, got {alpha}")
+    if target_len is None or task_reward <= 0:
+        return 0.0
+    return length_penalty(target_len, actual_len, alpha)
+
+
 def reward(
     task: Task,
     completion: str,
@@ -196,9 +212,10 @@ def reward(
     sandbox: SandboxLimits | None = None,
     judge: JudgeBudget | None = None,
 ) -> RewardBreakdown:
-    """task_reward − α·|target_len − completion_len| (completion_len counted in tokens)."""
+    """task_reward − α·|target_len − completion_len| for a solved completion, task_reward (0) for an unsolved
+    one (`applied_length_penalty`; completion_len counted in tokens)."""
     tr = task_reward(task, completion, sandbox=sandbox, judge=judge)
-    lp = length_penalty(target_len, completion_len, alpha)
+    lp = applied_length_penalty(tr, target_len, completion_len, alpha)
     return RewardBreakdown(task_reward=tr, length_penalty=lp, total=tr - lp)
 
 

@@ -46,7 +46,7 @@ from intellect.verifier.rewards import (
     JudgeBudget,
     Judgement,
     TaskScore,
-    length_penalty,
+    applied_length_penalty,
     task_score,
     thinking_budget_suffix,
 )
@@ -174,12 +174,14 @@ def score_group(task: Task, texts: Sequence[str], lengths: Sequence[int], target
     which answers reach the math judge, and so where its call budget runs out, is the same on both sides).
     `claimed`: the worker's task rewards (validator side); a row whose claim the judge's outcome here cannot
     refute counts with the claim (`accepted_task_reward`), in its total and in the group's advantages.
+    The length penalty applies to solved rows only (`applied_length_penalty`): a group whose answers are all
+    wrong has equal totals and zero advantages whatever their lengths (issue 17).
     """
     scored: list[tuple[float, float]] = []
     for i, (text, n) in enumerate(zip(texts, lengths, strict=True)):
         score = task_score(task, text, judge=judge)
         tr = score.value if claimed is None else accepted_task_reward(score, claimed[i])
-        scored.append((tr, 0.0 if target_len is None else length_penalty(target_len, n, alpha)))
+        scored.append((tr, applied_length_penalty(tr, target_len, n, alpha)))  # unsolved: no length term
     totals = torch.tensor([[tr - lp for tr, lp in scored]], dtype=torch.float64)  # (1, n)
     adv = group_advantages(totals)[0].tolist()
     return [(tr, lp, tr - lp, float(a)) for (tr, lp), a in zip(scored, adv, strict=True)]

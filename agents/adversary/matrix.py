@@ -87,9 +87,14 @@ class InflatedRewardsWorker(Worker):
     """Claims full task reward on every row (totals and advantages made consistent with it)."""
 
     def generate_rollouts(self, task_id: int, seed: bytes, step: int) -> Any:
+        from intellect.verifier.rewards import applied_length_penalty
+
         rf = super().generate_rollouts(task_id, seed, step)
-        rows = [r.model_copy(update={"task_reward": 1.0, "reward": 1.0 - r.length_penalty, "advantage": 1.0})
-                for r in rf.rows]
+        rows = []
+        for r in rf.rows:  # a solved row carries the length term (an unsolved one's is 0)
+            lp = applied_length_penalty(1.0, r.target_length, len(r.completion_ids), rf.meta.length_alpha)
+            rows.append(r.model_copy(update={"task_reward": 1.0, "length_penalty": lp, "reward": 1.0 - lp,
+                                             "advantage": 1.0}))
         return _rebuild(rf, rows)
 
 

@@ -73,7 +73,9 @@ def test_make_rollouts_thinking_budget_rewards(tiny_dir: Path) -> None:
         task = next(t for t in tasks if t.id == row.problem_id)
         # the prompt carried the budget suffix the reward was computed against
         assert row.prompt_ids == tok(prompt_text(task, row.target_length), add_special_tokens=False)["input_ids"]
-        assert row.length_penalty == pytest.approx(0.05 * abs(row.target_length - len(row.completion_ids)))
+        # the length term applies to solved answers only (issue 17): an unsolved one scores 0 at any length
+        want = 0.05 * abs(row.target_length - len(row.completion_ids)) if row.task_reward > 0 else 0.0
+        assert row.length_penalty == pytest.approx(want)
         assert row.reward == pytest.approx(row.task_reward - row.length_penalty)
     # advantages are normalised over the total reward within each group
     for pid in {r.problem_id for r in rf}:

@@ -8,6 +8,7 @@ import pytest
 
 from intellect.verifier.rewards import (
     answers_equal,
+    applied_length_penalty,
     extract_answer,
     extract_code,
     length_penalty,
@@ -98,6 +99,18 @@ def test_reward_total_is_task_minus_penalty():
     r = reward(_math("3"), "\\boxed{3}", target_len=100, completion_len=130, alpha=0.001)
     assert r.task_reward == 1.0 and r.length_penalty == pytest.approx(0.03)
     assert r.total == pytest.approx(0.97)
+
+
+def test_unsolved_completion_carries_no_length_penalty():
+    """Issue 17: a wrong answer scores 0 at any length (its length is no learning signal)."""
+    for n in (1, 100, 130, 5000):
+        r = reward(_math("3"), "\\boxed{4}", target_len=100, completion_len=n, alpha=0.001)
+        assert (r.task_reward, r.length_penalty, r.total) == (0.0, 0.0, 0.0)
+    assert applied_length_penalty(1.0, 100, 130, 0.001) == pytest.approx(0.03)
+    assert applied_length_penalty(0.0, 100, 130, 0.001) == 0.0
+    assert applied_length_penalty(1.0, None, 130, 0.001) == 0.0
+    with pytest.raises(ValueError):
+        applied_length_penalty(0.0, 100, 130, -1.0)
 
 
 def test_extract_code_last_fenced_block():

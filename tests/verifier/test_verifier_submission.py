@@ -81,13 +81,32 @@ def test_group_advantages_normalise_each_group() -> None:
         group_advantages(torch.zeros(1, 1))
 
 
-def test_score_group_rewards_right_answers_and_penalises_length(learn_task: Any) -> None:
+def test_score_group_rewards_right_answers_and_penalises_length_of_solved_ones(learn_task: Any) -> None:
     right = f" {learn_task.answer}"
     scored = score_group(learn_task, [right, " 999"], [3, 3], 6, 0.1)
     (tr0, lp0, tot0, a0), (tr1, lp1, tot1, a1) = scored
-    assert tot1 == pytest.approx(-0.3)
-    assert (tr0, tr1) == (1.0, 0.0) and lp0 == lp1 == pytest.approx(0.3)
-    assert tot0 == pytest.approx(0.7) and a0 > 0 > a1
+    assert (tr0, tr1) == (1.0, 0.0) and lp0 == pytest.approx(0.3) and lp1 == 0.0  # unsolved: no length term
+    assert tot0 == pytest.approx(0.7) and tot1 == 0.0 and a0 > 0 > a1
+    # among solved answers the one nearer its target scores higher
+    (_, _, near, a_near), (_, _, far, a_far) = score_group(learn_task, [right, right], [5, 2], 6, 0.1)
+    assert near == pytest.approx(0.9) and far == pytest.approx(0.6) and a_near > 0 > a_far
+
+
+def test_score_group_all_wrong_answers_of_different_lengths_have_zero_advantage(learn_task: Any) -> None:
+    """Issue 17: with the penalty on every answer, four wrong answers of 62/63/63/64 tokens (target 64)
+    got advantages −1.22, 0, 0, +1.22 (group std normalisation makes any α full-size), so GRPO learnt
+    "longer" until every answer hit the cap. Unsolved answers carry no length term: the group is flat."""
+    wrong = [" 999", " 998", " 997", " 996"]
+    for alpha in (0.0003, 0.005):
+        scored = score_group(learn_task, wrong, [62, 63, 63, 64], 64, alpha)
+        assert [tr for tr, *_ in scored] == [0.0] * 4
+        assert [lp for _, lp, _, _ in scored] == [0.0] * 4
+        assert [adv for *_, adv in scored] == [0.0] * 4
+    # a mixed group: the right answer's advantage does not depend on the wrong ones' lengths
+    right = f" {learn_task.answer}"
+    a = score_group(learn_task, [right, *wrong[:3]], [10, 20, 40, 64], 64, 0.005)
+    b = score_group(learn_task, [right, *wrong[:3]], [10, 5, 50, 63], 64, 0.005)
+    assert [x[3] for x in a] == pytest.approx([x[3] for x in b]) and a[0][3] > 0
 
 
 def test_staleness_rule_boundaries() -> None:
