@@ -167,7 +167,10 @@ class TaskSettings(_Section):
     source: str = "pool"
     """`pool` (the pool's task-set CID, fetched from IPFS), `synthetic:N:SEED` (built locally), or a file path."""
     length_alpha: float = Field(0.0, ge=0.0)
-    """Length-penalty coefficient (reward = task reward − α·|target − actual|)."""
+    """Length-penalty coefficient (reward = task reward − α·|target − actual| for a solved completion)."""
+    length_scope: Literal["solved", "all"] = "solved"
+    """Which completions carry the length penalty (pool rule): `solved` (task reward > 0; an unsolved one scores 0
+    at any length) or `all` (every completion: pool rules made before issue 17)."""
     budgets: dict[str, list[int]] = Field(
         default_factory=lambda: {"cpu": [64, 128], "gpu-small": [256, 512], "gpu-large": [1024, 2048]}
     )

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from intellect.verifier.replay import problem_seed
-from intellect.verifier.rewards import JudgeBudget
+from intellect.verifier.rewards import JudgeBudget, LengthScope
 from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
 from intellect.verifier.submission import prompt_text, score_group
 from intellect.verifier.tasks import Task, TaskSet, sample_problems
@@ -26,12 +26,13 @@ __all__ = ["generate_for_claim", "rollout_rows"]
 
 
 def rollout_rows(task: Task, target_len: int | None, generations: Sequence[Any], *, length_alpha: float,
-                 policy_step: int, worker: str, judge: JudgeBudget | None = None) -> list[RolloutRow]:
+                 policy_step: int, worker: str, judge: JudgeBudget | None = None,
+                 length_scope: LengthScope = "solved") -> list[RolloutRow]:
     """The rows of one problem's group: each completion (an engine `Generation`) with its task reward,
     length penalty, total reward and group advantage. `judge`: the math judge's budget of the whole file
     (one per submission, groups in file order, as the validator spends it)."""
     scored = score_group(task, [g.text for g in generations], [len(g.completion_ids) for g in generations],
-                         target_len, length_alpha, judge=judge)
+                         target_len, length_alpha, judge=judge, length_scope=length_scope)
     return [RolloutRow(problem_id=task.id, prompt_ids=g.prompt_ids, completion_ids=g.completion_ids, reward=total,
                        task_reward=tr, length_penalty=lp, target_length=target_len, advantage=adv,
                        policy_step=policy_step, proofs=g.proofs, worker=worker)
@@ -40,12 +41,13 @@ def rollout_rows(task: Task, target_len: int | None, generations: Sequence[Any],
 
 def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: int | str, problems: int,
                        budgets: Sequence[int], group_size: int, temperature: float, length_alpha: float,
-                       policy_step: int, worker: str, model: str, tokenizer: Any = None) -> RolloutFile:
+                       policy_step: int, worker: str, model: str, tokenizer: Any = None,
+                       length_scope: LengthScope = "solved") -> RolloutFile:
     """The rollout file for task claim `task_id` with chain-drawn `seed`: `problems` problems and target
     lengths from `sample_problems(task_set, seed, problems, budgets)`, `group_size` completions of each
     sampled with the replayable seed `problem_seed(seed, k)` and TOPLOC proofs. `model` is the
     checkpoint's manifest CID; `tokenizer`: whose chat template the prompts use (None: the bare text, see
-    `prompt_text`)."""
+    `prompt_text`); `length_scope`: the pool rules' (which rows carry the length penalty)."""
     from intellect.agents.engines import SamplingParams
 
     rows: list[RolloutRow] = []
@@ -56,7 +58,7 @@ def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: 
                                 capture_proofs=True)
         gens = engine.generate([prompt_text(task, a.target_len, tokenizer)] * group_size, params)
         rows += rollout_rows(task, a.target_len, gens, length_alpha=length_alpha, policy_step=policy_step,
-                             worker=worker, judge=judge)
+                             worker=worker, judge=judge, length_scope=length_scope)
     meta = RolloutMeta(task_id=str(task_id), seed=seed.hex(), model=model, worker=worker, policy_step=policy_step,
                        group_size=group_size, length_alpha=length_alpha)
     return RolloutFile(meta, rows, name=f"task-{task_id}")

@@ -90,7 +90,14 @@ class PoolRules(_Strict):
     """Thinking budgets (target completion lengths, tokens) per hardware class; `cpu` is required and
     serves classes without an entry."""
     length_alpha: float = Field(ge=0, le=1)
-    """Length-penalty coefficient: reward = task reward − α·|target − actual|."""
+    """Length-penalty coefficient: reward = task reward − α·|target − actual| (on the completions `length_scope`
+    names)."""
+    length_scope: Literal["solved", "all"] = "solved"
+    """Which completions carry the length penalty: `solved` (task reward > 0; an unsolved one scores 0 at any
+    length, so a group of wrong answers is no length signal: issue 17) or `all` (every completion, the rule
+    before the field existed). A new document gets `solved`; a stored document without the field is read as
+    `all`, so pools made before it keep judging their submissions as they were created (and keep their CID:
+    `all` is left out of the canonical document)."""
     sampler: SamplerRules = Field(default_factory=SamplerRules)
     toploc_profile: Literal["mixed", "fp32", "reference"] = "mixed"
     """Verification profile validators apply (`mixed`: honest bf16 and fp32 workers on any hardware; `fp32`:
@@ -171,8 +178,10 @@ class PoolRules(_Strict):
     def to_bytes(self) -> bytes:
         """Canonical JSON (sorted keys, no spaces): the same rules always give the same CID."""
         optional = ("assigned_validators", "class_history", "class_lease_share")
-        doc = self.model_dump(mode="json", by_alias=True,
-                              exclude={name for name in optional if getattr(self, name) is None} or None)
+        exclude = {name for name in optional if getattr(self, name) is None}
+        if self.length_scope == "all":
+            exclude.add("length_scope")  # a document without the field means `all` (`from_bytes`)
+        doc = self.model_dump(mode="json", by_alias=True, exclude=exclude or None)
         return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
     def cid(self) -> str:
@@ -203,6 +212,7 @@ class PoolRules(_Strict):
             raise PoolRulesError(f"{source}: a rules document is a JSON object, got {type(doc).__name__}")
         if doc.get("schema") != POOLRULES_SCHEMA:
             raise SchemaVersionError(f"pool rules {source}", str(doc.get("schema"))[:80], POOLRULES_SCHEMA)
+        doc.setdefault("length_scope", "all")  # made before the field: the old length rule (see `length_scope`)
         return cls.build(doc, source)
 
     @staticmethod
@@ -215,13 +225,13 @@ class PoolRules(_Strict):
 def conflicts(rules: PoolRules, local: Mapping[str, Any]) -> list[str]:
     """Fields whose locally set value contradicts the rules, as `field: local X, pool rules Y` lines.
 
-    `local` maps a rules field (`group_size`, `problems_per_task`, `budgets`, `length_alpha`,
+    `local` maps a rules field (`group_size`, `problems_per_task`, `budgets`, `length_alpha`, `length_scope`,
     `temperature`, `toploc_profile`, `taskset_cid`, `class_history`, `class_lease_share`) to the value an
     operator set explicitly; fields left at their defaults are not passed and never conflict (the rules fill
     them in). The budget-class fields compare by meaning (None is the default).
     """
     pool = {"group_size": rules.group_size, "problems_per_task": rules.problems_per_task,
-            "budgets": rules.budgets, "length_alpha": rules.length_alpha,
+            "budgets": rules.budgets, "length_alpha": rules.length_alpha, "length_scope": rules.length_scope,
             "temperature": rules.sampler.temperature, "toploc_profile": rules.toploc_profile,
             "taskset_cid": rules.taskset_cid, "class_history": rules.effective_class_history,
             "class_lease_share": rules.effective_class_lease_share}

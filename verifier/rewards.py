@@ -33,7 +33,8 @@ machine may have judged the same answer within its limits.
 
 Length control (INTELLECT-2, §3.2): the prompt ends with a suffix stating a thinking budget
 `target_len`; the reward is `task_reward − α·|target_len − len|` with α = 0.0003 for a *solved* completion
-(task reward > 0) and `task_reward` (0) for an unsolved one, whatever its length (`applied_length_penalty`).
+(task reward > 0) and `task_reward` (0) for an unsolved one, whatever its length (`applied_length_penalty`,
+scope `solved`; pool rules made before this carry scope `all`, the old formula, so they are judged as created).
 Penalising wrong answers too made GRPO learn length alone in groups whose answers are all wrong: the group's
 std turns tiny length differences into full-size advantages, and since workers sample with the cap at the
 target, longer was always better, up to answers cut at the cap that score 0 (issue 17; docs/benchmarks-grpo.md).
@@ -50,7 +51,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -72,6 +73,7 @@ __all__ = [
     "SUBMISSION_JUDGE_CPU_S",
     "JudgeBudget",
     "Judgement",
+    "LengthScope",
     "MathJudgeUnavailableError",
     "RewardBreakdown",
     "TaskScore",
@@ -90,6 +92,9 @@ __all__ = [
 ]
 
 DEFAULT_ALPHA = 0.0003
+LengthScope = Literal["solved", "all"]
+"""Which completions carry the length penalty: `solved` (task reward > 0; the rule since issue 17) or `all` (every
+completion; pool rules documents without a `length_scope` field, made before the change)."""
 MAX_ANSWER_CHARS = 200
 MAX_EXPONENT = 1000
 MAX_SYMBOLIC_DEGREE = 64
@@ -191,13 +196,17 @@ def length_penalty(target_len: int, actual_len: int, alpha: float = DEFAULT_ALPH
     return alpha * abs(int(target_len) - int(actual_len))
 
 
-def applied_length_penalty(task_reward: float, target_len: int | None, actual_len: int, alpha: float) -> float:
+def applied_length_penalty(task_reward: float, target_len: int | None, actual_len: int, alpha: float,
+                           scope: LengthScope = "solved") -> float:
     """The length penalty a completion's reward carries: `length_penalty` when it solved the task (task reward
     > 0), else 0 — an unsolved answer is not scored by its length, so a group of wrong answers stays flat (zero
-    advantages) instead of learning length alone; None `target_len` (no thinking budget): 0."""
+    advantages) instead of learning length alone; None `target_len` (no thinking budget): 0. `scope="all"`:
+    every completion (the old rule, for pools whose rules predate it)."""
     if alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha}")
-    if target_len is None or task_reward <= 0:
+    if scope not in ("solved", "all"):
+        raise ValueError(f"length scope must be 'solved' or 'all', got {scope!r}")
+    if target_len is None or (scope == "solved" and task_reward <= 0):
         return 0.0
     return length_penalty(target_len, actual_len, alpha)
 
@@ -211,11 +220,12 @@ def reward(
     *,
     sandbox: SandboxLimits | None = None,
     judge: JudgeBudget | None = None,
+    length_scope: LengthScope = "solved",
 ) -> RewardBreakdown:
     """task_reward − α·|target_len − completion_len| for a solved completion, task_reward (0) for an unsolved
     one (`applied_length_penalty`; completion_len counted in tokens)."""
     tr = task_reward(task, completion, sandbox=sandbox, judge=judge)
-    lp = applied_length_penalty(tr, target_len, completion_len, alpha)
+    lp = applied_length_penalty(tr, target_len, completion_len, alpha, length_scope)
     return RewardBreakdown(task_reward=tr, length_penalty=lp, total=tr - lp)
 
 

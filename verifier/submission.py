@@ -45,6 +45,7 @@ from intellect.verifier.replay import problem_seed, sample_seed
 from intellect.verifier.rewards import (
     JudgeBudget,
     Judgement,
+    LengthScope,
     TaskScore,
     applied_length_penalty,
     task_score,
@@ -165,8 +166,8 @@ def group_advantages(rewards: torch.Tensor, eps: float = ADV_EPS) -> torch.Tenso
 
 
 def score_group(task: Task, texts: Sequence[str], lengths: Sequence[int], target_len: int | None,
-                alpha: float, *, judge: JudgeBudget | None = None,
-                claimed: Sequence[float] | None = None) -> list[tuple[float, float, float, float]]:
+                alpha: float, *, judge: JudgeBudget | None = None, claimed: Sequence[float] | None = None,
+                length_scope: LengthScope = "solved") -> list[tuple[float, float, float, float]]:
     """(task_reward, length_penalty, total, advantage) for each completion of one problem's group.
 
     The same function runs in the worker (to write the file) and the validator (to check it), each with one
@@ -175,13 +176,14 @@ def score_group(task: Task, texts: Sequence[str], lengths: Sequence[int], target
     `claimed`: the worker's task rewards (validator side); a row whose claim the judge's outcome here cannot
     refute counts with the claim (`accepted_task_reward`), in its total and in the group's advantages.
     The length penalty applies to solved rows only (`applied_length_penalty`): a group whose answers are all
-    wrong has equal totals and zero advantages whatever their lengths (issue 17).
+    wrong has equal totals and zero advantages whatever their lengths (issue 17); `length_scope="all"`: every
+    row (the pool rules' scope, `all` for documents made before the change).
     """
     scored: list[tuple[float, float]] = []
     for i, (text, n) in enumerate(zip(texts, lengths, strict=True)):
         score = task_score(task, text, judge=judge)
         tr = score.value if claimed is None else accepted_task_reward(score, claimed[i])
-        scored.append((tr, applied_length_penalty(tr, target_len, n, alpha)))  # unsolved: no length term
+        scored.append((tr, applied_length_penalty(tr, target_len, n, alpha, length_scope)))
     totals = torch.tensor([[tr - lp for tr, lp in scored]], dtype=torch.float64)  # (1, n)
     adv = group_advantages(totals)[0].tolist()
     return [(tr, lp, tr - lp, float(a)) for (tr, lp), a in zip(scored, adv, strict=True)]
@@ -324,6 +326,9 @@ class SubmissionRules(BaseModel):
     chat_template: Literal["model", "none"] = "none"
     """`model`: prompts are the single user turn of the checkpoint tokenizer's chat template (when it has
     one); `none`: the bare task text (`prompt_text`)"""
+    length_scope: LengthScope = "solved"
+    """which rows carry the length penalty (`intellect.verifier.rewards.applied_length_penalty`): `solved`, or `all`
+    for pools whose rules document predates the field"""
     toploc_profile: Literal["mixed", "fp32", "reference"] = "mixed"
     """the verification profile (`intellect.verifier.toploc.PROFILES`): `mixed` (default) accepts honest bf16 and
     fp32 workers against a validator on any hardware; `fp32` is exact for pools whose every node computes in fp32;
@@ -437,7 +442,7 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
                                 {"row": i, "problem": pid, "tokens": len(r.completion_ids)})
         texts = [tok.decode(r.completion_ids, skip_special_tokens=True) for r in rows]
         scored = score_group(task, texts, [len(r.completion_ids) for r in rows], a.target_len, rules.length_alpha,
-                             judge=judge, claimed=[r.task_reward for r in rows])
+                             judge=judge, claimed=[r.task_reward for r in rows], length_scope=rules.length_scope)
         for i, (r, (tr, lp, total, adv)) in enumerate(zip(rows, scored, strict=True)):
             diffs = {"task_reward": abs(r.task_reward - tr), "length_penalty": abs(r.length_penalty - lp),
                      "reward": abs(r.reward - total), "advantage": abs(r.advantage - adv)}

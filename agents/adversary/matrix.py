@@ -287,7 +287,7 @@ class _ProvenWithRealModel(Worker):
             states = prefill_hidden_states(model, [prompt] * len(comps), comps)
             texts = [tok.decode(c, skip_special_tokens=True) for c in comps]
             scored = score_group(task, texts, [len(c) for c in comps], a.target_len, self.cfg.tasks.length_alpha,
-                                 judge=judge)
+                                 judge=judge, length_scope=self.cfg.tasks.length_scope)
             for c, h, (tr, lp, total, adv) in zip(comps, states, scored, strict=True):
                 rows.append(RolloutRow(problem_id=task.id, prompt_ids=prompt, completion_ids=c, reward=total,
                                        task_reward=tr, length_penalty=lp, target_length=a.target_len, advantage=adv,
@@ -359,7 +359,8 @@ class BestPrefixWorker(_ProvenWithRealModel):
             if len(ids) < 2:
                 out.append(ids)
                 continue
-            scores = {k: reward(task, tok.decode(ids[:k], skip_special_tokens=True), budget, k, alpha).total
+            scores = {k: reward(task, tok.decode(ids[:k], skip_special_tokens=True), budget, k, alpha,
+                                length_scope=self.cfg.tasks.length_scope).total
                       for k in range(1, len(ids))}
             out.append(ids[: max(scores, key=lambda k: (scores[k], k))])
         return out

@@ -35,6 +35,7 @@ from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.canary import CanaryInjector, canary_ids
 from intellect.agents.roles.store import accept_pushed_file
 from intellect.verifier.assignment import DEV_CHAIN_IDS, assignment_size, effective_quorum
+from intellect.verifier.rewards import LengthScope
 from intellect.verifier.submission import too_stale
 
 __all__ = ["DEV_CHAIN_IDS", "Trainer", "attesting_operators", "effective_quorum", "ready_submissions", "same_operator",
@@ -96,7 +97,8 @@ def same_operator(validator: str, validator_owner: str, worker: str, worker_owne
     return v == w or vo in (wo, w) or wo == v
 
 
-def verified_samples(rf: Any, task_set: Any, tokenizer: Any, alpha: float) -> tuple[list[Any], dict[str, float]]:
+def verified_samples(rf: Any, task_set: Any, tokenizer: Any, alpha: float,
+                     length_scope: LengthScope = "solved") -> tuple[list[Any], dict[str, float]]:
     """The trainer's samples of one rollout file, believing no number its worker wrote.
 
     Rewards are recomputed from the completions' text with the pool's verifiers and length rule, and
@@ -118,7 +120,7 @@ def verified_samples(rf: Any, task_set: Any, tokenizer: Any, alpha: float) -> tu
         texts = [tokenizer.decode(r.completion_ids, skip_special_tokens=True) for r in rows]
         # the protocol's scoring rule; one target length per group (validators check every row's against the seed)
         scored = score_group(task, texts, [len(r.completion_ids) for r in rows], rows[0].target_length, alpha,
-                             judge=judge)
+                             judge=judge, length_scope=length_scope)
         rewards = [total for _, _, total, _ in scored]
         advantages = recompute_advantages(rewards)
         for r, rw, adv in zip(rows, rewards, advantages, strict=True):
@@ -565,7 +567,8 @@ class Trainer(Agent):
             return self._verified[sid]
         try:
             rf = self._load_rollouts(sid)
-            got, diffs = verified_samples(rf, self.task_set, self.gt.tokenizer, self.cfg.tasks.length_alpha)
+            got, diffs = verified_samples(rf, self.task_set, self.gt.tokenizer, self.cfg.tasks.length_alpha,
+                                          self.cfg.tasks.length_scope)
             if diffs["max_reward_diff"] > 1e-4 or diffs["max_advantage_diff"] > 1e-3:
                 log.warning("submission %d: the file's rewards/advantages are off by %.3g/%.3g from the "
                             "recomputed ones (attested anyway); training on the recomputed values",

@@ -252,7 +252,7 @@ class Worker(Agent):
         return generate_for_claim(self.engine, self.task_set, seed, task_id=task_id, problems=w.problems_per_task,
                                   budgets=self.budgets, group_size=w.group_size, temperature=t.temperature,
                                   length_alpha=t.length_alpha, policy_step=step, worker=self.protocol.address,
-                                  model=self.manifest_cid(step),
+                                  model=self.manifest_cid(step), length_scope=t.length_scope,
                                   tokenizer=rules_tokenizer(getattr(self, "rules", None), self.engine.tokenizer))
 
     def submission_for(self, task_id: int, rf: Any) -> PlannedSubmission:

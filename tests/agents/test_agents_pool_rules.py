@@ -35,6 +35,24 @@ def test_rules_fill_in_unset_settings(tmp_path: Path) -> None:
     assert (cfg.worker.group_size, cfg.worker.problems_per_task) == (6, 3)
     assert cfg.tasks.budgets == {"cpu": [6, 8], "gpu-large": [16]} and cfg.tasks.length_alpha == 0.001
     assert cfg.tasks.temperature == 0.8 == cfg.worker.temperature and cfg.validator.toploc_profile == "fp32"
+    assert cfg.tasks.length_scope == "solved"  # a new document: the length penalty on solved answers only
+
+
+def test_rules_made_before_the_length_scope_keep_the_old_length_rule(tmp_path: Path) -> None:
+    """Issue 17: a document without `length_scope` (made before it) gives its agents scope `all`, so workers,
+    validators and the trainer of an existing pool keep scoring as its submissions were created."""
+    import json
+
+    ipfs = EmbeddedIpfs(tmp_path / "ipfs")
+    _, rules = _publish(ipfs)
+    doc = json.loads(rules.to_bytes())
+    del doc["length_scope"]
+    cid = ipfs.add(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
+    cfg = load_config(None, role="validator")
+    assert apply_pool_rules(cfg, cid, ipfs, pool_id=1).length_scope == "all" and cfg.tasks.length_scope == "all"
+    explicit = load_config(None, role="worker", overrides={"tasks.length_scope": "solved"})
+    with pytest.raises(AgentError, match="length_scope"):
+        apply_pool_rules(explicit, cid, ipfs, pool_id=1)
 
 
 def test_agreeing_explicit_settings_are_fine(tmp_path: Path) -> None:

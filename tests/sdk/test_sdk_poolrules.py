@@ -38,13 +38,34 @@ def test_assigned_validators_is_a_rule_and_old_documents_keep_their_cid() -> Non
     so a document made before the field existed has the same bytes and CID."""
     rules = PoolRules.build(GOOD)
     assert rules.assigned_validators is None and b"assigned_validators" not in rules.to_bytes()
-    assert set(json.loads(rules.to_bytes())) == set(GOOD)  # the fields a document had before issue 22
+    # the fields a document had before issue 22 (+ issue 17's length_scope, written for new documents)
+    assert set(json.loads(rules.to_bytes())) == set(GOOD) | {"length_scope"}
     five = PoolRules.build({**GOOD, "assigned_validators": 5})
     assert five.cid() != rules.cid() and PoolRules.from_bytes(five.to_bytes()).assigned_validators == 5
     for bad in (0, 65):
         with pytest.raises(PoolRulesError) as err:
             PoolRules.build({**GOOD, "assigned_validators": bad})
         assert "assigned_validators" in str(err.value)
+
+
+def test_length_scope_is_solved_for_new_documents_and_all_for_old_ones_whose_cid_is_kept() -> None:
+    """Issue 17: the length penalty applies to solved completions only in a new document; a stored document
+    made before the field (no `length_scope`) is read with the old rule (every completion) and keeps its bytes
+    and CID, so its pool's submissions are judged as they were created."""
+    new = PoolRules.build(GOOD)
+    assert new.length_scope == "solved" and json.loads(new.to_bytes())["length_scope"] == "solved"
+    assert PoolRules.from_bytes(new.to_bytes()).length_scope == "solved"
+    doc = json.loads(new.to_bytes())
+    del doc["length_scope"]
+    old_bytes = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()  # as written before the field
+    old = PoolRules.from_bytes(old_bytes)
+    assert old.length_scope == "all" and old.to_bytes() == old_bytes and old.cid() == compute_cid(old_bytes)
+    assert PoolRules.build({**GOOD, "length_scope": "all"}).cid() == old.cid()
+    assert conflicts(old, {"length_scope": "solved"}) == ["length_scope: local 'solved', pool rules 'all'"]
+    assert conflicts(new, {"length_scope": "solved"}) == []
+    with pytest.raises(PoolRulesError) as err:
+        PoolRules.build({**GOOD, "length_scope": "wrong"})
+    assert "length_scope" in str(err.value)
 
 
 def test_budget_class_rule_fields_keep_old_cids_and_conflict_by_meaning() -> None:

@@ -102,6 +102,9 @@ def test_score_group_all_wrong_answers_of_different_lengths_have_zero_advantage(
         assert [tr for tr, *_ in scored] == [0.0] * 4
         assert [lp for _, lp, _, _ in scored] == [0.0] * 4
         assert [adv for *_, adv in scored] == [0.0] * 4
+    # the old rule (`length_scope="all"`, pools whose rules predate the field) is kept for them, as it was
+    old = score_group(learn_task, wrong, [62, 63, 63, 64], 64, 0.005, length_scope="all")
+    assert [adv for *_, adv in old] == pytest.approx([-1.2247, 0.0, 0.0, 1.2247], abs=1e-3)
     # a mixed group: the right answer's advantage does not depend on the wrong ones' lengths
     right = f" {learn_task.answer}"
     a = score_group(learn_task, [right, *wrong[:3]], [10, 20, 40, 64], 64, 0.005)
