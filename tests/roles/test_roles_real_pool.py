@@ -105,7 +105,11 @@ def test_real_pool_from_public_data_with_smollm2(swarm: Any, tmp_path: Path) -> 
                     "eval_every": 1, "eval_max_tasks": 6, "poll_interval": 0.5}}).start()
     swarm.wait(lambda: (trainer.status() or {}).get("policy_step") == 0, 900, "trainer step 0 published")
     validator = _config(swarm, "validator", "validator", 4, pool_id, {}).start()
-    worker = _config(swarm, "w1", "worker", 1, pool_id, {"worker": {"max_tasks": 24}}).start()
+    # 24 tasks fed both steps while the length penalty scored wrong answers too; with it on solved answers
+    # only (issue 17) a flat group carries no signal and the trainer's refill needs more submissions: in
+    # session 7's run step 1 consumed all 24 and the trainer waited for work for step 2. The worker stays
+    # alive until the test ends, so it only works as long as the trainer needs it.
+    worker = _config(swarm, "w1", "worker", 1, pool_id, {"worker": {"max_tasks": 96}}).start()
     # a worker whose own setting contradicts the rules refuses to start, naming the field
     rogue = _config(swarm, "rogue", "worker", 2, pool_id, {"worker": {"group_size": 8}}).start()
     assert rogue.proc is not None and rogue.proc.wait(timeout=600) == 3
