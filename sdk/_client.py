@@ -13,8 +13,6 @@ the contract's custom error name and arguments; transient RPC failures are retri
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +39,7 @@ from ._config import (
     resolve_network,
 )
 from ._errors import ConfigError, ContractRevert, IntellectError, RpcError
+from ._events import write_atomic
 from ._models import (
     AttesterPoolRule,
     AttesterRecord,
@@ -91,17 +90,6 @@ class AttesterClaimCursor(BaseModel):
     pending: dict[int, int] = Field(default_factory=dict)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` (a crash leaves the old or the new file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cursor-")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 class Protocol:
     """Typed access to one deployment of the intellect contracts, optionally as one signing account."""
 
@@ -130,6 +118,7 @@ class Protocol:
                     self._topics[bytes(Web3.keccak(text=f"{item['name']}({types})"))] = (name, item["name"])
         self.account = account
         self._electorates: dict[int, int] = {}  # snapshot block -> total validator weight (challenge_info)
+        self._attester_cursors: dict[str, AttesterClaimCursor] = {}  # validator -> claim_attester_rewards' state
         self._tx = (Transactor(w3, account, self.decoder, chain_id=self.chain_id, retry=self.retry,
                                max_fee_per_gas=max_fee_per_gas, receipt_timeout=receipt_timeout)
                     if account is not None else None)
@@ -897,12 +886,12 @@ class Protocol:
             total += self.claim_attester_reward(sid, v)
             del cur.pending[sid]
         if cursor_path is not None:
-            _write_atomic(Path(cursor_path), cur.model_dump_json())
+            write_atomic(Path(cursor_path), cur.model_dump_json())
         return total
 
     def _attester_cursor(self, validator: str, from_block: int | None,
                          cursor_path: Path | str | None) -> AttesterClaimCursor:
-        cursors: dict[str, AttesterClaimCursor] = self.__dict__.setdefault("_attester_cursors", {})
+        cursors = self._attester_cursors
         cur = cursors.get(validator)
         if cur is None and cursor_path is not None and Path(cursor_path).is_file():
             try:

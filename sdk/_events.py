@@ -106,13 +106,18 @@ class FileCursorStore:
             raise ConfigError(f"cursor file {self.path} is invalid: {exc}") from None
 
     def save(self, cursor: Cursor) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".cursor-")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(cursor.model_dump_json(by_alias=True))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        write_atomic(self.path, cursor.model_dump_json(by_alias=True))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text`, on disk before the rename (a crash leaves the old file or the new one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cursor-")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 _TRANSIENT = (TransientRpcError, requests.ConnectionError, requests.Timeout, ConnectionError, TimeoutError)

@@ -15,7 +15,8 @@ checkpoint of the last push at or before B; several in one block keep the last, 
 stakes, unstakes, exits, slashes and minimum changes.
 
 Cost: each call scans only the blocks after the last one scanned (one `eth_blockNumber`, then one
-`eth_getLogs` request per 10,000 blocks for all three events together) and makes no `eth_call`; results per block are cached. Before (main at
+`eth_getLogs` request per 10,000 blocks for all three events together) and makes no `eth_call`; results per
+block are cached. Before (main at
 98bd84d) each new block cost one `validatorWeightAt` call per validator ever registered (the set grows).
 """
 

@@ -67,7 +67,7 @@ class WorkHistory:
         self._wipes: dict[str, list[tuple[Pos, int]]] = {}  # node -> [(pos, block)]
         self._hardware: dict[str, list[tuple[Pos, tuple[str, int, int]]]] = {}
         self._times: OrderedDict[int, int] = OrderedDict()
-        self._claim_blocks: dict[int, int] = {}
+        self._claim_blocks: dict[int, int] = {}  # task id -> its claim's block (filled by the scan)
         self.rpc_calls = 0
 
     # -- the scan ---------------------------------------------------------------------------------
@@ -81,6 +81,7 @@ class WorkHistory:
             if e.event == "TaskClaimed" and int(a["poolId"]) == self.pool_id:
                 self._claims.setdefault(str(a["node"]).lower(), []).append((pos, int(a["taskId"]),
                                                                           int(a["leaseExpiry"])))
+                self._claim_blocks[int(a["taskId"])] = pos[0]
             elif e.event == "WorkSubmitted" and int(a["poolId"]) == self.pool_id:
                 self._subs[int(a["submissionId"])] = (pos, int(a["workUnits"]), int(a["windowEnd"]))
             elif e.event in ("ChallengeOpened", "ChallengeResolved") and int(a["challengeId"]) in self._subs:
@@ -113,8 +114,6 @@ class WorkHistory:
         head = int(self.protocol.block_number())
         with self._lock:
             self._scan_to(head)
-            self._claim_blocks.update({tid: pos[0] for recs in self._claims.values() for pos, tid, _ in recs
-                                       if tid not in self._claim_blocks})
             return self._claim_blocks.get(int(task_id))
 
     def declared(self, node: str, block: int) -> tuple[str, int, int] | None:

@@ -12,23 +12,30 @@ from web3.middleware import Web3Middleware
 
 
 @contextmanager
+def _recording(w3: Web3, name: str, record: Callable[[str, Any], None]) -> Iterator[None]:
+    """A web3 middleware calling `record(method, params)` for every request `w3` sends inside the block."""
+
+    class _Recording(Web3Middleware):
+        def wrap_make_request(self, make_request: Callable[..., Any]) -> Callable[..., Any]:
+            def recorded(method: str, params: Any) -> Any:
+                record(str(method), params)
+                return make_request(method, params)
+
+            return recorded
+
+    w3.middleware_onion.add(_Recording, name=name)
+    try:
+        yield
+    finally:
+        w3.middleware_onion.remove(name)
+
+
+@contextmanager
 def count_rpc(w3: Web3) -> Iterator[list[str]]:
     """The methods of every request `w3` sends inside the block, in order (the list fills as they go)."""
     methods: list[str] = []
-
-    class _Counting(Web3Middleware):
-        def wrap_make_request(self, make_request: Callable[..., Any]) -> Callable[..., Any]:
-            def counted(method: str, params: Any) -> Any:
-                methods.append(str(method))
-                return make_request(method, params)
-
-            return counted
-
-    w3.middleware_onion.add(_Counting, name="rpc-counter")
-    try:
+    with _recording(w3, "rpc-counter", lambda method, _params: methods.append(method)):
         yield methods
-    finally:
-        w3.middleware_onion.remove("rpc-counter")
 
 
 @contextmanager
@@ -37,21 +44,12 @@ def log_ranges(w3: Web3) -> Iterator[list[tuple[int, int]]]:
     pass scans of the chain's log, whatever the chunking (anvil's few blocks fit one request either way)."""
     ranges: list[tuple[int, int]] = []
 
-    class _Ranges(Web3Middleware):
-        def wrap_make_request(self, make_request: Callable[..., Any]) -> Callable[..., Any]:
-            def recorded(method: str, params: Any) -> Any:
-                if method == "eth_getLogs":
-                    p = params[0]
-                    ranges.append((_block(p["fromBlock"]), _block(p["toBlock"])))
-                return make_request(method, params)
+    def record(method: str, params: Any) -> None:
+        if method == "eth_getLogs":
+            ranges.append((_block(params[0]["fromBlock"]), _block(params[0]["toBlock"])))
 
-            return recorded
-
-    w3.middleware_onion.add(_Ranges, name="rpc-log-ranges")
-    try:
+    with _recording(w3, "rpc-log-ranges", record):
         yield ranges
-    finally:
-        w3.middleware_onion.remove("rpc-log-ranges")
 
 
 def _block(b: Any) -> int:

@@ -38,6 +38,7 @@ __all__ = [
     "PeerDocumentError",
     "StateCursorStore",
     "attestation_page",
+    "bare_hex",
     "load_task_set",
     "parse_status",
     "peer_service",
@@ -201,6 +202,12 @@ def attestation_page(records: list[dict[str, Any]], since: float, after: int, li
     newer = [r for r in records if (r["updated_at"], int(r["id"])) > (since, after)]
     newer.sort(key=lambda r: (r["updated_at"], int(r["id"])))
     return newer[:limit]
+
+
+def bare_hex(value: str | bytes) -> str:
+    """A decoded bytes32 event argument (a claim's seed) as bare hex: the SDK gives hex strings, web3 may give
+    bytes."""
+    return value.removeprefix("0x") if isinstance(value, str) else bytes(value).hex()
 
 
 _DIRECTORY_EVENTS = ["NodeRegistered", "NodeUpdated", "NodeExited", "StakeUpdated", "MinStakeSet"]

@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from intellect.verifier.budget_class import ClassRule, budget_class
-from intellect.verifier.submission import hardware_class
+from intellect.verifier.submission import class_budgets, hardware_class
 
 __all__ = ["BudgetClasses"]
 
@@ -61,8 +61,7 @@ class BudgetClasses:
 
     def budgets_at(self, node: str, claim_block: int) -> list[int]:
         """The target lengths of that class (`cpu`'s when the pool gives the class none)."""
-        cls = self.class_at(node, claim_block)
-        return list(self.budgets.get(cls) or self.budgets["cpu"])
+        return class_budgets(self.budgets, self.class_at(node, claim_block))
 
     def claim_block(self, task_id: int) -> int | None:
         """The block of task `task_id`'s claim (from the history's scan up to the chain head), None if unseen."""

@@ -29,6 +29,7 @@ from intellect.agents.roles._runtime import (
     Agent,
     AgentError,
     StateCursorStore,
+    bare_hex,
     load_task_set,
 )
 from intellect.agents.roles._server import HttpError
@@ -523,10 +524,8 @@ class Trainer(Agent):
         if e.event == "WorkSubmitted":
             self._record_submission(e)
         elif e.event == "TaskClaimed" and int(e.args["poolId"]) == self.pool_id:  # its seed and block: the assignment
-            seed = e.args["seed"]
             self.state.put("claim", int(e.args["taskId"]), "claimed", {
-                "seed": seed.removeprefix("0x") if isinstance(seed, str) else bytes(seed).hex(),
-                "block": e.block_number, "node": e.args["node"]})
+                "seed": bare_hex(e.args["seed"]), "block": e.block_number, "node": e.args["node"]})
         elif e.event == "ChallengeResolved" and e.args["upheld"]:
             self._left_out(int(e.args["challengeId"]), TaskStatus.UPHELD)
 

@@ -30,6 +30,7 @@ from intellect.agents.roles._runtime import (
     Agent,
     StateCursorStore,
     attestation_page,
+    bare_hex,
     load_task_set,
 )
 from intellect.agents.roles._server import HttpError
@@ -67,11 +68,6 @@ class Evidence(BaseModel):
     stats: dict[str, Any] = Field(default_factory=dict)
     validator: str
     checked_at: float
-
-
-def _hex(value: str | bytes) -> str:
-    """A decoded bytes32 argument as bare hex (the SDK gives hex strings, web3 may give bytes)."""
-    return value.removeprefix("0x") if isinstance(value, str) else bytes(value).hex()
 
 
 class _Unavailable(IntellectError):
@@ -151,7 +147,7 @@ class Validator(Agent):
                 })
         elif e.event == "TaskClaimed":
             if int(a["poolId"]) == self.pool_id:  # its seed, for checking the submission that follows
-                self.state.put("claim", int(a["taskId"]), "claimed", {"seed": _hex(a["seed"]), "block": e.block_number,
+                self.state.put("claim", int(a["taskId"]), "claimed", {"seed": bare_hex(a["seed"]), "block": e.block_number,
                                                                       "node": a["node"]})
         elif e.event == "CheckpointPublished":
             if int(a["poolId"]) == self.pool_id:
@@ -255,7 +251,7 @@ class Validator(Agent):
         evs = self.protocol.get_events(["TaskClaimed"], filters={"taskId": task_id})
         if not evs:
             raise Rejection("unknown_task", f"no TaskClaimed event for task {task_id}")
-        seed = _hex(evs[-1].args["seed"])
+        seed = bare_hex(evs[-1].args["seed"])
         self.state.put("claim", task_id, "claimed", {"seed": seed})
         return bytes.fromhex(seed)
 

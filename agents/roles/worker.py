@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from intellect.agents.generate import generate_for_claim
-from intellect.agents.roles._runtime import Agent, AgentError, load_task_set
+from intellect.agents.roles._runtime import Agent, AgentError, bare_hex, load_task_set
 from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.agents.roles.pool_rules import apply_pool_rules, rules_tokenizer
 from intellect.verifier.submission import is_fresh, thinking_budgets
@@ -407,10 +407,9 @@ class Worker(Agent):
                                               filters={"node": self.protocol.address, "poolId": self.pool_id}):
                 tid = int(e.args["taskId"])
                 if self.state.record("claim", tid) is None:
-                    seed = e.args["seed"]  # hex text (the SDK derives it from the claim's block hash)
                     self.state.put("claim", tid, "claimed", {
-                        "seed": seed.removeprefix("0x") if isinstance(seed, str) else bytes(seed).hex(),
-                        "lease_expiry": int(e.args["leaseExpiry"]), "pool": self.pool_id})
+                        "seed": bare_hex(e.args["seed"]),
+                        "lease_expiry": int(e.args["leaseExpiry"]), "pool": self.pool_id, "block": e.block_number})
             self.state.set(key, head)
         out = []
         for r in self.state.records("claim", "claimed"):
@@ -551,8 +550,9 @@ class Worker(Agent):
                 self.doing = "claiming a task"
                 claim = self.protocol.claim_task(self.pool_id)
                 self.count("tasks_claimed")
-                self.state.put("claim", claim.task_id, "claimed", {"seed": claim.seed.hex(), "block": claim.block_number, "pool": self.pool_id,
-                                                                   "lease_expiry": claim.lease_expiry})
+                self.state.put("claim", claim.task_id, "claimed", {
+                    "seed": claim.seed.hex(), "block": claim.block_number, "pool": self.pool_id,
+                    "lease_expiry": claim.lease_expiry})
                 self.work_on(claim.task_id, claim.seed)
                 backoff = self.cfg.worker.poll_interval
             except InterruptedError:
