@@ -407,6 +407,9 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
 @click.option("--budget", "budgets", multiple=True, metavar="CLASS=N[,N...]",
               help="Thinking budgets of a hardware class (cpu, gpu-small, gpu-large); repeat per class.")
 @click.option("--length-alpha", type=float, default=None, help="Length-penalty coefficient α.")
+@click.option("--length-scope", type=click.Choice(["solved", "all"]), default=None,
+              help="Completions the length penalty applies to: solved (task reward > 0) or all "
+                   "(default: solved, or the --rules document's).")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature.")
 @click.option("--toploc-profile", type=click.Choice(["mixed", "fp32", "reference"]), default=None,
               help="verification profile (default mixed: bf16 and fp32 workers; fp32: exact, all nodes in fp32)")
@@ -432,8 +435,9 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
 @click.pass_obj
 def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout: str | None, model_family: str | None,
                 chat_template: str | None, group_size: int | None, problems_per_task: int | None,
-                budgets: tuple[str, ...], length_alpha: float | None, temperature: float | None,
-                toploc_profile: str | None, max_units: int | None, trainer_addr: str | None, reward_per_unit: str,
+                budgets: tuple[str, ...], length_alpha: float | None, length_scope: str | None,
+                temperature: float | None, toploc_profile: str | None, max_units: int | None,
+                trainer_addr: str | None, reward_per_unit: str,
                 challenge_bond: str, slash_amount: str, window: int, vote_period: int, lease: int, async_level: int,
                 quorum: int | None, assigned_validators: int | None, fund_amount: str | None, ipfs_spec: str,
                 dry_run: bool) -> None:
@@ -462,7 +466,8 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
         sampler["temperature"] = temperature
     doc["model"], doc["sampler"] = model, sampler
     for key, value in (("group_size", group_size), ("problems_per_task", problems_per_task),
-                       ("length_alpha", length_alpha), ("toploc_profile", toploc_profile)):
+                       ("length_alpha", length_alpha), ("length_scope", length_scope),
+                       ("toploc_profile", toploc_profile)):
         if value is not None:
             doc[key] = value
     if budgets:
@@ -552,7 +557,9 @@ def pool_show(ctx: _Ctx, pool_id: int | None, ipfs_spec: str | None) -> None:
 
         cid = pools[0].params.rules_cid
         rules = PoolRules.from_bytes(open_ipfs(ipfs_spec).cat(cid, max_size=1 << 20), source=cid)
-        doc = {"pool": json.loads(pools[0].model_dump_json()), "rules": json.loads(rules.to_bytes())}
+        # length_scope shown even when `all` (the canonical bytes leave it out: a document made before the field)
+        shown = {**json.loads(rules.to_bytes()), "length_scope": rules.length_scope}
+        doc = {"pool": json.loads(pools[0].model_dump_json()), "rules": shown}
         _out(ctx, doc, [f"pool {pool_id}  rules {cid}", json.dumps(doc["rules"], indent=2, sort_keys=True)])
         return
 

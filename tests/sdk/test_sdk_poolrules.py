@@ -162,6 +162,27 @@ def test_cli_pool_create_dry_run_refuses_contradicting_rules(tmp_path: Path) -> 
     assert not (tmp_path / "ipfs").exists() or not EmbeddedIpfs(tmp_path / "ipfs").has(doc["rules_cid"])
 
 
+def test_cli_pool_create_length_scope_reads_back(tmp_path: Path) -> None:
+    """`--length-scope all` gives a document whose scope reads back as `all` (the canonical bytes leave the
+    field out, as a document made before it); the default is `solved`, written into the document."""
+    base = ["--json", "pool", "create", "--dry-run", "--taskset", compute_cid(b"t"), "--model-family", "tiny",
+            "--group-size", "4", "--problems-per-task", "2", "--budget", "cpu=64", "--length-alpha", "0.001",
+            "--ipfs", f"embedded:{tmp_path / 'ipfs'}"]
+    scopes = {}
+    for extra in ([], ["--length-scope", "all"], ["--length-scope", "solved"]):
+        code, out = _run([*base, *extra])
+        assert code == 0, out
+        doc = json.loads(out)
+        data = json.dumps(doc["rules"], sort_keys=True, separators=(",", ":")).encode()
+        rules = PoolRules.from_bytes(data, source="x")
+        assert rules.cid() == doc["rules_cid"] == compute_cid(data)
+        scopes[tuple(extra)] = (rules.length_scope, doc["rules"].get("length_scope"))
+    assert scopes[()] == scopes[("--length-scope", "solved")] == ("solved", "solved")
+    assert scopes[("--length-scope", "all")] == ("all", None)
+    code, out = _run([*base, "--length-scope", "some"])
+    assert code == 2 and "--length-scope" in out, out
+
+
 def test_cli_pool_create_fund_defund_show(net: Devnet, tmp_path: Path) -> None:
     chain = ["--network", net.url, "--deployment", str(net.deployment_file), "--dev-account", "0"]
     store = f"embedded:{tmp_path / 'ipfs'}"
@@ -170,7 +191,8 @@ def test_cli_pool_create_fund_defund_show(net: Devnet, tmp_path: Path) -> None:
     code, out = _run([*chain, "--json", "pool", "create", "--taskset", str(train), "--heldout", str(held),
                       "--model-family", "tiny-llama", "--group-size", "4", "--problems-per-task", "2",
                       "--budget", "cpu=6,8", "--budget", "gpu-large=12,16", "--length-alpha", "0",
-                      "--window", "300", "--vote-period", "120", "--lease", "600", "--fund", "100", "--ipfs", store])
+                      "--length-scope", "all", "--window", "300", "--vote-period", "120", "--lease", "600",
+                      "--fund", "100", "--ipfs", store])
     assert code == 0, out
     created = json.loads(out.strip().splitlines()[-1])
     pool_id, rules_cid = created["pool_id"], created["rules_cid"]
@@ -191,7 +213,10 @@ def test_cli_pool_create_fund_defund_show(net: Devnet, tmp_path: Path) -> None:
                       "--quorum", "2", "--assigned-validators", "1"])
     assert code == 2 and "assigned_validators 1 is below the quorum 2" in out, out
     code, out = _run([*chain, "--json", "pool", "show", str(pool_id), "--ipfs", store])
-    assert code == 0 and json.loads(out)["rules"]["group_size"] == 4, out
+    assert code == 0, out
+    shown = json.loads(out)["rules"]
+    assert shown["group_size"] == 4 and shown["length_scope"] == "all", out  # shown though not in the bytes
+    assert rules.length_scope == "all" and b"length_scope" not in ipfs.cat(rules_cid)
     code, out = _run([*chain, "--json", "pool", "defund", str(pool_id), "40"])
     assert code == 0 and json.loads(out)["budget"] == 60 * 10**18, out
     code, out = _run([*chain, "--json", "pool", "fund", str(pool_id), "5"])
