@@ -121,6 +121,14 @@ class BenchConfig:
     """torch threads: TRL's single process gets them all; the pool's two threads (inference, trainer) one each"""
     taskset: str | None = None
     eval_tasks: str | None = None
+    filter_samples: int = 0
+    """above 0: INTELLECT-2's offline difficulty filter on the training problems before either side starts
+    (`intellect.agents.tasks.filter_by_difficulty`, what `intellect taskset filter` runs): `filter_samples`
+    completions of each problem from the base model, prompted and sampled as both sides sample (temperature,
+    `max_new_tokens`, chat template); problems whose solve rate lies in [`filter_low`, `filter_high`] are kept and
+    both sides train on the same kept set. Not timed; the held-out set is not filtered"""
+    filter_low: float = 0.1
+    filter_high: float = 0.8
 
     def __post_init__(self) -> None:
         for name in ("steps", "prompts_per_step", "group_size", "optimizer_steps", "eval_every", "max_new_tokens",
@@ -129,6 +137,9 @@ class BenchConfig:
                 raise ValueError(f"{name} must be >= 1 (got {getattr(self, name)})")
         if self.group_size < 2:
             raise ValueError("group_size must be >= 2 (a GRPO group needs two completions)")
+        if self.filter_samples < 0 or not 0.0 <= self.filter_low <= self.filter_high <= 1.0:
+            raise ValueError(f"need filter_samples >= 0 and 0 <= filter_low <= filter_high <= 1 (got "
+                             f"{self.filter_samples}, [{self.filter_low}, {self.filter_high}])")
         if not 0.0 <= self.length_alpha <= 1.0:
             raise ValueError(f"length_alpha must be in [0, 1] (got {self.length_alpha})")
         if self.prompts_per_step % self.problems_per_submission:
@@ -421,6 +432,32 @@ def load_tasks(cfg: BenchConfig) -> tuple[Any, Any]:
     heldout = synthetic_task_set(cfg.heldout_tasks, seed=cfg.seed + 1, max_operand=20, ops=("+",),
                                  exclude_prompts=[t.prompt for t in train], name="heldout")
     return train, heldout
+
+
+def difficulty_filter(cfg: BenchConfig, model_dir: Path, train: Any) -> tuple[Any, dict[str, Any]]:
+    """The training problems whose base-model solve rate lies in [filter_low, filter_high] (`filter_samples`
+    completions each, prompted and sampled as both sides sample), and what the filter saw."""
+    import torch
+
+    from intellect.agents.engines import SamplingParams, TransformersEngine
+    from intellect.agents.tasks import filter_by_difficulty
+    from intellect.verifier.submission import prompt_text
+
+    torch.set_num_threads(cfg.threads)
+    t0 = time.perf_counter()
+    engine = TransformersEngine()
+    engine.load(model_dir)
+    tokenizer = _tokenizer(model_dir)
+    params = SamplingParams(max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, seed=cfg.seed,
+                            capture_proofs=False)
+    kept, rates = filter_by_difficulty(train, engine, params, samples=cfg.filter_samples, low=cfg.filter_low,
+                                       high=cfg.filter_high,
+                                       prompt_format=lambda t: prompt_text(t, cfg.target_len, tokenizer))
+    seen = {"candidates": len(train), "kept": len(kept), "samples": cfg.filter_samples,
+            "range": [cfg.filter_low, cfg.filter_high], "seconds": round(time.perf_counter() - t0, 1),
+            "mean_rate_all": sum(rates.values()) / len(rates),
+            "mean_rate_kept": sum(rates[t.id] for t in kept) / len(kept), "rates": rates}
+    return kept, seen
 
 
 def _tokenizer(model_dir: Path) -> Any:
@@ -771,6 +808,10 @@ def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: 
               help="training task set file (intellect.taskset/v1); default synthetic addition")
 @click.option("--eval-tasks", type=click.Path(exists=True, dir_okay=False), default=None,
               help="held-out task set file (with --taskset)")
+@click.option("--filter-samples", type=int, default=BenchConfig.filter_samples, show_default=True,
+              help="offline difficulty filter: base-model samples per training problem (0: off)")
+@click.option("--filter-low", type=float, default=BenchConfig.filter_low, show_default=True)
+@click.option("--filter-high", type=float, default=BenchConfig.filter_high, show_default=True)
 @click.option("--only", type=click.Choice(["both", "pool", "trl"]), default="both", show_default=True)
 @click.option("--dry-run", is_flag=True, help="print the resolved settings (and TRL's GRPOConfig arguments) and stop")
 def main(out: Path, only: str, dry_run: bool, **settings: Any) -> None:
@@ -800,6 +841,13 @@ def main(out: Path, only: str, dry_run: bool, **settings: Any) -> None:
     model_dir = resolve_model(cfg.model)
     prepare_s = time.perf_counter() - t0
     train, heldout = load_tasks(cfg)
+    filtered: dict[str, Any] | None = None
+    if cfg.filter_samples:
+        train, filtered = difficulty_filter(cfg, model_dir, train)
+        click.echo(f"difficulty filter: kept {filtered['kept']}/{filtered['candidates']} training problems with a "
+                   f"solve rate in [{cfg.filter_low}, {cfg.filter_high}] ({cfg.filter_samples} samples each, "
+                   f"{filtered['seconds']:.0f} s, not counted; mean rate {filtered['mean_rate_all']:.3f} -> "
+                   f"{filtered['mean_rate_kept']:.3f})")
     click.echo(f"model {model_dir} ({prepare_s:.0f} s to prepare, not counted); {len(train)} training problems, "
                f"{len(heldout)} held-out; load {_load()}")
     sides: list[SideResult] = []
@@ -815,7 +863,7 @@ def main(out: Path, only: str, dry_run: bool, **settings: Any) -> None:
         for sub in ("checkpoints", "evals", "trl-out"):
             shutil.rmtree(out / name / sub, ignore_errors=True)
     report: dict[str, Any] = {"config": asdict(cfg), "model_dir": str(model_dir), "load_end": _load(),
-                              "sides": [asdict(s) for s in sides]}
+                              "difficulty_filter": filtered, "sides": [asdict(s) for s in sides]}
     if len(sides) == 2:
         pool, trl_side = sides
         table = build_table(pool, trl_side)

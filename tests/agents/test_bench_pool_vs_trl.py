@@ -164,3 +164,29 @@ def test_length_alpha_is_pool_only(bench, tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()  # refused before anything ran
     with pytest.raises(ValueError, match="length_alpha"):
         bench.BenchConfig(length_alpha=-0.1)
+
+
+def test_difficulty_filter_settings_are_checked(bench) -> None:
+    with pytest.raises(ValueError, match="filter_low <= filter_high"):
+        bench.BenchConfig(filter_samples=4, filter_low=0.9, filter_high=0.1)
+    with pytest.raises(ValueError, match="filter_samples >= 0"):
+        bench.BenchConfig(filter_samples=-1)
+
+
+def test_difficulty_filter_keeps_problems_by_the_base_models_solve_rate(bench) -> None:
+    """Both sides train on what the filter keeps: each kept problem's rate (from the same prompts and sampler as
+    the sides) lies in the range, and every dropped one's outside it."""
+    from intellect.agents.models import tiny_model_dir
+    from intellect.agents.tasks import synthetic_task_set
+
+    train = synthetic_task_set(6, seed=0, max_operand=20, ops=("+",), name="train")
+    cfg = bench.BenchConfig(model="tiny", filter_samples=3, filter_low=0.0, filter_high=0.5, threads=1,
+                            max_new_tokens=4)
+    kept, seen = bench.difficulty_filter(cfg, tiny_model_dir(), train)  # a random model: (nearly) never solved
+    rates = seen["rates"]
+    assert seen["candidates"] == 6 and seen["kept"] == len(kept) > 0 and set(rates) == {t.id for t in train}
+    assert {t.id for t in kept} == {i for i, r in rates.items() if r <= 0.5}
+    assert all(t.difficulty == rates[t.id] for t in kept)
+    with pytest.raises(Exception, match="kept no task"):
+        bench.difficulty_filter(bench.BenchConfig(model="tiny", filter_samples=3, filter_low=1.0, filter_high=1.0,
+                                                  threads=1, max_new_tokens=4), tiny_model_dir(), train)
