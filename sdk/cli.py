@@ -484,7 +484,7 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
         doc["max_units_per_submission"] = max_units
     elif "max_units_per_submission" not in doc:  # an honest full-length submission, as the rules count it
         doc["max_units_per_submission"] = PoolRules.default_max_units(doc, source="pool rules")
-    rules = PoolRules.build(doc, source="pool rules")
+    rules = PoolRules.build_new(doc, source="pool rules")
     data = rules.to_bytes()
     if dry_run:
         _out(ctx, {"rules": json.loads(data), "rules_cid": rules.cid()}, [data.decode(), f"rules CID {rules.cid()}"])

@@ -11,7 +11,10 @@ challenged and slashed for a configuration mismatch.
 
 A document that contradicts itself is refused when it is built (`PoolRulesError` naming the fields),
 e.g. `max_units_per_submission` below the most tokens an honest submission can hold (largest budget ×
-group size × problems per task).
+group size × problems per task). A new document (`PoolRules.build_new`, what `intellect pool create`
+publishes) is also refused for rules a stored one may keep carrying, e.g. `length_alpha` × the largest
+budget ≥ 1 (a short solved answer would score no better than an unsolved one); reading a published
+document never applies those checks, so nothing already accepted is lost.
 """
 
 from __future__ import annotations
@@ -143,6 +146,28 @@ class PoolRules(_Strict):
         if self.heldout_cid is not None and self.heldout_cid == self.taskset_cid:
             raise ValueError("heldout_cid equals taskset_cid: the held-out set must be disjoint from training")
         return self
+
+    def new_document_problems(self) -> list[str]:
+        """Why these rules should not be published as a new pool's (empty: none). Not part of validation:
+        a document already published keeps loading (`from_bytes`) whatever these say."""
+        out = []
+        worst = self.length_alpha * self.max_budget
+        if worst >= 1:
+            out.append(
+                f"length_alpha {self.length_alpha:g} × the largest budget {self.max_budget} = {worst:g} ≥ 1: a solved "
+                f"answer far below its target scores 1 − length_alpha·(target − length) ≤ 0, the score of an "
+                f"unsolved one, so the rules would teach that a short right answer is no better than a wrong one; "
+                f"for these budgets length_alpha must be below 1/{self.max_budget} = {1 / self.max_budget:.6g}")
+        return out
+
+    @classmethod
+    def build_new(cls, doc: Mapping[str, Any], source: str = "pool rules") -> PoolRules:
+        """`build` for a document about to be published (`intellect pool create`): also refuses the rules
+        `new_document_problems` names (`PoolRulesError` naming the field)."""
+        rules = cls.build(doc, source)
+        if problems := rules.new_document_problems():
+            raise PoolRulesError(f"{source}: " + "; ".join(problems))
+        return rules
 
     @property
     def max_budget(self) -> int:

@@ -118,6 +118,26 @@ def test_self_contradicting_or_bad_rules_refused_naming_the_field(change: dict[s
     assert field in str(err.value) and str(err.value).startswith("rules.json: ")
 
 
+def test_new_rules_refused_when_a_short_solved_answer_scores_as_an_unsolved_one() -> None:
+    """Issue 17: with the cap at the target a solved answer of length L scores 1 − α·(target − L), ≤ 0 (an
+    unsolved answer's score) when α × the largest budget ≥ 1. A new document with such rules is refused; a
+    stored one still loads (nothing already accepted is lost)."""
+    doc = {**GOOD, "length_alpha": 0.005, "budgets": {"cpu": [256]}}
+    with pytest.raises(PoolRulesError) as err:
+        PoolRules.build_new(doc, source="rules.json")
+    msg = str(err.value)
+    assert msg.startswith("rules.json: length_alpha 0.005 × the largest budget 256 = 1.28 ≥ 1"), msg
+    assert "below 1/256 = 0.00390625" in msg
+    edge = {**doc, "length_alpha": 1 / 256}  # exactly 1: a 0-length solved answer would tie an unsolved one
+    with pytest.raises(PoolRulesError):
+        PoolRules.build_new(edge)
+    assert PoolRules.build_new({**doc, "budgets": {"cpu": [64]}}).max_budget == 64  # 0.32
+    assert PoolRules.build_new({**doc, "length_alpha": 0.0039}).length_alpha == 0.0039
+    stored = PoolRules.build(doc)  # made before the check: still a valid document when read
+    assert PoolRules.from_bytes(stored.to_bytes(), source="cid").length_alpha == 0.005
+    assert stored.new_document_problems() and not PoolRules.build(GOOD).new_document_problems()
+
+
 def test_from_bytes_refuses_other_schemas_and_garbage() -> None:
     with pytest.raises(SchemaVersionError):
         PoolRules.from_bytes(json.dumps({**GOOD, "schema": "intellect.poolrules/v9"}).encode(), source="cid")
@@ -181,6 +201,16 @@ def test_cli_pool_create_length_scope_reads_back(tmp_path: Path) -> None:
     assert scopes[("--length-scope", "all")] == ("all", None)
     code, out = _run([*base, "--length-scope", "some"])
     assert code == 2 and "--length-scope" in out, out
+
+
+def test_cli_pool_create_refuses_alpha_times_budget_at_least_one(tmp_path: Path) -> None:
+    base = ["pool", "create", "--dry-run", "--taskset", compute_cid(b"t"), "--model-family", "tiny",
+            "--group-size", "4", "--problems-per-task", "2", "--length-alpha", "0.005",
+            "--ipfs", f"embedded:{tmp_path / 'ipfs'}"]
+    code, out = _run([*base, "--budget", "cpu=64,256"])
+    assert code == 2 and "length_alpha 0.005 × the largest budget 256" in out and "0.00390625" in out, out
+    code, out = _run([*base, "--budget", "cpu=64"])
+    assert code == 0, out
 
 
 def test_cli_pool_create_fund_defund_show(net: Devnet, tmp_path: Path) -> None:
