@@ -16,7 +16,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 from pydantic import BaseModel
@@ -171,12 +171,15 @@ def main(ctx: click.Context, role: str | None, config_path: str | None, sets: tu
               help="completion budget (the thinking budget stated in the prompt)")
 @click.option("--max-tasks", type=click.IntRange(min=1), default=None, help="only the first N tasks")
 @click.option("--length-alpha", type=float, default=0.0, show_default=True, help="length-penalty α of the reward")
+@click.option("--length-scope", type=click.Choice(["solved", "all"]), default="solved", show_default=True,
+              help="completions the length penalty applies to (the pool rules' length_scope)")
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--chat-template/--no-chat-template", default=True, show_default=True,
               help="prompt in the model's chat template when it has one (a pool's `chat_template: model`)")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 def eval_cmd(model_dir: Path, taskset: str, ipfs_spec: str, max_tokens: int, max_tasks: int | None,
-             length_alpha: float, device: str, chat_template: bool, as_json: bool) -> None:
+             length_alpha: float, length_scope: Literal["solved", "all"], device: str, chat_template: bool,
+             as_json: bool) -> None:
     """Evaluate MODEL on TASKSET: one greedy completion per task, prompted as the pool's workers prompt."""
     from intellect.agents.evaluation import evaluate_checkpoint
     from intellect.verifier.tasks import TaskSet, TaskSetError
@@ -197,7 +200,8 @@ def eval_cmd(model_dir: Path, taskset: str, ipfs_spec: str, max_tokens: int, max
         raise click.UsageError(str(exc)) from None
     tasks = list(ts)[:max_tasks] if max_tasks else list(ts)
     result = evaluate_checkpoint(model_dir, tasks, max_tokens=max_tokens, length_alpha=length_alpha,
-                                 task_set=ts.name, device=device, chat_template=chat_template)
+                                 length_scope=length_scope, task_set=ts.name, device=device,
+                                 chat_template=chat_template)
     if as_json:
         click.echo(result.model_dump_json())
     else:

@@ -7,7 +7,8 @@ One greedy completion per task (temperature 0: pass@1 is then a property of the 
 draw), prompted as the pool's workers prompt (`prompt_text`: the task, the thinking-budget suffix for
 `max_tokens`, the model's chat template when it has one). `pass_at_1` is the mean task reward (1 if
 the verifier accepts the completion); `mean_reward` the mean pool reward, i.e. task reward minus the
-length penalty α·|max_tokens − length|. The trainer runs it every `trainer.eval_every` steps;
+length penalty α·|max_tokens − length| on the completions the pool rules' `length_scope` names (`solved`:
+solved ones only; `all`: every one). The trainer runs it every `trainer.eval_every` steps;
 `intellect-agent eval --model DIR --taskset CID|FILE` runs it on any checkpoint.
 """
 
@@ -17,11 +18,14 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from intellect.verifier.tasks import Task
+
+if TYPE_CHECKING:
+    from intellect.verifier.rewards import LengthScope
 
 __all__ = ["EvalResult", "evaluate_checkpoint", "evaluate_engine"]
 
@@ -43,14 +47,18 @@ class EvalResult(BaseModel):
     """mean pool reward of the greedy completions (task reward − length penalty)"""
     max_tokens: int
     length_alpha: float
+    length_scope: Literal["solved", "all"] = "solved"
+    """which completions carried the length penalty (the pool rules' `length_scope`)"""
     mean_completion_tokens: float
     seconds: float
 
 
 def evaluate_engine(engine: Any, tasks: Sequence[Task], *, max_tokens: int, length_alpha: float = 0.0,
-                    task_set: str = "held-out", batch_size: int = 16, chat_template: bool = True) -> EvalResult:
+                    length_scope: LengthScope = "solved", task_set: str = "held-out", batch_size: int = 16,
+                    chat_template: bool = True) -> EvalResult:
     """Evaluate the checkpoint `engine` (an `InferenceEngine`) has loaded on `tasks` (prompts in its chat
-    template when `chat_template` and it has one, as a pool whose rules say `chat_template: model`)."""
+    template when `chat_template` and it has one, as a pool whose rules say `chat_template: model`; the
+    length penalty on the completions `length_scope` names, as the pool's rules say)."""
     from intellect.agents.engines import SamplingParams
     from intellect.verifier.rewards import reward
     from intellect.verifier.submission import prompt_text
@@ -66,26 +74,29 @@ def evaluate_engine(engine: Any, tasks: Sequence[Task], *, max_tokens: int, leng
         tok = engine.tokenizer if chat_template else None
         prompts = [prompt_text(t, max_tokens, tokenizer=tok) for t in chunk]
         for task, gen in zip(chunk, engine.generate(prompts, params), strict=True):
-            r = reward(task, gen.text, max_tokens, len(gen.completion_ids), length_alpha)
+            r = reward(task, gen.text, max_tokens, len(gen.completion_ids), length_alpha,
+                       length_scope=length_scope)
             solved += r.task_reward
             total += r.total
             lengths += len(gen.completion_ids)
     n = len(tasks)
     result = EvalResult(step=engine.policy_step, task_set=task_set, tasks=n, pass_at_1=solved / n,
                         mean_reward=total / n, max_tokens=max_tokens, length_alpha=length_alpha,
-                        mean_completion_tokens=lengths / n, seconds=time.perf_counter() - t0)
+                        length_scope=length_scope, mean_completion_tokens=lengths / n,
+                        seconds=time.perf_counter() - t0)
     log.info("eval step %s on %s: pass@1 %.3f mean reward %.3f (%d tasks, %.1fs)", result.step, task_set,
              result.pass_at_1, result.mean_reward, n, result.seconds)
     return result
 
 
 def evaluate_checkpoint(model_dir: str | Path, tasks: Sequence[Task], *, max_tokens: int,
-                        length_alpha: float = 0.0, task_set: str = "held-out", device: str = "cpu",
-                        engine: Any = None, chat_template: bool = True) -> EvalResult:
+                        length_alpha: float = 0.0, length_scope: LengthScope = "solved",
+                        task_set: str = "held-out", device: str = "cpu", engine: Any = None,
+                        chat_template: bool = True) -> EvalResult:
     """Load `model_dir` (any HF causal-LM dir; `engine` reused if given) and evaluate it on `tasks`."""
     from intellect.agents.engines import TransformersEngine
 
     engine = engine or TransformersEngine(device=device)
     engine.load(Path(model_dir))
-    return evaluate_engine(engine, tasks, max_tokens=max_tokens, length_alpha=length_alpha, task_set=task_set,
-                           chat_template=chat_template)
+    return evaluate_engine(engine, tasks, max_tokens=max_tokens, length_alpha=length_alpha,
+                           length_scope=length_scope, task_set=task_set, chat_template=chat_template)

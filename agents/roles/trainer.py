@@ -747,7 +747,7 @@ class Trainer(Agent):
         try:
             result = evaluate_checkpoint(self.gt.checkpoint_path(step), self.eval_tasks,
                                          max_tokens=self.eval_max_tokens(), length_alpha=self.cfg.tasks.length_alpha,
-                                         task_set="held-out", engine=self._eval_engine,
+                                         length_scope=self.cfg.tasks.length_scope, task_set="held-out", engine=self._eval_engine,
                                          chat_template=self.rules is not None and self.rules.model.chat_template == "model")
         except Exception as exc:  # an evaluation must never stop training
             self.metrics.inc("errors_total", kind="eval")
