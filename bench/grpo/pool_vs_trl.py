@@ -142,6 +142,9 @@ class BenchConfig:
                              f"{self.filter_samples}, [{self.filter_low}, {self.filter_high}])")
         if not 0.0 <= self.length_alpha <= 1.0:
             raise ValueError(f"length_alpha must be in [0, 1] (got {self.length_alpha})")
+        if self.length_alpha * self.max_new_tokens >= 1.0:  # the rule `intellect pool create` applies
+            raise ValueError(f"length_alpha {self.length_alpha} × max_new_tokens {self.max_new_tokens} >= 1: a solved "
+                             f"answer far below the target would score <= 0, no better than a wrong one")
         if self.prompts_per_step % self.problems_per_submission:
             raise ValueError(f"prompts_per_step = {self.prompts_per_step} is not divisible by "
                              f"problems_per_submission = {self.problems_per_submission}")

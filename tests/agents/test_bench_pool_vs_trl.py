@@ -171,6 +171,8 @@ def test_difficulty_filter_settings_are_checked(bench) -> None:
         bench.BenchConfig(filter_samples=4, filter_low=0.9, filter_high=0.1)
     with pytest.raises(ValueError, match="filter_samples >= 0"):
         bench.BenchConfig(filter_samples=-1)
+    with pytest.raises(ValueError, match="no better than a wrong one"):  # pool create's rule
+        bench.BenchConfig(length_alpha=0.005, max_new_tokens=200)
 
 
 def test_difficulty_filter_keeps_problems_by_the_base_models_solve_rate(bench) -> None:
