@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,9 +27,17 @@ from intellect.verifier.tasks import Task
 if TYPE_CHECKING:
     from intellect.verifier.rewards import LengthScope
 
-__all__ = ["EvalResult", "evaluate_checkpoint", "evaluate_engine"]
+__all__ = ["EvalResult", "evaluate_checkpoint", "evaluate_engine", "held_out_max_tokens"]
 
 log = logging.getLogger(__name__)
+
+
+def held_out_max_tokens(budgets: Mapping[str, Sequence[int]]) -> int:
+    """Completion budget of a held-out evaluation under a pool's `budgets`: the largest CPU thinking budget
+    (the class whose largest budget is smallest when there is no `cpu` entry). The trainer's evaluation and
+    `intellect-agent eval --rules/--pool` both use it, so their numbers are comparable."""
+    lengths = budgets.get("cpu") or min(budgets.values(), key=max)
+    return int(max(lengths))
 
 
 class EvalResult(BaseModel):

@@ -726,9 +726,11 @@ class Trainer(Agent):
         return list(ts)[: t.eval_max_tasks]
 
     def eval_max_tokens(self) -> int:
-        """Completion budget of an evaluation: the largest CPU thinking budget of the pool."""
-        budgets = self.cfg.tasks.budgets.get("cpu") or min(self.cfg.tasks.budgets.values(), key=max)
-        return int(max(budgets))
+        """Completion budget of an evaluation: the largest CPU thinking budget of the pool
+        (`held_out_max_tokens`, shared with `intellect-agent eval --rules/--pool`)."""
+        from intellect.agents.evaluation import held_out_max_tokens
+
+        return held_out_max_tokens(self.cfg.tasks.budgets)
 
     def maybe_evaluate(self, step: int, force: bool = False) -> Any:
         """Evaluate checkpoint `step` on the held-out tasks when `trainer.eval_every` divides it."""

@@ -108,3 +108,110 @@ def test_prompt_text_applies_chat_template_only_when_the_model_has_one(tiny_dir:
     assert prompt_text(task, 64) in text
     ids = smol(text, add_special_tokens=False)["input_ids"]
     assert ids.count(smol.convert_tokens_to_ids("<|im_start|>")) == 3  # system, user, assistant: real special tokens
+
+
+def _rules_file(tmp_path: Path, **change: object) -> tuple[Path, str, object]:
+    """A rules document (α 0.01, scope `all`, cpu budgets 4/6) whose held-out set (3 tasks) is in an embedded
+    IPFS store under tmp_path/ipfs; returns (its file, the store spec, the rules)."""
+    from intellect.sdk.ipfs import EmbeddedIpfs
+    from intellect.sdk.poolrules import PoolRules
+
+    ipfs = EmbeddedIpfs(tmp_path / "ipfs")
+    train = synthetic_task_set(8, seed=0, max_operand=9, ops=("+",))
+    held = synthetic_task_set(3, seed=7, max_operand=9, ops=("+",))
+    rules = PoolRules.build({"taskset_cid": ipfs.add(train.to_jsonl_bytes()), "heldout_cid": ipfs.add(held.to_jsonl_bytes()),
+                             "model": {"family": "tiny-llama"}, "group_size": 4, "problems_per_task": 2,
+                             "budgets": {"cpu": [4, 6], "gpu-large": [16]}, "length_alpha": 0.01,
+                             "length_scope": "all", "max_units_per_submission": 16 * 4 * 2, **change})
+    path = tmp_path / "rules.json"
+    path.write_bytes(rules.to_bytes())
+    return path, f"embedded:{tmp_path / 'ipfs'}", rules
+
+
+def test_held_out_max_tokens_is_the_trainers_rule() -> None:
+    """One function decides the evaluation budget for the trainer and for `eval --rules/--pool`."""
+    from intellect.agents.evaluation import held_out_max_tokens
+    from intellect.agents.roles.trainer import Trainer
+
+    budgets = {"cpu": [4, 6], "gpu-large": [16]}
+    me = SimpleNamespace(cfg=SimpleNamespace(tasks=SimpleNamespace(budgets=budgets)))
+    assert held_out_max_tokens(budgets) == 6 == Trainer.eval_max_tokens(me)  # type: ignore[arg-type]
+    assert held_out_max_tokens({"gpu-small": [32, 8], "gpu-large": [64]}) == 32  # no cpu: the smallest class
+
+
+def test_cli_eval_takes_the_pools_rules(tiny_dir: Path, tmp_path: Path) -> None:
+    """`eval --rules FILE` without --taskset: the rules' held-out set, budget, α and scope (issue 17)."""
+    path, store, _ = _rules_file(tmp_path)
+    ok = CliRunner().invoke(main, ["eval", "--model", str(tiny_dir), "--rules", str(path), "--ipfs", store, "--json"])
+    assert ok.exit_code == 0, ok.output
+    doc = json.loads(ok.stdout.strip().splitlines()[-1])
+    assert doc["task_set"] == "synthetic-arithmetic-7" and doc["tasks"] == 3  # the held-out set (seed 7), not training
+    assert (doc["max_tokens"], doc["length_alpha"], doc["length_scope"]) == (6, 0.01, "all")
+    # the same document by CID, with flags that agree with it
+    from intellect.sdk.ipfs import EmbeddedIpfs
+
+    cid = EmbeddedIpfs(tmp_path / "ipfs").add(path.read_bytes())
+    same = CliRunner().invoke(main, ["eval", "--model", str(tiny_dir), "--rules", cid, "--ipfs", store, "--json",
+                                     "--max-tokens", "6", "--length-scope", "all", "--max-tasks", "1"])
+    assert same.exit_code == 0, same.output
+    assert json.loads(same.stdout.strip().splitlines()[-1])["max_tokens"] == 6
+
+
+def test_cli_eval_refuses_flags_that_contradict_the_rules(tiny_dir: Path, tmp_path: Path) -> None:
+    path, store, _ = _rules_file(tmp_path)
+    base = ["eval", "--model", str(tiny_dir), "--rules", str(path), "--ipfs", store]
+    bad = CliRunner().invoke(main, [*base, "--length-scope", "solved"])
+    assert bad.exit_code == 2 and "length_scope: local 'solved', pool rules 'all'" in bad.output
+    bad = CliRunner().invoke(main, [*base, "--max-tokens", "16", "--length-alpha", "0", "--no-chat-template"])
+    assert bad.exit_code == 2
+    assert all(f in bad.output for f in ("max_tokens: local 16, pool rules 6", "length_alpha", "model.chat_template"))
+    none = _rules_file(tmp_path / "b", heldout_cid=None)[0]
+    bad = CliRunner().invoke(main, ["eval", "--model", str(tiny_dir), "--rules", str(none), "--ipfs", store])
+    assert bad.exit_code == 2 and "heldout_cid" in bad.output
+    bad = CliRunner().invoke(main, ["eval", "--model", str(tiny_dir)])
+    assert bad.exit_code == 2 and "--taskset" in bad.output
+
+
+def test_cli_eval_refuses_what_is_no_rules_document(tiny_dir: Path, tmp_path: Path) -> None:
+    path, store, _ = _rules_file(tmp_path)
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("this is not json\n")
+    v2 = tmp_path / "v2.json"
+    v2.write_text(path.read_text().replace("intellect.poolrules/v1", "intellect.poolrules/v2"))
+    held = synthetic_task_set(2, seed=1, max_operand=9, ops=("+",)).save(tmp_path / "held.jsonl")
+    for src, why in ((garbage, "not a JSON document"), (v2, "'intellect.poolrules/v2' is not supported"),
+                     (held, "not a JSON document"), ("bafkreinotacid", "not fetchable")):
+        bad = CliRunner().invoke(main, ["eval", "--model", str(tiny_dir), "--rules", str(src), "--ipfs", store])
+        assert bad.exit_code == 2 and why in bad.output and "--rules" in bad.output, (src, bad.output)
+
+
+def test_cli_eval_takes_the_rules_the_chain_names(tiny_dir: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--pool ID` reads the pool's rules CID from the chain (a stand-in Protocol here) and the document from
+    --ipfs; with --rules too, the two must be the same document."""
+    from intellect.sdk._client import Protocol
+    from intellect.sdk.ipfs import EmbeddedIpfs
+
+    path, store, rules = _rules_file(tmp_path)
+    cid = EmbeddedIpfs(tmp_path / "ipfs").add(path.read_bytes())
+    chain = {1: cid, 2: rules.taskset_cid}  # type: ignore[attr-defined]  # pool 2: a bare task set (pre-rules pool)
+    seen: list[object] = []
+
+    def connect(network: str, **kw: object) -> SimpleNamespace:
+        seen.append((network, kw))
+        return SimpleNamespace(pool=lambda i: SimpleNamespace(params=SimpleNamespace(rules_cid=chain[i])))
+
+    monkeypatch.setattr(Protocol, "connect", connect)
+    base = ["eval", "--model", str(tiny_dir), "--ipfs", store, "--network", "http://127.0.0.1:1"]
+    ok = CliRunner().invoke(main, [*base, "--pool", "1", "--json", "--max-tasks", "1"])
+    assert ok.exit_code == 0, ok.output
+    doc = json.loads(ok.stdout.strip().splitlines()[-1])
+    assert (doc["max_tokens"], doc["length_scope"], doc["task_set"]) == (6, "all", "synthetic-arithmetic-7")
+    assert seen[0][0] == "http://127.0.0.1:1"  # type: ignore[index]
+    bad = CliRunner().invoke(main, [*base, "--pool", "1", "--length-scope", "solved"])
+    assert bad.exit_code == 2 and "length_scope" in bad.output
+    other = _rules_file(tmp_path / "o", length_alpha=0.02)[0]
+    bad = CliRunner().invoke(main, [*base, "--pool", "1", "--rules", str(other)])
+    assert bad.exit_code == 2 and f"pool 1's rules on the chain are {cid}" in bad.output
+    bad = CliRunner().invoke(main, [*base, "--pool", "2"])
+    assert bad.exit_code == 2 and "names no rules document" in bad.output
