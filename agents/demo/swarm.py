@@ -694,6 +694,13 @@ def _claim_honest(net: Any, reader: Any, specs: list[NodeSpec], accounts: dict[s
               help="Evaluate every N steps on --eval-tasks (0: off).")
 @click.option("--learning-rate", type=click.FloatRange(min=0, min_open=True), default=None,
               help="GRPO learning rate (default 5e-4, tuned for tiny-warm; SmolLM2 wants ~2e-5).")
+@click.option("--batch-groups", type=click.IntRange(min=1), default=None,
+              help="GRPO groups with signal per training step (default: problems per task × workers).")
+@click.option("--group-size", type=click.IntRange(min=2), default=None,
+              help=f"Completions per problem (the pool rules' group size; default {GROUP_SIZE}).")
+@click.option("--tasks-per-step", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Submissions each worker makes per policy step (raise it with --batch-groups, so flat groups "
+                   "can be refilled).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8090, show_default=True,
               help="Dashboard port (0: a free one).")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -705,14 +712,17 @@ def _claim_honest(net: Any, reader: Any, specs: list[NodeSpec], accounts: dict[s
 @click.option("--no-live", is_flag=True, help="Plain log lines instead of the live progress display.")
 @click.option("-v", "--verbose", is_flag=True, help="Log to the terminal too.")
 def main(steps: int, workers: int, cheaters: int, validators: int, model: str, taskset: Path | None,
-         eval_tasks: Path | None, eval_every: int, learning_rate: float | None, port: int, run_dir: Path | None,
-         timeout: float, keep_dashboard: bool, no_live: bool, verbose: bool) -> None:
+         eval_tasks: Path | None, eval_every: int, learning_rate: float | None, batch_groups: int | None,
+         group_size: int | None, tasks_per_step: int, port: int, run_dir: Path | None, timeout: float,
+         keep_dashboard: bool, no_live: bool, verbose: bool) -> None:
     """Run a local training swarm (chain, trainer, relay, workers, a cheater, validators) to a final table."""
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    extra = {"learning_rate": learning_rate} if learning_rate is not None else {}
+    extra: dict[str, Any] = {k: v for k, v in (("learning_rate", learning_rate), ("group_size", group_size))
+                              if v is not None}
     opts = DemoOptions(steps=steps, workers=workers, cheaters=cheaters, validators=validators, model=model,
-                       taskset=taskset, eval_tasks=eval_tasks, eval_every=eval_every, port=port, run_dir=run_dir,
+                       taskset=taskset, eval_tasks=eval_tasks, eval_every=eval_every, batch_groups=batch_groups,
+                       tasks_per_step=tasks_per_step, port=port, run_dir=run_dir,
                        timeout=timeout, keep_dashboard=keep_dashboard, live=not no_live, **extra)
     try:
         summary = run_demo(opts)
