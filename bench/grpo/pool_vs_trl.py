@@ -129,6 +129,10 @@ class BenchConfig:
     both sides train on the same kept set. Not timed; the held-out set is not filtered"""
     filter_low: float = 0.1
     filter_high: float = 0.8
+    problem_order: str = "random"
+    """pool side: `random` (each generation round draws `prompts_per_step` distinct problems at random, as the
+    trainer's task claims do) or `epochs` (rounds walk seeded shuffled epochs of the training set, as TRL's sampler
+    does: every problem once per epoch) — to separate that difference from the rest"""
 
     def __post_init__(self) -> None:
         for name in ("steps", "prompts_per_step", "group_size", "optimizer_steps", "eval_every", "max_new_tokens",
@@ -140,6 +144,8 @@ class BenchConfig:
         if self.filter_samples < 0 or not 0.0 <= self.filter_low <= self.filter_high <= 1.0:
             raise ValueError(f"need filter_samples >= 0 and 0 <= filter_low <= filter_high <= 1 (got "
                              f"{self.filter_samples}, [{self.filter_low}, {self.filter_high}])")
+        if self.problem_order not in ("random", "epochs"):
+            raise ValueError(f"problem_order must be 'random' or 'epochs' (got {self.problem_order!r})")
         if not 0.0 <= self.length_alpha <= 1.0:
             raise ValueError(f"length_alpha must be in [0, 1] (got {self.length_alpha})")
         if self.length_alpha * self.max_new_tokens >= 1.0:  # the rule `intellect pool create` applies
@@ -563,6 +569,19 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
     per_round = cfg.prompts_per_step // cfg.problems_per_submission  # submissions per generation round
     consumed = [0]  # submissions taken by the trainer
     problems_rng = random.Random(cfg.seed + 2)
+    epoch: list[Any] = []
+
+    def next_problems() -> list[Any]:
+        if cfg.problem_order == "random":
+            return problems_rng.sample(train_list, cfg.prompts_per_step)
+        out: list[Any] = []
+        while len(out) < cfg.prompts_per_step:  # TRL-like: the next problems of a shuffled epoch, distinct
+            if not epoch:
+                epoch.extend(problems_rng.sample(train_list, len(train_list)))
+            t = epoch.pop()
+            if t not in out:
+                out.append(t)
+        return out
     train_list = list(train)
     max_rounds = cfg.steps * 20
 
@@ -577,7 +596,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
                 latest = latest_checkpoint(ckpt_dir)
                 if latest is not None and latest != gen_engine.checkpoint_dir:
                     gen_engine.load(latest)  # hot swap
-                problems = problems_rng.sample(train_list, cfg.prompts_per_step)
+                problems = next_problems()
                 rf = make_rollouts(gen_engine, problems, params, cfg.group_size, tokenizer,
                                    policy_step=gen_engine.policy_step or 0, task_id=f"bench-{b}",
                                    seed=cfg.seed * 100003 + b, target_len=cfg.target_len,
@@ -815,6 +834,8 @@ def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: 
               help="offline difficulty filter: base-model samples per training problem (0: off)")
 @click.option("--filter-low", type=float, default=BenchConfig.filter_low, show_default=True)
 @click.option("--filter-high", type=float, default=BenchConfig.filter_high, show_default=True)
+@click.option("--problem-order", type=click.Choice(["random", "epochs"]), default=BenchConfig.problem_order,
+              show_default=True, help="pool side: problems drawn at random per round, or in shuffled epochs as TRL")
 @click.option("--only", type=click.Choice(["both", "pool", "trl"]), default="both", show_default=True)
 @click.option("--dry-run", is_flag=True, help="print the resolved settings (and TRL's GRPOConfig arguments) and stop")
 def main(out: Path, only: str, dry_run: bool, **settings: Any) -> None:

@@ -173,6 +173,8 @@ def test_difficulty_filter_settings_are_checked(bench) -> None:
         bench.BenchConfig(filter_samples=-1)
     with pytest.raises(ValueError, match="no better than a wrong one"):  # pool create's rule
         bench.BenchConfig(length_alpha=0.005, max_new_tokens=200)
+    with pytest.raises(ValueError, match="problem_order"):
+        bench.BenchConfig(problem_order="sorted")
 
 
 def test_difficulty_filter_keeps_problems_by_the_base_models_solve_rate(bench) -> None:
