@@ -236,13 +236,14 @@ def signal_samples(task_ids: Sequence[str], rewards: Sequence[float], group_size
     return sum(len(c) for c in chunks if len({rewards[j] for j in c}) > 1)
 
 
-def verifier_reward(tasks: Any, group_size: int | None = None,
-                    counts: dict[str, int] | None = None) -> Callable[..., list[float]]:
+def verifier_reward(tasks: Any, group_size: int | None = None, counts: dict[str, int] | None = None,
+                    record: list[dict[str, Any]] | None = None) -> Callable[..., list[float]]:
     """A TRL reward function (`reward_funcs=[...]`) that scores with the verifier's `task_reward`, as the pool's
     workers and validators do. The dataset must carry a `task_id` column: TRL passes it as a keyword (one id per
     completion) and the task is looked up in `tasks` (a `TaskSet` or any mapping id → `Task`). With `counts`
     (and `group_size`), every call adds its completions to `counts["generated"]` and those in groups with signal
-    to `counts["signal"]` (`signal_samples`)."""
+    to `counts["signal"]` (`signal_samples`). With `record`, one entry per completion is appended (task id,
+    reward, completion tokens: what TRL trained on, for comparing its data with the pool's rollout files)."""
     from intellect.verifier.rewards import task_reward
 
     by_id = {t.id: t for t in tasks} if not isinstance(tasks, dict) else dict(tasks)
@@ -256,6 +257,12 @@ def verifier_reward(tasks: Any, group_size: int | None = None,
             if tid not in by_id:
                 raise KeyError(f"task id {tid!r} is not in the training set")
             out.append(float(task_reward(by_id[tid], _completion_text(completion))))
+        if record is not None:
+            ids = _.get("completion_ids") or [None] * len(out)
+            call = len(record) // max(len(out), 1)
+            record.extend({"call": call, "task_id": tid, "reward": r,
+                           "completion_ids": list(c) if c is not None else None}
+                          for tid, r, c in zip(task_id, out, ids, strict=True))
         if counts is not None:
             counts["generated"] = counts.get("generated", 0) + len(out)
             counts["signal"] = counts.get("signal", 0) + signal_samples(task_id, out, group_size or len(out))
@@ -738,7 +745,8 @@ def train_trl(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideR
                 rewards.append(float(logs["reward"]))
 
     args = GRPOConfig(output_dir=str(out / "trl-out"), **cfg.trl_args())
-    reward = verifier_reward(train, cfg.group_size, counts)
+    record: list[dict[str, Any]] = []
+    reward = verifier_reward(train, cfg.group_size, counts, record)
     trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=ds,
                           processing_class=tok, callbacks=[Keep()])
     from transformers.trainer_callback import PrinterCallback
@@ -747,6 +755,8 @@ def train_trl(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideR
     trainer.train()
     wall = time.perf_counter() - t_start - excluded[0]
     cpu = time.process_time() - cpu_start
+    # what TRL trained on, one line per completion (the pool's are its rollout files)
+    (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in record))
     import trl
 
     return SideResult("trl", points, wall, rewards, load_before, _load(), cpu,

@@ -128,6 +128,10 @@ def test_signal_samples_counts_completions_in_groups_with_different_rewards(benc
     reward = bench.verifier_reward(tasks, 2, counts)
     reward([a.prompt] * 4, [f" {a.answer}", " 999", " 998", " 997"], task_id=[a.id, a.id, b.id, b.id])
     assert counts == {"generated": 4, "signal": 2}
+    record: list[dict] = []
+    bench.verifier_reward(tasks, 2, None, record)([a.prompt] * 2, [f" {a.answer}", " 9"], task_id=[a.id, a.id],
+                                                  completion_ids=[[5, 2], [7, 8, 9]])
+    assert [(r["reward"], r["completion_ids"]) for r in record] == [(1.0, [5, 2]), (0.0, [7, 8, 9])]
 
 
 def test_split_submissions_keeps_groups_whole(bench) -> None:
