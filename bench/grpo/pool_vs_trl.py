@@ -41,7 +41,8 @@ batch past them, so a pool step trains on at least `prompts_per_step` groups wit
 several rounds for it (TRL keeps flat groups in its loss with zero advantage, so its per-token denominator counts
 them); the pool samples with its own engine (same temperature, no top-k/top-p on either side); TRL samples its
 problems in shuffled epochs (every problem once per epoch), the pool draws `prompts_per_step` distinct problems at
-random every step (both seeded); the pool's rollouts may be up to `async_level` policy steps stale.
+random every round (both seeded; `--problem-order epochs` makes the pool walk epochs too); the pool's rollouts
+may be up to `async_level` policy steps stale.
 
 Evaluation, outside both timed regions: every `eval_every` steps each side's checkpoint is kept and, after that
 side's training (then deleted: a real model's checkpoints take GBs), scored on the held-out problems (and on the training problems, which RL optimises directly):
@@ -576,6 +577,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
     per_round = cfg.prompts_per_step // cfg.problems_per_submission  # submissions per generation round
     consumed = [0]  # submissions taken by the trainer
     problems_rng = random.Random(cfg.seed + 2)
+    train_list = list(train)
     epoch: list[Any] = []
 
     def next_problems() -> list[Any]:
@@ -589,7 +591,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
             if t not in out:
                 out.append(t)
         return out
-    train_list = list(train)
+
     max_rounds = cfg.steps * 20
 
     def inference() -> None:
