@@ -454,6 +454,7 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
             raise PoolRulesError(f"--rules {rules_file}: not a readable JSON document: {exc}") from exc
         if not isinstance(doc, dict):
             raise PoolRulesError(f"--rules {rules_file}: a rules document is a JSON object")
+        doc = PoolRules.as_stored(doc)  # a published document (`pool show`, `to_bytes`) means what it meant there
     store = open_ipfs(ipfs_spec)
     doc.setdefault("schema", "intellect.poolrules/v1")
     model = dict(doc.get("model") or {})

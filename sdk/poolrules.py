@@ -237,8 +237,15 @@ class PoolRules(_Strict):
             raise PoolRulesError(f"{source}: a rules document is a JSON object, got {type(doc).__name__}")
         if doc.get("schema") != POOLRULES_SCHEMA:
             raise SchemaVersionError(f"pool rules {source}", str(doc.get("schema"))[:80], POOLRULES_SCHEMA)
-        doc.setdefault("length_scope", "all")  # made before the field: the old length rule (see `length_scope`)
-        return cls.build(doc, source)
+        return cls.build(cls.as_stored(doc), source)
+
+    @staticmethod
+    def as_stored(doc: dict[str, Any]) -> dict[str, Any]:
+        """`doc` read as a stored document (one that carries the schema): a field `to_bytes` leaves out reads as
+        the value it stands for — no `length_scope` means `all`, the rule of documents made before the field."""
+        if doc.get("schema") == POOLRULES_SCHEMA:
+            doc.setdefault("length_scope", "all")
+        return doc
 
     @staticmethod
     def is_rules_document(data: bytes) -> bool:

@@ -185,33 +185,39 @@ def test_cli_eval_refuses_what_is_no_rules_document(tiny_dir: Path, tmp_path: Pa
         assert bad.exit_code == 2 and why in bad.output and "--rules" in bad.output, (src, bad.output)
 
 
-def test_cli_eval_takes_the_rules_the_chain_names(tiny_dir: Path, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """`--pool ID` reads the pool's rules CID from the chain (a stand-in Protocol here) and the document from
-    --ipfs; with --rules too, the two must be the same document."""
-    from intellect.sdk._client import Protocol
+def test_cli_eval_takes_the_rules_the_chain_names(tiny_dir: Path, tmp_path: Path) -> None:
+    """`--pool ID` reads the pool's rules CID from the chain (anvil with the contracts; the pool made by
+    `intellect pool create`) and the document from --ipfs; with --rules too, the two must be the same document."""
+    from cli_runner import run_cli
+
+    from intellect.sdk import devnet
     from intellect.sdk.ipfs import EmbeddedIpfs
 
     path, store, rules = _rules_file(tmp_path)
-    cid = EmbeddedIpfs(tmp_path / "ipfs").add(path.read_bytes())
-    chain = {1: cid, 2: rules.taskset_cid}  # type: ignore[attr-defined]  # pool 2: a bare task set (pre-rules pool)
-    seen: list[object] = []
-
-    def connect(network: str, **kw: object) -> SimpleNamespace:
-        seen.append((network, kw))
-        return SimpleNamespace(pool=lambda i: SimpleNamespace(params=SimpleNamespace(rules_cid=chain[i])))
-
-    monkeypatch.setattr(Protocol, "connect", connect)
-    base = ["eval", "--model", str(tiny_dir), "--ipfs", store, "--network", "http://127.0.0.1:1"]
-    ok = CliRunner().invoke(main, [*base, "--pool", "1", "--json", "--max-tasks", "1"])
-    assert ok.exit_code == 0, ok.output
-    doc = json.loads(ok.stdout.strip().splitlines()[-1])
-    assert (doc["max_tokens"], doc["length_scope"], doc["task_set"]) == (6, "all", "synthetic-arithmetic-7")
-    assert seen[0][0] == "http://127.0.0.1:1"  # type: ignore[index]
-    bad = CliRunner().invoke(main, [*base, "--pool", "1", "--length-scope", "solved"])
-    assert bad.exit_code == 2 and "length_scope" in bad.output
-    other = _rules_file(tmp_path / "o", length_alpha=0.02)[0]
-    bad = CliRunner().invoke(main, [*base, "--pool", "1", "--rules", str(other)])
-    assert bad.exit_code == 2 and f"pool 1's rules on the chain are {cid}" in bad.output
-    bad = CliRunner().invoke(main, [*base, "--pool", "2"])
-    assert bad.exit_code == 2 and "names no rules document" in bad.output
+    net = devnet.start(tmp_path / "devnet")
+    try:
+        chain = ["--network", net.url, "--deployment", str(net.deployment_file)]
+        code, out, err = run_cli([*chain, "--dev-account", "0", "--json", "pool", "create", "--rules", str(path),
+                                  "--window", "300", "--vote-period", "120", "--lease", "600", "--ipfs", store])
+        assert code == 0, out + err
+        created = json.loads(out.strip().splitlines()[-1])
+        pool, cid = str(created["pool_id"]), created["rules_cid"]
+        assert EmbeddedIpfs(tmp_path / "ipfs").cat(cid)  # the document the chain names is in the store
+        base = ["eval", "--model", str(tiny_dir), "--ipfs", store, *chain]
+        ok = CliRunner().invoke(main, [*base, "--pool", pool, "--json", "--max-tasks", "1"])
+        assert ok.exit_code == 0, ok.output
+        doc = json.loads(ok.stdout.strip().splitlines()[-1])
+        assert (doc["max_tokens"], doc["length_scope"], doc["task_set"]) == (6, "all", "synthetic-arithmetic-7")
+        bad = CliRunner().invoke(main, [*base, "--pool", pool, "--length-scope", "solved"])
+        assert bad.exit_code == 2 and "length_scope" in bad.output
+        other = _rules_file(tmp_path / "o", length_alpha=0.02)[0]
+        bad = CliRunner().invoke(main, [*base, "--pool", pool, "--rules", str(other)])
+        assert bad.exit_code == 2 and f"pool {pool}'s rules on the chain are {cid}" in bad.output
+        # a pool made before the rules: its CID names the bare task set
+        p = net.protocol(0)
+        params = p.pool(int(pool)).params.model_copy(update={"rules_cid": rules.taskset_cid})  # type: ignore[attr-defined]
+        bare = p.create_pool(params)
+        bad = CliRunner().invoke(main, [*base, "--pool", str(bare)])
+        assert bad.exit_code == 2 and "names no rules document" in bad.output, bad.output
+    finally:
+        net.stop()

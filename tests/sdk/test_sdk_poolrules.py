@@ -201,6 +201,13 @@ def test_cli_pool_create_length_scope_reads_back(tmp_path: Path) -> None:
     assert scopes[("--length-scope", "all")] == ("all", None)
     code, out = _run([*base, "--length-scope", "some"])
     assert code == 2 and "--length-scope" in out, out
+    # a published `all` document given back as --rules keeps its meaning (its bytes leave the field out)
+    published = tmp_path / "published.json"
+    published.write_text(json.dumps(json.loads(_run([*base, "--length-scope", "all"])[1])["rules"]))
+    code, out = _run(["--json", "pool", "create", "--dry-run", "--rules", str(published),
+                      "--ipfs", f"embedded:{tmp_path / 'ipfs'}"])
+    assert code == 0, out
+    assert "length_scope" not in json.loads(out)["rules"]  # still `all`: the same document
 
 
 def test_cli_pool_create_refuses_alpha_times_budget_at_least_one(tmp_path: Path) -> None:
