@@ -171,6 +171,10 @@ class TaskSettings(_Section):
     length_scope: Literal["solved", "all"] = "solved"
     """Which completions carry the length penalty (pool rule): `solved` (task reward > 0; an unsolved one scores 0
     at any length) or `all` (every completion: pool rules made before issue 17)."""
+    problem_order: Literal["random", "epochs"] = "epochs"
+    """How a claim's problems are chosen (pool rule, `intellect.verifier.tasks.assign_problems`): `epochs` (the
+    claim's slot, by ledger task id, in seeded shuffled passes over the task set) or `random` (drawn from the
+    claim's chain seed: pool rules made before the field)."""
     budgets: dict[str, list[int]] = Field(
         default_factory=lambda: {"cpu": [64, 128], "gpu-small": [256, 512], "gpu-large": [1024, 2048]}
     )

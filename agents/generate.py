@@ -3,7 +3,7 @@
     rollout_rows(task, target_len, generations, ...)   one problem's group, scored by the verifier's
                                                        `score_group` (rewards, group advantages)
     generate_for_claim(engine, task_set, seed, ...)    what a worker submits for a task claim: the
-                                                       problems the seed assigns, `group_size` seeded
+                                                       problems the pool's order assigns, `group_size` seeded
                                                        completions each with TOPLOC proofs, the file
 
 The worker, the learning experiment (`intellect.agents.demo.learn`) and the verify-vs-generate bench
@@ -20,7 +20,7 @@ from intellect.verifier.replay import problem_seed
 from intellect.verifier.rewards import JudgeBudget, LengthScope
 from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
 from intellect.verifier.submission import prompt_text, score_group
-from intellect.verifier.tasks import Task, TaskSet, sample_problems
+from intellect.verifier.tasks import ProblemOrder, Task, TaskSet, assign_problems
 
 __all__ = ["generate_for_claim", "rollout_rows"]
 
@@ -39,12 +39,12 @@ def rollout_rows(task: Task, target_len: int | None, generations: Sequence[Any],
             for g, (tr, lp, total, adv) in zip(generations, scored, strict=True)]
 
 
-def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: int | str, problems: int,
+def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: int, problems: int,
                        budgets: Sequence[int], group_size: int, temperature: float, length_alpha: float,
                        policy_step: int, worker: str, model: str, tokenizer: Any = None,
-                       length_scope: LengthScope = "solved") -> RolloutFile:
-    """The rollout file for task claim `task_id` with chain-drawn `seed`: `problems` problems and target
-    lengths from `sample_problems(task_set, seed, problems, budgets)`, `group_size` completions of each
+                       length_scope: LengthScope = "solved", problem_order: ProblemOrder = "epochs") -> RolloutFile:
+    """The rollout file for ledger task claim `task_id` with chain-drawn `seed`: `problems` problems and target
+    lengths from `assign_problems` under the pool's `problem_order`, `group_size` completions of each
     sampled with the replayable seed `problem_seed(seed, k)` and TOPLOC proofs. `model` is the
     checkpoint's manifest CID; `tokenizer`: whose chat template the prompts use (None: the bare text, see
     `prompt_text`); `length_scope`: the pool rules' (which rows carry the length penalty)."""
@@ -52,7 +52,9 @@ def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: 
 
     rows: list[RolloutRow] = []
     judge = JudgeBudget()
-    for k, a in enumerate(sample_problems(task_set, seed, problems, budgets)):
+    assigned = assign_problems(task_set, problem_order, seed=seed, task_id=task_id, n=problems,
+                               target_lengths=budgets)
+    for k, a in enumerate(assigned):
         task = task_set[a.task_id]
         params = SamplingParams(max_tokens=a.target_len, temperature=temperature, seed=problem_seed(seed, k),
                                 capture_proofs=True)

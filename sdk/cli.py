@@ -410,6 +410,10 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
 @click.option("--length-scope", type=click.Choice(["solved", "all"]), default=None,
               help="Completions the length penalty applies to: solved (task reward > 0) or all "
                    "(default: solved, or the --rules document's).")
+@click.option("--problem-order", type=click.Choice(["epochs", "random"]), default=None,
+              help="How a claim's problems are chosen: epochs (its slot in seeded shuffled passes over the task "
+                   "set, every problem once per pass) or random (drawn from the claim's seed) (default: epochs, "
+                   "or the --rules document's).")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature.")
 @click.option("--toploc-profile", type=click.Choice(["mixed", "fp32", "reference"]), default=None,
               help="verification profile (default mixed: bf16 and fp32 workers; fp32: exact, all nodes in fp32)")
@@ -436,7 +440,7 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
 def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout: str | None, model_family: str | None,
                 chat_template: str | None, group_size: int | None, problems_per_task: int | None,
                 budgets: tuple[str, ...], length_alpha: float | None, length_scope: str | None,
-                temperature: float | None, toploc_profile: str | None, max_units: int | None,
+                problem_order: str | None, temperature: float | None, toploc_profile: str | None, max_units: int | None,
                 trainer_addr: str | None, reward_per_unit: str,
                 challenge_bond: str, slash_amount: str, window: int, vote_period: int, lease: int, async_level: int,
                 quorum: int | None, assigned_validators: int | None, fund_amount: str | None, ipfs_spec: str,
@@ -468,7 +472,7 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
     doc["model"], doc["sampler"] = model, sampler
     for key, value in (("group_size", group_size), ("problems_per_task", problems_per_task),
                        ("length_alpha", length_alpha), ("length_scope", length_scope),
-                       ("toploc_profile", toploc_profile)):
+                       ("problem_order", problem_order), ("toploc_profile", toploc_profile)):
         if value is not None:
             doc[key] = value
     if budgets:
@@ -558,8 +562,10 @@ def pool_show(ctx: _Ctx, pool_id: int | None, ipfs_spec: str | None) -> None:
 
         cid = pools[0].params.rules_cid
         rules = PoolRules.from_bytes(open_ipfs(ipfs_spec).cat(cid, max_size=1 << 20), source=cid)
-        # length_scope shown even when `all` (the canonical bytes leave it out: a document made before the field)
-        shown = {**json.loads(rules.to_bytes()), "length_scope": rules.length_scope}
+        # length_scope and problem_order shown even when the canonical bytes leave them out (a document made
+        # before the field: `all`, `random`)
+        shown = {**json.loads(rules.to_bytes()), "length_scope": rules.length_scope,
+                 "problem_order": rules.problem_order}
         doc = {"pool": json.loads(pools[0].model_dump_json()), "rules": shown}
         _out(ctx, doc, [f"pool {pool_id}  rules {cid}", json.dumps(doc["rules"], indent=2, sort_keys=True)])
         return

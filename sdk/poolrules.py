@@ -101,6 +101,13 @@ class PoolRules(_Strict):
     before the field existed). A new document gets `solved`; a stored document without the field is read as
     `all`, so pools made before it keep judging their submissions as they were created (and keep their CID:
     `all` is left out of the canonical document)."""
+    problem_order: Literal["random", "epochs"] = "epochs"
+    """How a claim's problems are chosen (`intellect.verifier.tasks.assign_problems`): `epochs` (the claim's slot,
+    by ledger task id, in seeded shuffled passes over the task set: every problem once per pass, as a
+    trainer's epochs walk its data) or `random` (drawn from the claim's chain seed: a problem can come back
+    before others were served once; the rule before the field existed). A new document gets `epochs`; a stored
+    document without the field is read as `random` (and `random` is left out of the canonical document, so
+    pools made before it keep their CID). Target lengths come from the claim's seed either way."""
     sampler: SamplerRules = Field(default_factory=SamplerRules)
     toploc_profile: Literal["mixed", "fp32", "reference"] = "mixed"
     """Verification profile validators apply (`mixed`: honest bf16 and fp32 workers on any hardware; `fp32`:
@@ -206,6 +213,8 @@ class PoolRules(_Strict):
         exclude = {name for name in optional if getattr(self, name) is None}
         if self.length_scope == "all":
             exclude.add("length_scope")  # a document without the field means `all` (`from_bytes`)
+        if self.problem_order == "random":
+            exclude.add("problem_order")  # a document without the field means `random` (`from_bytes`)
         doc = self.model_dump(mode="json", by_alias=True, exclude=exclude or None)
         return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
@@ -242,9 +251,11 @@ class PoolRules(_Strict):
     @staticmethod
     def as_stored(doc: dict[str, Any]) -> dict[str, Any]:
         """`doc` read as a stored document (one that carries the schema): a field `to_bytes` leaves out reads as
-        the value it stands for — no `length_scope` means `all`, the rule of documents made before the field."""
+        the value it stands for — no `length_scope` means `all` and no `problem_order` means `random`, the rules
+        of documents made before those fields."""
         if doc.get("schema") == POOLRULES_SCHEMA:
             doc.setdefault("length_scope", "all")
+            doc.setdefault("problem_order", "random")
         return doc
 
     @staticmethod
@@ -258,13 +269,13 @@ def conflicts(rules: PoolRules, local: Mapping[str, Any]) -> list[str]:
     """Fields whose locally set value contradicts the rules, as `field: local X, pool rules Y` lines.
 
     `local` maps a rules field (`group_size`, `problems_per_task`, `budgets`, `length_alpha`, `length_scope`,
-    `temperature`, `toploc_profile`, `taskset_cid`, `class_history`, `class_lease_share`) to the value an
+    `problem_order`, `temperature`, `toploc_profile`, `taskset_cid`, `class_history`, `class_lease_share`) to the value an
     operator set explicitly; fields left at their defaults are not passed and never conflict (the rules fill
     them in). The budget-class fields compare by meaning (None is the default).
     """
     pool = {"group_size": rules.group_size, "problems_per_task": rules.problems_per_task,
             "budgets": rules.budgets, "length_alpha": rules.length_alpha, "length_scope": rules.length_scope,
-            "temperature": rules.sampler.temperature, "toploc_profile": rules.toploc_profile,
+            "problem_order": rules.problem_order, "temperature": rules.sampler.temperature, "toploc_profile": rules.toploc_profile,
             "taskset_cid": rules.taskset_cid, "class_history": rules.effective_class_history,
             "class_lease_share": rules.effective_class_lease_share}
     defaults = {"class_history": DEFAULT_CLASS_HISTORY, "class_lease_share": DEFAULT_CLASS_LEASE_SHARE}

@@ -19,7 +19,7 @@ refuses what they refuse. They live here, in one place, as pure functions:
 
     file parses (schema, limits) → worker / task / policy step / proofs hash / work units match the chain
     → seed = the task claim's → group size and length α = the pool's → problems and target lengths =
-    sample_problems(seed, budgets of the claim's budget class) → checkpoint = the on-chain one for the
+    assign_problems(the pool's problem order, seed, task id, budgets of the claim's budget class) → checkpoint = the on-chain one for the
     file's step → every prompt re-tokenised → every completion ends where the sampler ended → rewards and
     advantages recomputed → TOPLOC proofs and the seeded sampler replayed by one batched prefill.
 
@@ -52,7 +52,7 @@ from intellect.verifier.rewards import (
     thinking_budget_suffix,
 )
 from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutRow
-from intellect.verifier.tasks import Task, TaskSet, sample_problems
+from intellect.verifier.tasks import ProblemOrder, Task, TaskSet, assign_problems
 from intellect.verifier.toploc import (
     ReasonCode,
     check_aggregate,
@@ -329,6 +329,10 @@ class SubmissionRules(BaseModel):
     length_scope: LengthScope = "solved"
     """which rows carry the length penalty (`intellect.verifier.rewards.applied_length_penalty`): `solved`, or `all`
     for pools whose rules document predates the field"""
+    problem_order: ProblemOrder = "epochs"
+    """how a claim's problems are chosen (`intellect.verifier.tasks.assign_problems`): `epochs` (the claim's slot in
+    seeded shuffled passes over the task set, by ledger task id) or `random` (drawn from the claim's seed: pools
+    whose rules document predates the field)"""
     toploc_profile: Literal["mixed", "fp32", "reference"] = "mixed"
     """the verification profile (`intellect.verifier.toploc.PROFILES`): `mixed` (default) accepts honest bf16 and
     fp32 workers against a validator on any hardware; `fp32` is exact for pools whose every node computes in fp32;
@@ -408,7 +412,8 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
         budgets = class_budgets(rules.budgets, claim.budget_class())
     except ValueError as exc:
         raise IntellectError(f"the pool rules cannot be applied: {exc}") from exc
-    assigned = sample_problems(task_set, seed, rules.problems_per_task, budgets)
+    assigned = assign_problems(task_set, rules.problem_order, seed=seed, task_id=claim.submission_id,
+                               n=rules.problems_per_task, target_lengths=budgets)
     if meta.group_size != rules.group_size:
         raise Rejection(R.WRONG_GROUP_SIZE, f"group size {meta.group_size}, the pool's is {rules.group_size}")
     if abs(meta.length_alpha - rules.length_alpha) > 1e-12:

@@ -1,8 +1,9 @@
 """Verifiable tasks: the task-set format that workers solve and validators re-check.
 
 A task set is a JSONL or Parquet file of `Task` rows (schema `intellect.taskset/v1`). The
-trainer names it in its pool by CID; workers sample problems from it with the seed the chain
-gave their claim (`sample_problems`), so a validator can recompute exactly what was assigned.
+trainer names it in its pool by CID; workers take a claim's problems from it by the pool's problem order
+(`assign_problems`: drawn with the seed the chain gave the claim, `sample_problems`, or the claim's slot in
+seeded shuffled passes over the set, `epoch_problems`), so a validator can recompute exactly what was assigned.
 
 Loaders for public dataset shapes (NuminaMath-1.5, Deepscaler, SYNTHETIC-1) and the synthetic
 generator live in `intellect.agents.tasks`; they produce these `Task` rows.
@@ -10,11 +11,13 @@ generator live in `intellect.agents.tasks`; they produce these `Task` rows.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -234,6 +237,22 @@ def _uniform(word: bytes, n: int) -> int | None:
     return u % n if u < limit else None
 
 
+def _check_seed(seed: bytes) -> bytes:
+    if isinstance(seed, str):
+        raise TaskSetError("seed must be 32 bytes, not str (decode hex first)")
+    seed = bytes(seed)
+    if len(seed) != 32:
+        raise TaskSetError(f"seed must be 32 bytes, got {len(seed)}")
+    return seed
+
+
+def _check_lengths(target_lengths: Sequence[int]) -> list[int]:
+    lengths = [int(t) for t in target_lengths]
+    if not lengths or any(t <= 0 for t in lengths):
+        raise TaskSetError(f"target_lengths must be a non-empty list of positive ints, got {lengths}")
+    return lengths
+
+
 def sample_problems(
     task_set: TaskSet, seed: bytes, n: int, target_lengths: Sequence[int]
 ) -> list[Assignment]:
@@ -246,18 +265,12 @@ def sample_problems(
     otherwise assign task (i % N) with target length target_lengths[j % L]. Stop after n.
     Deterministic in (task-set order, seed, n, target_lengths); no global random state.
     """
-    if isinstance(seed, str):
-        raise TaskSetError("seed must be 32 bytes, not str (decode hex first)")
-    seed = bytes(seed)
-    if len(seed) != 32:
-        raise TaskSetError(f"seed must be 32 bytes, got {len(seed)}")
+    seed = _check_seed(seed)
     if n < 0 or n > len(task_set):
         raise TaskSetError(
             f"cannot draw {n} distinct problems from task set {task_set.name!r} of {len(task_set)}"
         )
-    lengths = [int(t) for t in target_lengths]
-    if not lengths or any(t <= 0 for t in lengths):
-        raise TaskSetError(f"target_lengths must be a non-empty list of positive ints, got {lengths}")
+    lengths = _check_lengths(target_lengths)
     out: list[Assignment] = []
     drawn: set[int] = set()
     counter = 0
@@ -270,3 +283,90 @@ def sample_problems(
         drawn.add(i)
         out.append(Assignment(task_id=task_set.tasks[i].id, target_len=lengths[j], index=i))
     return out
+
+
+EPOCH_DOMAIN = b"intellect.sample-epochs/v1"
+LENGTH_DOMAIN = b"intellect.sample-lengths/v1"
+ProblemOrder = Literal["random", "epochs"]
+PROBLEM_ORDERS: tuple[str, ...] = ("random", "epochs")
+
+
+@functools.lru_cache(maxsize=4)
+def epoch_permutation(n_tasks: int, epoch: int) -> tuple[int, ...]:
+    """Pass `epoch`'s order of a task set of `n_tasks` rows: a seeded Fisher-Yates shuffle.
+
+    Algorithm (reimplementable anywhere): start from [0, 1, ..., N-1]; for i = N-1 down to 1 draw
+    j uniform in [0, i] and swap positions i and j. The draws are the 8-byte words of
+    sha256(b"intellect.sample-epochs/v1" || u64be(epoch) || u64be(counter)), counter = 0, 1, 2, ..., four
+    words per hash, each rejected as in `sample_problems` (w >= 2**64 - 2**64 % (i + 1)) to remove modulo bias.
+    Depends on nothing but (N, epoch): every node derives the same order, and anyone can read it ahead.
+    """
+    if n_tasks <= 0 or epoch < 0:
+        raise TaskSetError(f"epoch_permutation needs n_tasks > 0 and epoch >= 0 (got {n_tasks}, {epoch})")
+    order = list(range(n_tasks))
+    prefix = EPOCH_DOMAIN + epoch.to_bytes(8, "big")
+    words: list[bytes] = []
+    counter = 0
+    i = n_tasks - 1
+    while i > 0:
+        if not words:
+            h = hashlib.sha256(prefix + counter.to_bytes(8, "big")).digest()
+            counter += 1
+            words = [h[24:32], h[16:24], h[8:16], h[0:8]]  # popped from the end: h[0:8] first
+        j = _uniform(words.pop(), i + 1)
+        if j is None:
+            continue
+        order[i], order[j] = order[j], order[i]
+        i -= 1
+    return tuple(order)
+
+
+def epoch_problems(
+    task_set: TaskSet, task_id: int, seed: bytes, n: int, target_lengths: Sequence[int]
+) -> list[Assignment]:
+    """The `n` problems of ledger task `task_id` in a pool that walks its task set in seeded passes.
+
+    Every pass (epoch) serves each problem at most once and all but the N mod n it cannot fit: with N
+    problems, T = N // n claims make a pass; task id t belongs to pass e = t // T, slot s = t % T, and gets
+    problems epoch_permutation(N, e)[s·n : s·n + n] (distinct by construction; the left-over N mod n
+    differ from pass to pass). The ledger's task ids are consecutive claims across all of its pools, so a
+    pool that shares the ledger with others serves the slots of its own ids only: still no problem twice
+    in a pass. Target lengths are drawn from the claim's chain seed — unknowable before the claim — as the
+    8-byte words h[0:8] of sha256(b"intellect.sample-lengths/v1" || seed || u64be(counter)), one accepted word
+    per problem in order (rejection as in `sample_problems`).
+    """
+    seed = _check_seed(seed)
+    if isinstance(task_id, bool) or not isinstance(task_id, int) or task_id < 0:
+        raise TaskSetError(f"task_id must be a non-negative ledger task id, got {task_id!r}")
+    if n <= 0 or n > len(task_set):
+        raise TaskSetError(
+            f"cannot take {n} distinct problems per claim from task set {task_set.name!r} of {len(task_set)}"
+        )
+    lengths = _check_lengths(target_lengths)
+    per_pass = len(task_set) // n
+    epoch, slot = divmod(task_id, per_pass)
+    order = epoch_permutation(len(task_set), epoch)
+    out: list[Assignment] = []
+    counter = 0
+    for i in order[slot * n: slot * n + n]:
+        while True:
+            h = hashlib.sha256(LENGTH_DOMAIN + seed + counter.to_bytes(8, "big")).digest()
+            counter += 1
+            j = _uniform(h[0:8], len(lengths))
+            if j is not None:
+                break
+        out.append(Assignment(task_id=task_set.tasks[i].id, target_len=lengths[j], index=i))
+    return out
+
+
+def assign_problems(
+    task_set: TaskSet, order: ProblemOrder, *, seed: bytes, task_id: int, n: int, target_lengths: Sequence[int]
+) -> list[Assignment]:
+    """The problems and target lengths of claim `task_id` (chain seed `seed`) under the pool's problem order:
+    `random` (`sample_problems`: drawn from the claim's seed, the rule of pools made before the field) or
+    `epochs` (`epoch_problems`: the claim's slot in seeded shuffled passes over the set)."""
+    if order == "random":
+        return sample_problems(task_set, seed, n, target_lengths)
+    if order == "epochs":
+        return epoch_problems(task_set, task_id, seed, n, target_lengths)
+    raise TaskSetError(f"unknown problem order {order!r} (known: {', '.join(PROBLEM_ORDERS)})")

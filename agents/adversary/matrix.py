@@ -167,20 +167,20 @@ class ChosenProblemsWorker(Worker):
     def generate_rollouts(self, task_id: int, seed: bytes, step: int) -> Any:
         import intellect.agents.generate as tasks_mod  # the rollout builder's view of the assignment
 
-        honest = tasks_mod.sample_problems
+        honest = tasks_mod.assign_problems
 
-        def chosen(task_set: Any, seed_: bytes, n: int, budgets: Any) -> Any:
-            assigned = honest(task_set, seed_, n, budgets)
+        def chosen(task_set: Any, order: Any, **kw: Any) -> Any:
+            assigned = honest(task_set, order, **kw)
             ids = {a.task_id for a in assigned}
             picks = [t for t in task_set.tasks if t.id not in ids][: len(assigned)]
             return [a.model_copy(update={"task_id": t.id, "index": task_set.tasks.index(t)})
                     for a, t in zip(assigned, picks, strict=True)]
 
-        tasks_mod.sample_problems = chosen
+        tasks_mod.assign_problems = chosen
         try:
             return super().generate_rollouts(task_id, seed, step)
         finally:
-            tasks_mod.sample_problems = honest
+            tasks_mod.assign_problems = honest
 
 
 class StaleStepWorker(Worker):
@@ -270,7 +270,7 @@ class _ProvenWithRealModel(Worker):
         from intellect.verifier.rewards import JudgeBudget
         from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
         from intellect.verifier.submission import prompt_text, score_group
-        from intellect.verifier.tasks import sample_problems
+        from intellect.verifier.tasks import assign_problems
         from intellect.verifier.toploc import build_proofs
 
         w = self.cfg.worker
@@ -279,7 +279,10 @@ class _ProvenWithRealModel(Worker):
         eos = eos_token_ids(model, tok)
         rows = []
         judge = JudgeBudget()  # one per file, as the honest builder (agents.generate) and validators spend it
-        for k, a in enumerate(sample_problems(self.task_set, seed, w.problems_per_task, self.budgets)):
+        t = self.cfg.tasks
+        assigned = assign_problems(self.task_set, t.problem_order, seed=seed, task_id=task_id,
+                                   n=w.problems_per_task, target_lengths=self.budgets)
+        for k, a in enumerate(assigned):
             task = self.task_set[a.task_id]
             prompt = list(tok(prompt_text(task, a.target_len), add_special_tokens=False)["input_ids"])
             self.current_task = task

@@ -33,7 +33,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 import yaml
@@ -126,6 +126,8 @@ class DemoOptions(BaseModel):
     optimizer_steps: int = Field(2, ge=1)
     group_size: int = Field(GROUP_SIZE, ge=2)
     problems_per_task: int = Field(PROBLEMS_PER_TASK, ge=1)
+    problem_order: Literal["epochs", "random"] = "epochs"
+    """How claims' problems are chosen (the pool rule `problem_order`): seeded shuffled passes or per-claim draws."""
     batch_groups: int | None = Field(None, ge=1)
     """GRPO groups (problems) per training step; default problems_per_task × workers (one submission of
     each honest worker per step)."""
@@ -199,7 +201,8 @@ def pool_rules(opts: DemoOptions) -> dict[str, Any]:
     else:
         max_tasks = 3 * opts.steps + 3
     return {
-        "tasks": {"source": str(opts.taskset.resolve()) if opts.taskset else "synthetic:64:0", "budgets": budgets},
+        "tasks": {"source": str(opts.taskset.resolve()) if opts.taskset else "synthetic:64:0", "budgets": budgets,
+                  "problem_order": opts.problem_order},
         "worker": {"problems_per_task": opts.problems_per_task, "group_size": opts.group_size, "poll_interval": 0.5,
                    "max_tasks": max_tasks, "tasks_per_step": opts.tasks_per_step, "claim_rewards": True},
         "validator": {"poll_interval": 0.5, "concurrency": 2},
@@ -701,6 +704,8 @@ def _claim_honest(net: Any, reader: Any, specs: list[NodeSpec], accounts: dict[s
 @click.option("--tasks-per-step", type=click.IntRange(min=1), default=1, show_default=True,
               help="Submissions each worker makes per policy step (raise it with --batch-groups, so flat groups "
                    "can be refilled).")
+@click.option("--problem-order", type=click.Choice(["epochs", "random"]), default="epochs", show_default=True,
+              help="How claims' problems are chosen: seeded shuffled passes over the task set, or per-claim draws.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8090, show_default=True,
               help="Dashboard port (0: a free one).")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -713,7 +718,7 @@ def _claim_honest(net: Any, reader: Any, specs: list[NodeSpec], accounts: dict[s
 @click.option("-v", "--verbose", is_flag=True, help="Log to the terminal too.")
 def main(steps: int, workers: int, cheaters: int, validators: int, model: str, taskset: Path | None,
          eval_tasks: Path | None, eval_every: int, learning_rate: float | None, batch_groups: int | None,
-         group_size: int | None, tasks_per_step: int, port: int, run_dir: Path | None, timeout: float,
+         group_size: int | None, tasks_per_step: int, problem_order: str, port: int, run_dir: Path | None, timeout: float,
          keep_dashboard: bool, no_live: bool, verbose: bool) -> None:
     """Run a local training swarm (chain, trainer, relay, workers, a cheater, validators) to a final table."""
     if verbose:
@@ -722,7 +727,7 @@ def main(steps: int, workers: int, cheaters: int, validators: int, model: str, t
                               if v is not None}
     opts = DemoOptions(steps=steps, workers=workers, cheaters=cheaters, validators=validators, model=model,
                        taskset=taskset, eval_tasks=eval_tasks, eval_every=eval_every, batch_groups=batch_groups,
-                       tasks_per_step=tasks_per_step, port=port, run_dir=run_dir,
+                       tasks_per_step=tasks_per_step, problem_order=problem_order, port=port, run_dir=run_dir,
                        timeout=timeout, keep_dashboard=keep_dashboard, live=not no_live, **extra)
     try:
         summary = run_demo(opts)

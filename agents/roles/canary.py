@@ -318,6 +318,7 @@ class CanaryInjector:
         return generate_for_claim(engine, self.t.task_set, seed, task_id=sid, problems=w.problems_per_task,
                                   budgets=budgets, group_size=w.group_size, temperature=tasks.temperature,
                                   length_alpha=tasks.length_alpha, length_scope=tasks.length_scope,
+                                  problem_order=tasks.problem_order,
                                   policy_step=step, worker=self.worker.address,
                                   model=self.t.protocol.checkpoint(self.t.pool_id, step).manifest_cid,
                                   tokenizer=rules_tokenizer(self.t.rules, engine.tokenizer))

@@ -287,7 +287,7 @@ class Validator(Agent):
         chat = "model" if pool_rules is not None and pool_rules.model.chat_template != "none" else "none"
         return SubmissionRules(problems_per_task=w.problems_per_task, group_size=w.group_size,
                                length_alpha=t.length_alpha, length_scope=t.length_scope, temperature=t.temperature,
-                               budgets=t.budgets,
+                               budgets=t.budgets, problem_order=t.problem_order,
                                chat_template=chat, toploc_profile=self.cfg.validator.toploc_profile)
 
     def verify_submission(self, sid: int, sub: dict[str, Any]) -> Verdict:

@@ -5,9 +5,9 @@ Loop (one task at a time; a background thread pulls newer checkpoints meanwhile)
     1. claimTask(pool) → task id + chain-drawn seed (TaskClaimed event)
     2. newest local checkpoint with step ≥ latest − async_level (fetched through Shardcast by
        the follower thread while the previous task generated: overlap)
-    3. problems and target lengths = sample_problems(task set, seed, n, budgets of the claim's class: the
-       lower of this node's declared class and the class its verified history earned as of the block
-       before the claim, `intellect.verifier.budget_class`; every validator computes the same)
+    3. problems and target lengths = assign_problems(task set, the pool's problem order, seed, task id, n,
+       budgets of the claim's class: the lower of this node's declared class and the class its verified
+       history earned as of the block before the claim, `intellect.verifier.budget_class`; every validator computes the same)
     4. group_size completions per problem with TOPLOC proofs; rewards; group advantages
     5. rollout file (Parquet) → IPFS → record the planned submission → submitWork → mark sent
 
@@ -253,6 +253,7 @@ class Worker(Agent):
                                   budgets=self.budgets, group_size=w.group_size, temperature=t.temperature,
                                   length_alpha=t.length_alpha, policy_step=step, worker=self.protocol.address,
                                   model=self.manifest_cid(step), length_scope=t.length_scope,
+                                  problem_order=t.problem_order,
                                   tokenizer=rules_tokenizer(getattr(self, "rules", None), self.engine.tokenizer))
 
     def submission_for(self, task_id: int, rf: Any) -> PlannedSubmission:

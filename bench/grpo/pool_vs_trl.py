@@ -40,8 +40,10 @@ Differences left (documented, not hidden): the pool drops zero-advantage groups 
 batch past them, so a pool step trains on at least `prompts_per_step` groups with signal but may have generated
 several rounds for it (TRL keeps flat groups in its loss with zero advantage, so its per-token denominator counts
 them); the pool samples with its own engine (same temperature, no top-k/top-p on either side); TRL samples its
-problems in shuffled epochs (every problem once per epoch), the pool draws `prompts_per_step` distinct problems at
-random every round (both seeded; `--problem-order epochs` makes the pool walk epochs too); the pool's rollouts
+problems in shuffled epochs (every problem once per epoch); the pool assigns each submission's problems as the
+network does (`assign_problems` under the pool rule `problem_order`: by default its ledger task id's slot in seeded
+shuffled passes, every problem once per pass; `--problem-order random`: drawn from each claim's seed, so a
+problem may come back before others were seen; the two passes are not the same permutation); the pool's rollouts
 may be up to `async_level` policy steps stale.
 
 Evaluation, outside both timed regions: every `eval_every` steps each side's checkpoint is kept and, after that
@@ -58,11 +60,11 @@ each side are printed too (steadier than wall-clock on a machine shared with oth
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import queue
-import random
 import shutil
 import threading
 import time
@@ -130,10 +132,11 @@ class BenchConfig:
     both sides train on the same kept set. Not timed; the held-out set is not filtered"""
     filter_low: float = 0.1
     filter_high: float = 0.8
-    problem_order: str = "random"
-    """pool side: `random` (each generation round draws `prompts_per_step` distinct problems at random, as the
-    trainer's task claims do) or `epochs` (rounds walk seeded shuffled epochs of the training set, as TRL's sampler
-    does: every problem once per epoch) — to separate that difference from the rest"""
+    problem_order: str = "epochs"
+    """pool side, the pool rule `problem_order` (`intellect.verifier.tasks.assign_problems`, what workers and
+    validators run): `epochs` (each submission's problems are its ledger task id's slot in seeded shuffled passes
+    over the training set: every problem once per pass, as TRL's sampler walks epochs) or `random` (each
+    submission's problems drawn from its claim seed: pools made before the rule)"""
 
     def __post_init__(self) -> None:
         for name in ("steps", "prompts_per_step", "group_size", "optimizer_steps", "eval_every", "max_new_tokens",
@@ -551,6 +554,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
     )
     from intellect.verifier.rollouts import RolloutFile
     from intellect.verifier.submission import too_stale
+    from intellect.verifier.tasks import assign_problems
 
     torch.set_num_threads(1)
     load_before = _load()
@@ -576,20 +580,17 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
     stop = threading.Event()
     per_round = cfg.prompts_per_step // cfg.problems_per_submission  # submissions per generation round
     consumed = [0]  # submissions taken by the trainer
-    problems_rng = random.Random(cfg.seed + 2)
-    train_list = list(train)
-    epoch: list[Any] = []
-
-    def next_problems() -> list[Any]:
-        if cfg.problem_order == "random":
-            return problems_rng.sample(train_list, cfg.prompts_per_step)
+    def next_problems(b: int) -> list[Any]:
+        """Round b's problems as the network assigns them: the round's `per_round` submissions are consecutive
+        ledger task ids, each claim's problems from `assign_problems` under the pool's problem order (its chain
+        seed stood in for by a hash of the bench seed and the task id)."""
         out: list[Any] = []
-        while len(out) < cfg.prompts_per_step:  # TRL-like: the next problems of a shuffled epoch, distinct
-            if not epoch:
-                epoch.extend(problems_rng.sample(train_list, len(train_list)))
-            t = epoch.pop()
-            if t not in out:
-                out.append(t)
+        for i in range(per_round):
+            task_id = b * per_round + i + 1  # the ledger's ids start at 1
+            claim_seed = hashlib.sha256(f"pool-vs-trl/{cfg.seed}/{task_id}".encode()).digest()
+            for a in assign_problems(train, cfg.problem_order, seed=claim_seed, task_id=task_id,
+                                     n=cfg.problems_per_submission, target_lengths=[cfg.target_len]):
+                out.append(train[a.task_id])
         return out
 
     max_rounds = cfg.steps * 20
@@ -605,7 +606,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
                 latest = latest_checkpoint(ckpt_dir)
                 if latest is not None and latest != gen_engine.checkpoint_dir:
                     gen_engine.load(latest)  # hot swap
-                problems = next_problems()
+                problems = next_problems(b)
                 rf = make_rollouts(gen_engine, problems, params, cfg.group_size, tokenizer,
                                    policy_step=gen_engine.policy_step or 0, task_id=f"bench-{b}",
                                    seed=cfg.seed * 100003 + b, target_len=cfg.target_len,
@@ -847,7 +848,8 @@ def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: 
 @click.option("--filter-low", type=float, default=BenchConfig.filter_low, show_default=True)
 @click.option("--filter-high", type=float, default=BenchConfig.filter_high, show_default=True)
 @click.option("--problem-order", type=click.Choice(["random", "epochs"]), default=BenchConfig.problem_order,
-              show_default=True, help="pool side: problems drawn at random per round, or in shuffled epochs as TRL")
+              show_default=True, help="pool side, the pool rule problem_order: each submission's problems from its "
+                                      "task id's slot in seeded shuffled passes, or drawn from its claim seed")
 @click.option("--only", type=click.Choice(["both", "pool", "trl"]), default="both", show_default=True)
 @click.option("--dry-run", is_flag=True, help="print the resolved settings (and TRL's GRPOConfig arguments) and stop")
 def main(out: Path, only: str, dry_run: bool, **settings: Any) -> None:

@@ -38,14 +38,34 @@ def test_assigned_validators_is_a_rule_and_old_documents_keep_their_cid() -> Non
     so a document made before the field existed has the same bytes and CID."""
     rules = PoolRules.build(GOOD)
     assert rules.assigned_validators is None and b"assigned_validators" not in rules.to_bytes()
-    # the fields a document had before issue 22 (+ issue 17's length_scope, written for new documents)
-    assert set(json.loads(rules.to_bytes())) == set(GOOD) | {"length_scope"}
+    # the fields a document had before issue 22 (+ issue 17's length_scope and problem_order, written for new
+    # documents)
+    assert set(json.loads(rules.to_bytes())) == set(GOOD) | {"length_scope", "problem_order"}
     five = PoolRules.build({**GOOD, "assigned_validators": 5})
     assert five.cid() != rules.cid() and PoolRules.from_bytes(five.to_bytes()).assigned_validators == 5
     for bad in (0, 65):
         with pytest.raises(PoolRulesError) as err:
             PoolRules.build({**GOOD, "assigned_validators": bad})
         assert "assigned_validators" in str(err.value)
+
+
+def test_problem_order_is_epochs_for_new_documents_and_random_for_old_ones_whose_cid_is_kept() -> None:
+    """Issue 17: a new document walks its task set in seeded passes (`epochs`); a stored document made before the
+    field is read with the old rule (problems drawn from each claim's seed) and keeps its bytes and CID."""
+    new = PoolRules.build(GOOD)
+    assert new.problem_order == "epochs" and json.loads(new.to_bytes())["problem_order"] == "epochs"
+    assert PoolRules.from_bytes(new.to_bytes()).problem_order == "epochs"
+    doc = json.loads(new.to_bytes())
+    del doc["problem_order"]
+    old_bytes = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()  # as written before the field
+    old = PoolRules.from_bytes(old_bytes)
+    assert old.problem_order == "random" and old.to_bytes() == old_bytes and old.cid() == compute_cid(old_bytes)
+    assert PoolRules.build({**GOOD, "problem_order": "random"}).cid() == old.cid()
+    assert conflicts(old, {"problem_order": "epochs"}) == ["problem_order: local 'epochs', pool rules 'random'"]
+    assert conflicts(new, {"problem_order": "epochs"}) == []
+    with pytest.raises(PoolRulesError) as err:
+        PoolRules.build({**GOOD, "problem_order": "sorted"})
+    assert "problem_order" in str(err.value)
 
 
 def test_length_scope_is_solved_for_new_documents_and_all_for_old_ones_whose_cid_is_kept() -> None:
@@ -208,6 +228,13 @@ def test_cli_pool_create_length_scope_reads_back(tmp_path: Path) -> None:
                       "--ipfs", f"embedded:{tmp_path / 'ipfs'}"])
     assert code == 0, out
     assert "length_scope" not in json.loads(out)["rules"]  # still `all`: the same document
+    code, out = _run([*base, "--problem-order", "random"])
+    assert code == 0 and "problem_order" not in json.loads(out)["rules"], out  # as a document before the field
+    published.write_text(json.dumps(json.loads(out)["rules"]))
+    code, out = _run(["--json", "pool", "create", "--dry-run", "--rules", str(published),
+                      "--ipfs", f"embedded:{tmp_path / 'ipfs'}"])
+    assert code == 0 and "problem_order" not in json.loads(out)["rules"], out  # still `random`
+    assert json.loads(_run(base)[1])["rules"]["problem_order"] == "epochs"
 
 
 def test_cli_pool_create_refuses_alpha_times_budget_at_least_one(tmp_path: Path) -> None:
@@ -253,6 +280,7 @@ def test_cli_pool_create_fund_defund_show(net: Devnet, tmp_path: Path) -> None:
     assert code == 0, out
     shown = json.loads(out)["rules"]
     assert shown["group_size"] == 4 and shown["length_scope"] == "all", out  # shown though not in the bytes
+    assert shown["problem_order"] == "epochs", out
     assert rules.length_scope == "all" and b"length_scope" not in ipfs.cat(rules_cid)
     code, out = _run([*chain, "--json", "pool", "defund", str(pool_id), "40"])
     assert code == 0 and json.loads(out)["budget"] == 60 * 10**18, out

@@ -6,7 +6,15 @@ import hashlib
 
 import pytest
 
-from intellect.verifier.tasks import Task, TaskSet, TaskSetError, sample_problems
+from intellect.verifier.tasks import (
+    Task,
+    TaskSet,
+    TaskSetError,
+    assign_problems,
+    epoch_permutation,
+    epoch_problems,
+    sample_problems,
+)
 
 
 @pytest.fixture
@@ -62,3 +70,79 @@ def test_sample_problems_whole_set_is_a_permutation(task_set):
 def test_sample_problems_bad_input_raises(task_set, seed, n, lengths):
     with pytest.raises(TaskSetError):
         sample_problems(task_set, seed, n, lengths)
+
+
+# -- epochs: a claim's slot in seeded shuffled passes over the set --------------------------------
+
+
+def _documented_permutation(n_tasks: int, epoch: int) -> list[int]:
+    """`epoch_permutation` written out from its docstring."""
+    order, words, counter, i = list(range(n_tasks)), [], 0, n_tasks - 1
+    while i > 0:
+        if not words:
+            h = hashlib.sha256(b"intellect.sample-epochs/v1" + epoch.to_bytes(8, "big")
+                               + counter.to_bytes(8, "big")).digest()
+            counter += 1
+            words = [h[k:k + 8] for k in (0, 8, 16, 24)]
+        w = int.from_bytes(words.pop(0), "big")
+        if w >= 2**64 - 2**64 % (i + 1):
+            continue
+        j = w % (i + 1)
+        order[i], order[j] = order[j], order[i]
+        i -= 1
+    return order
+
+
+def test_epoch_permutation_matches_documented_algorithm():
+    for n, epoch in ((50, 0), (50, 7), (3, 1), (1, 0)):
+        assert list(epoch_permutation(n, epoch)) == _documented_permutation(n, epoch)
+    assert epoch_permutation(50, 0) != epoch_permutation(50, 1)
+
+
+def test_epoch_problems_serve_every_problem_once_per_pass(task_set):
+    # 50 problems, 4 per claim: a pass is 12 claims (48 problems, 2 left over, different ones each pass)
+    per_pass, left_over = [], []
+    for epoch in range(3):
+        served = [a.index for t in range(epoch * 12, epoch * 12 + 12)
+                  for a in epoch_problems(task_set, t, hashlib.sha256(b"%d" % t).digest(), 4, [64])]
+        assert len(served) == len(set(served)) == 48
+        per_pass.append(set(served))
+        left_over.append(set(range(50)) - set(served))
+    assert len({frozenset(x) for x in left_over}) == 3
+    assert all(len(s) == 48 for s in per_pass)
+
+
+def test_epoch_problems_lengths_come_from_the_claim_seed(task_set):
+    a = epoch_problems(task_set, 5, b"\x00" * 32, 3, [100, 200, 300, 400])
+    b = epoch_problems(task_set, 5, b"\x01" * 32, 3, [100, 200, 300, 400])
+    assert [x.task_id for x in a] == [x.task_id for x in b]  # the slot fixes the problems
+    seed, expected, counter = b"\x00" * 32, [], 0
+    while len(expected) < 3:
+        h = hashlib.sha256(b"intellect.sample-lengths/v1" + seed + counter.to_bytes(8, "big")).digest()
+        counter += 1
+        w = int.from_bytes(h[:8], "big")
+        if w < 2**64 - 2**64 % 4:
+            expected.append([100, 200, 300, 400][w % 4])
+    assert [x.target_len for x in a] == expected
+    assert [x.index for x in a] == list(epoch_permutation(50, 0)[15:18])
+
+
+@pytest.mark.parametrize("task_id", [-1, "3", 2.0, True])
+def test_epoch_problems_refuse_a_bad_task_id(task_set, task_id):
+    with pytest.raises(TaskSetError, match="task_id"):
+        epoch_problems(task_set, task_id, b"\x00" * 32, 2, [1])
+
+
+def test_epoch_problems_refuse_more_problems_than_the_set(task_set):
+    with pytest.raises(TaskSetError, match="cannot take 51"):
+        epoch_problems(task_set, 0, b"\x00" * 32, 51, [1])
+
+
+def test_assign_problems_dispatches_on_the_pools_order(task_set):
+    seed = hashlib.sha256(b"claim").digest()
+    assert assign_problems(task_set, "random", seed=seed, task_id=9, n=4, target_lengths=[8]) == \
+        sample_problems(task_set, seed, 4, [8])
+    assert assign_problems(task_set, "epochs", seed=seed, task_id=9, n=4, target_lengths=[8]) == \
+        epoch_problems(task_set, 9, seed, 4, [8])
+    with pytest.raises(TaskSetError, match="unknown problem order 'sorted'"):
+        assign_problems(task_set, "sorted", seed=seed, task_id=9, n=4, target_lengths=[8])  # type: ignore[arg-type]

@@ -217,6 +217,7 @@ def test_claim_mismatch_rejected(honest: RolloutFile, task_set: Any, checkpoint:
     ({"length_alpha": 0.001}, RejectReason.WRONG_LENGTH_ALPHA),
     ({"problems_per_task": 3}, RejectReason.WRONG_PROBLEMS),
     ({"budgets": {"cpu": [5]}}, RejectReason.WRONG_PROBLEMS),
+    ({"problem_order": "random"}, RejectReason.WRONG_PROBLEMS),  # the file walked the pool's passes; this pool draws
 ])
 def test_pool_rule_mismatch_rejected(honest: RolloutFile, task_set: Any, checkpoint: Checkpoint,
                                      rules: dict[str, Any], reason: RejectReason) -> None:
