@@ -36,6 +36,7 @@ def test_rules_fill_in_unset_settings(tmp_path: Path) -> None:
     assert cfg.tasks.budgets == {"cpu": [6, 8], "gpu-large": [16]} and cfg.tasks.length_alpha == 0.001
     assert cfg.tasks.temperature == 0.8 == cfg.worker.temperature and cfg.validator.toploc_profile == "fp32"
     assert cfg.tasks.length_scope == "solved"  # a new document: the length penalty on solved answers only
+    assert cfg.tasks.problem_order == "epochs"  # a new document: claims walk seeded passes over the task set
 
 
 def test_rules_made_before_the_length_scope_keep_the_old_length_rule(tmp_path: Path) -> None:
@@ -52,6 +53,26 @@ def test_rules_made_before_the_length_scope_keep_the_old_length_rule(tmp_path: P
     assert apply_pool_rules(cfg, cid, ipfs, pool_id=1).length_scope == "all" and cfg.tasks.length_scope == "all"
     explicit = load_config(None, role="worker", overrides={"tasks.length_scope": "solved"})
     with pytest.raises(AgentError, match="length_scope"):
+        apply_pool_rules(explicit, cid, ipfs, pool_id=1)
+
+
+def test_rules_made_before_the_problem_order_keep_per_claim_draws(tmp_path: Path) -> None:
+    """Issue 17: a document without `problem_order` (made before it) gives its agents `random`, so the workers
+    and validators of an existing pool keep assigning problems as its submissions were made; a local
+    `tasks.problem_order: epochs` then stops the agent naming the field."""
+    import json
+
+    ipfs = EmbeddedIpfs(tmp_path / "ipfs")
+    _, rules = _publish(ipfs)
+    doc = json.loads(rules.to_bytes())
+    del doc["problem_order"]
+    cid = ipfs.add(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
+    cfg = load_config(None, role="validator")
+    assert cfg.tasks.problem_order == "epochs"
+    assert apply_pool_rules(cfg, cid, ipfs, pool_id=1).problem_order == "random"
+    assert cfg.tasks.problem_order == "random"
+    explicit = load_config(None, role="worker", overrides={"tasks.problem_order": "epochs"})
+    with pytest.raises(AgentError, match="problem_order: local 'epochs', pool rules 'random'"):
         apply_pool_rules(explicit, cid, ipfs, pool_id=1)
 
 

@@ -187,8 +187,9 @@ def test_report_cli_rebuilds_from_summary(tmp_path: Path) -> None:
 
 
 def test_demo_flags_reach_the_agents_configs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`--batch-groups`, `--group-size`, `--tasks-per-step`: the trainer's batch, the workers' group size and
-    per-step quota in the configs the demo writes (what a real-model run needs to refill flat groups)."""
+    """`--batch-groups`, `--group-size`, `--tasks-per-step`, `--problem-order`: the trainer's batch, the workers'
+    group size and per-step quota (what a real-model run needs to refill flat groups), every agent's problem order,
+    in the configs the demo writes."""
     from click.testing import CliRunner
 
     from intellect.agents.demo import swarm
@@ -196,12 +197,15 @@ def test_demo_flags_reach_the_agents_configs(tmp_path: Path, monkeypatch: pytest
     seen: list[DemoOptions] = []
     monkeypatch.setattr(swarm, "run_demo", lambda opts: seen.append(opts) or sys.exit(0))
     result = CliRunner().invoke(swarm.main, ["--batch-groups", "8", "--group-size", "4", "--tasks-per-step", "3",
-                                             "--steps", "2", "--no-live"])
+                                             "--steps", "2", "--problem-order", "random", "--no-live"])
     assert result.exit_code == 0, result.output
     opts = seen[0]
     paths = write_configs(tmp_path, "http://127.0.0.1:9", tmp_path / "31337.json", node_specs(opts), opts)
     trainer, worker = load_config(paths["trainer"]), load_config(paths["worker-1"])
     assert trainer.trainer.batch_groups == 8 and worker.worker.group_size == 4
     assert worker.worker.tasks_per_step == 3 and worker.worker.max_tasks == 3 * 3  # (steps + 1) × per step
+    validator = load_config(paths["validator-1"])
+    assert worker.tasks.problem_order == validator.tasks.problem_order == trainer.tasks.problem_order == "random"
     default = CliRunner().invoke(swarm.main, ["--no-live"])
     assert default.exit_code == 0 and seen[1].tasks_per_step == 1 and seen[1].batch_groups is None
+    assert seen[1].problem_order == "epochs"
