@@ -269,13 +269,14 @@ def conflicts(rules: PoolRules, local: Mapping[str, Any]) -> list[str]:
     """Fields whose locally set value contradicts the rules, as `field: local X, pool rules Y` lines.
 
     `local` maps a rules field (`group_size`, `problems_per_task`, `budgets`, `length_alpha`, `length_scope`,
-    `problem_order`, `temperature`, `toploc_profile`, `taskset_cid`, `class_history`, `class_lease_share`) to the value an
-    operator set explicitly; fields left at their defaults are not passed and never conflict (the rules fill
+    `problem_order`, `temperature`, `toploc_profile`, `taskset_cid`, `class_history`, `class_lease_share`) to the
+    value an operator set explicitly; fields left at their defaults are not passed and never conflict (the rules fill
     them in). The budget-class fields compare by meaning (None is the default).
     """
     pool = {"group_size": rules.group_size, "problems_per_task": rules.problems_per_task,
             "budgets": rules.budgets, "length_alpha": rules.length_alpha, "length_scope": rules.length_scope,
-            "problem_order": rules.problem_order, "temperature": rules.sampler.temperature, "toploc_profile": rules.toploc_profile,
+            "problem_order": rules.problem_order, "temperature": rules.sampler.temperature,
+            "toploc_profile": rules.toploc_profile,
             "taskset_cid": rules.taskset_cid, "class_history": rules.effective_class_history,
             "class_lease_share": rules.effective_class_lease_share}
     defaults = {"class_history": DEFAULT_CLASS_HISTORY, "class_lease_share": DEFAULT_CLASS_LEASE_SHARE}

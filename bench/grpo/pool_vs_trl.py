@@ -540,6 +540,23 @@ def _keep(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, copy_function=os.link)
 
 
+def round_problems(cfg: BenchConfig, train: Any, b: int) -> list[Any]:
+    """Generation round b's problems as the network assigns them: the round's submissions are consecutive ledger
+    task ids, each claim's problems from `assign_problems` under the pool's problem order (its chain seed stood
+    in for by a hash of the bench seed and the task id; only the problems are used, not the target lengths)."""
+    from intellect.verifier.tasks import assign_problems
+
+    per_round = cfg.prompts_per_step // cfg.problems_per_submission
+    out: list[Any] = []
+    for i in range(per_round):
+        task_id = b * per_round + i + 1  # the ledger's ids start at 1
+        claim_seed = hashlib.sha256(f"pool-vs-trl/{cfg.seed}/{task_id}".encode()).digest()
+        for a in assign_problems(train, cfg.problem_order, seed=claim_seed, task_id=task_id,  # type: ignore[arg-type]
+                                 n=cfg.problems_per_submission, target_lengths=[cfg.max_new_tokens]):
+            out.append(train[a.task_id])
+    return out
+
+
 def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideResult:
     import torch
 
@@ -554,7 +571,6 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
     )
     from intellect.verifier.rollouts import RolloutFile
     from intellect.verifier.submission import too_stale
-    from intellect.verifier.tasks import assign_problems
 
     torch.set_num_threads(1)
     load_before = _load()
@@ -580,18 +596,6 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
     stop = threading.Event()
     per_round = cfg.prompts_per_step // cfg.problems_per_submission  # submissions per generation round
     consumed = [0]  # submissions taken by the trainer
-    def next_problems(b: int) -> list[Any]:
-        """Round b's problems as the network assigns them: the round's `per_round` submissions are consecutive
-        ledger task ids, each claim's problems from `assign_problems` under the pool's problem order (its chain
-        seed stood in for by a hash of the bench seed and the task id)."""
-        out: list[Any] = []
-        for i in range(per_round):
-            task_id = b * per_round + i + 1  # the ledger's ids start at 1
-            claim_seed = hashlib.sha256(f"pool-vs-trl/{cfg.seed}/{task_id}".encode()).digest()
-            for a in assign_problems(train, cfg.problem_order, seed=claim_seed, task_id=task_id,
-                                     n=cfg.problems_per_submission, target_lengths=[cfg.target_len]):
-                out.append(train[a.task_id])
-        return out
 
     max_rounds = cfg.steps * 20
 
@@ -606,7 +610,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
                 latest = latest_checkpoint(ckpt_dir)
                 if latest is not None and latest != gen_engine.checkpoint_dir:
                     gen_engine.load(latest)  # hot swap
-                problems = next_problems(b)
+                problems = round_problems(cfg, train, b)
                 rf = make_rollouts(gen_engine, problems, params, cfg.group_size, tokenizer,
                                    policy_step=gen_engine.policy_step or 0, task_id=f"bench-{b}",
                                    seed=cfg.seed * 100003 + b, target_len=cfg.target_len,

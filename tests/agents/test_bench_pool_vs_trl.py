@@ -198,3 +198,27 @@ def test_difficulty_filter_keeps_problems_by_the_base_models_solve_rate(bench) -
     with pytest.raises(Exception, match="kept no task"):
         bench.difficulty_filter(bench.BenchConfig(model="tiny", filter_samples=3, filter_low=1.0, filter_high=1.0,
                                                   threads=1, max_new_tokens=4), tiny_model_dir(), train)
+
+
+def test_pool_side_rounds_take_the_networks_assignment(bench) -> None:
+    """The pool side's problems are what the network's workers would be assigned: each round's submissions are
+    consecutive ledger task ids under the pool rule `problem_order` (`assign_problems`). With `epochs`, the 20
+    problems at 2 per claim make a pass of 10 claims = 2.5 rounds of 4: every problem exactly once in the first
+    10 claims' 20 slots; with `random`, repeats within those 20 slots are allowed (and happen for this seed)."""
+    import hashlib
+
+    from intellect.agents.tasks import synthetic_task_set
+    from intellect.verifier.tasks import assign_problems
+
+    train = synthetic_task_set(20, seed=5, max_operand=20, ops=("+",), name="train")
+    cfg = bench.BenchConfig(prompts_per_step=8, problems_per_submission=2)
+    rounds = [bench.round_problems(cfg, train, b) for b in range(3)]
+    assert [len(r) for r in rounds] == [8, 8, 8]
+    claim_seed = hashlib.sha256(b"pool-vs-trl/0/6").digest()  # round 1, its second claim: id 6
+    assert [t.id for t in rounds[1][2:4]] == [a.task_id for a in assign_problems(
+        train, "epochs", seed=claim_seed, task_id=6, n=2, target_lengths=[1])]
+    first_pass = [t.id for r in rounds for t in r][:18]  # task ids 1..9: slots 1..9 of pass 0
+    assert len(set(first_pass)) == 18
+    rnd = bench.BenchConfig(prompts_per_step=8, problems_per_submission=2, problem_order="random")
+    drawn = [t.id for b in range(3) for t in bench.round_problems(rnd, train, b)][:18]
+    assert len(set(drawn)) < 18
