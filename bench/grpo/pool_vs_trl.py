@@ -39,12 +39,15 @@ of rollout steps (generation rounds) of `prompts_per_step` problems × `group_si
 Differences left (documented, not hidden): the pool drops zero-advantage groups before the loss and refills the
 batch past them, so a pool step trains on at least `prompts_per_step` groups with signal but may have generated
 several rounds for it (TRL keeps flat groups in its loss with zero advantage, so its per-token denominator counts
-them); the pool samples with its own engine (same temperature, no top-k/top-p on either side); TRL samples its
-problems in shuffled epochs (every problem once per epoch); the pool assigns each submission's problems as the
-network does (`assign_problems` under the pool rule `problem_order`: by default its ledger task id's slot in seeded
-shuffled passes, every problem once per pass; `--problem-order random`: drawn from each claim's seed, so a
-problem may come back before others were seen; the two passes are not the same permutation); the pool's rollouts
-may be up to `async_level` policy steps stale.
+them); the pool samples with its own engine (same temperature, no top-k/top-p on either side; its per-token
+log-probs equal a clean forward pass's to 2e-5 and its draws match softmax, chi-square, docs/benchmarks-grpo.md);
+the pool assigns each submission's problems as the network does (`assign_problems` under the pool rule
+`problem_order`: by default its ledger task id's slot in seeded shuffled passes, every problem once per pass;
+`--problem-order random`: drawn from each claim's seed, so a problem may come back before others were seen); by
+default TRL walks the pool side's problem sequence (`--trl-order pool`: round b's problems at TRL's step b), so
+at equal steps both train on the same problems until a pool round is refilled past or spent flat
+(`--trl-order shuffled`: TRL's own shuffled epochs); the pool's rollouts may be up to `async_level` policy steps
+stale.
 
 Evaluation, outside both timed regions: every `eval_every` steps each side's checkpoint is kept and, after that
 side's training (then deleted: a real model's checkpoints take GBs), scored on the held-out problems (and on the training problems, which RL optimises directly):
@@ -138,6 +141,12 @@ class BenchConfig:
     over the training set: every problem once per pass, as TRL's sampler walks epochs) or `random` (each
     submission's problems drawn from its claim seed: pools made before the rule)"""
 
+    trl_order: str = "pool"
+    """TRL side: `pool` (TRL walks the pool side's problem sequence — round b's problems at its step b, dataset
+    in that order, `shuffle_dataset` off — so at equal steps both sides train on the same problems, and a
+    difference is the pipeline's, not which problems a short run happened to draw) or `shuffled` (TRL's own
+    seeded epochs, as before session 9)"""
+
     def __post_init__(self) -> None:
         for name in ("steps", "prompts_per_step", "group_size", "optimizer_steps", "eval_every", "max_new_tokens",
                      "heldout_tasks", "threads", "problems_per_submission"):
@@ -148,6 +157,8 @@ class BenchConfig:
         if self.filter_samples < 0 or not 0.0 <= self.filter_low <= self.filter_high <= 1.0:
             raise ValueError(f"need filter_samples >= 0 and 0 <= filter_low <= filter_high <= 1 (got "
                              f"{self.filter_samples}, [{self.filter_low}, {self.filter_high}])")
+        if self.trl_order not in ("pool", "shuffled"):
+            raise ValueError(f"trl_order must be 'pool' or 'shuffled' (got {self.trl_order!r})")
         if self.problem_order not in ("random", "epochs"):
             raise ValueError(f"problem_order must be 'random' or 'epochs' (got {self.problem_order!r})")
         if not 0.0 <= self.length_alpha <= 1.0:
@@ -200,6 +211,7 @@ class BenchConfig:
             "loss_type": "dr_grpo",
             "scale_rewards": "group",
             "seed": self.seed,
+            "shuffle_dataset": self.trl_order == "shuffled",
             "use_cpu": True,
             "bf16": False,
             "report_to": "none",
@@ -726,7 +738,9 @@ def train_trl(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideR
         tok.pad_token = tok.eos_token
     chat_tok = tok if getattr(tok, "chat_template", None) else None
     # the prompt as plain text (chat template already applied for an instruct model, as the pool's workers do)
-    ds = Dataset.from_list([{"prompt": prompt_text(t, None, chat_tok), "task_id": t.id} for t in train])
+    problems = ([t for b in range(cfg.steps) for t in round_problems(cfg, train, b)] if cfg.trl_order == "pool"
+                else list(train))
+    ds = Dataset.from_list([{"prompt": prompt_text(t, None, chat_tok), "task_id": t.id} for t in problems])
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
     eval_every_updates = cfg.eval_every * cfg.optimizer_steps
     points = [Point(0, 0, 0.0, checkpoint=str(model_dir), trained=0)]
@@ -854,6 +868,9 @@ def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: 
 @click.option("--problem-order", type=click.Choice(["random", "epochs"]), default=BenchConfig.problem_order,
               show_default=True, help="pool side, the pool rule problem_order: each submission's problems from its "
                                       "task id's slot in seeded shuffled passes, or drawn from its claim seed")
+@click.option("--trl-order", type=click.Choice(["pool", "shuffled"]), default=BenchConfig.trl_order,
+              show_default=True, help="TRL side: the pool side's problem sequence (the same problems at equal "
+                                      "steps) or TRL's own shuffled epochs")
 @click.option("--only", type=click.Choice(["both", "pool", "trl"]), default="both", show_default=True)
 @click.option("--dry-run", is_flag=True, help="print the resolved settings (and TRL's GRPOConfig arguments) and stop")
 def main(out: Path, only: str, dry_run: bool, **settings: Any) -> None:

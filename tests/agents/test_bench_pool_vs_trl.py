@@ -42,6 +42,10 @@ def test_dry_run_parses_arguments_into_both_sides_settings(bench) -> None:
     assert trl["num_generations"] == 4 and trl["max_steps"] == 90
     assert trl["learning_rate"] == 1e-4 and trl["beta"] == 0.02 and trl["max_completion_length"] == 12
     assert trl["loss_type"] == "dr_grpo" and trl["lr_scheduler_type"] == "constant" and trl["delta"] == 4.0
+    # by default TRL walks the pool side's problem sequence in order (the same problems at equal steps)
+    assert cfg["trl_order"] == "pool" and trl["shuffle_dataset"] is False
+    own = json.loads(CliRunner().invoke(bench.main, ["--dry-run", "--trl-order", "shuffled"]).output)
+    assert own["trl_args"]["shuffle_dataset"] is True
 
 
 def test_settings_that_cannot_split_into_optimizer_steps_are_refused(bench) -> None:
@@ -179,6 +183,8 @@ def test_difficulty_filter_settings_are_checked(bench) -> None:
         bench.BenchConfig(length_alpha=0.005, max_new_tokens=200)
     with pytest.raises(ValueError, match="problem_order"):
         bench.BenchConfig(problem_order="sorted")
+    with pytest.raises(ValueError, match="trl_order"):
+        bench.BenchConfig(trl_order="random")
 
 
 def test_difficulty_filter_keeps_problems_by_the_base_models_solve_rate(bench) -> None:
