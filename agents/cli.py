@@ -318,6 +318,8 @@ def eval_cmd(model_dir: Path, taskset: str | None, rules_src: str | None, pool_i
     result = evaluate_checkpoint(model_dir, tasks, max_tokens=settings["max_tokens"],
                                  length_alpha=settings["length_alpha"], length_scope=settings["length_scope"],
                                  task_set=ts.name, device=device, chat_template=settings["chat_template"])
+    if rules is not None:
+        result = result.model_copy(update={"rules_cid": rules.cid()})
     if as_json:
         click.echo(result.model_dump_json())
     else:

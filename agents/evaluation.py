@@ -59,6 +59,12 @@ class EvalResult(BaseModel):
     """which completions carried the length penalty (the pool rules' `length_scope`)"""
     mean_completion_tokens: float
     seconds: float
+    chat_template: bool | None = None
+    """whether prompts were asked for in the model's chat template (used when its tokenizer has one); None: not
+    recorded (results made before the field)"""
+    rules_cid: str | None = None
+    """the pool rules the settings came from (`intellect-agent eval --rules/--pool`, a trainer whose pool has
+    rules); None: the evaluator's own settings"""
 
 
 def evaluate_engine(engine: Any, tasks: Sequence[Task], *, max_tokens: int, length_alpha: float = 0.0,
@@ -91,7 +97,7 @@ def evaluate_engine(engine: Any, tasks: Sequence[Task], *, max_tokens: int, leng
     result = EvalResult(step=engine.policy_step, task_set=task_set, tasks=n, pass_at_1=solved / n,
                         mean_reward=total / n, max_tokens=max_tokens, length_alpha=length_alpha,
                         length_scope=length_scope, mean_completion_tokens=lengths / n,
-                        seconds=time.perf_counter() - t0)
+                        seconds=time.perf_counter() - t0, chat_template=chat_template)
     log.info("eval step %s on %s: pass@1 %.3f mean reward %.3f (%d tasks, %.1fs)", result.step, task_set,
              result.pass_at_1, result.mean_reward, n, result.seconds)
     return result

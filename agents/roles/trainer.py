@@ -755,6 +755,8 @@ class Trainer(Agent):
             self.metrics.inc("errors_total", kind="eval")
             log.exception("evaluation of step %d failed: %s", step, exc)
             return None
+        if self.rules is not None:
+            result = result.model_copy(update={"rules_cid": self.pool.params.rules_cid})
         self.state.put("eval", step, "done", result.model_dump())
         self.metrics.set("eval_pass_at_1", result.pass_at_1)
         self.metrics.set("eval_mean_reward", result.mean_reward)

@@ -147,6 +147,9 @@ def test_cli_eval_takes_the_pools_rules(tiny_dir: Path, tmp_path: Path) -> None:
     doc = json.loads(ok.stdout.strip().splitlines()[-1])
     assert doc["task_set"] == "synthetic-arithmetic-7" and doc["tasks"] == 3  # the held-out set (seed 7), not training
     assert (doc["max_tokens"], doc["length_alpha"], doc["length_scope"]) == (6, 0.01, "all")
+    from intellect.sdk.poolrules import PoolRules
+
+    assert doc["rules_cid"] == PoolRules.from_bytes(path.read_bytes()).cid() and doc["chat_template"] is True
     # the same document by CID, with flags that agree with it
     from intellect.sdk.ipfs import EmbeddedIpfs
 
@@ -208,6 +211,7 @@ def test_cli_eval_takes_the_rules_the_chain_names(tiny_dir: Path, tmp_path: Path
         assert ok.exit_code == 0, ok.output
         doc = json.loads(ok.stdout.strip().splitlines()[-1])
         assert (doc["max_tokens"], doc["length_scope"], doc["task_set"]) == (6, "all", "synthetic-arithmetic-7")
+        assert doc["rules_cid"] == cid  # the result names the rules it was scored under
         bad = CliRunner().invoke(main, [*base, "--pool", pool, "--length-scope", "solved"])
         assert bad.exit_code == 2 and "length_scope" in bad.output
         other = _rules_file(tmp_path / "o", length_alpha=0.02)[0]

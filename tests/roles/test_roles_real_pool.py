@@ -121,6 +121,7 @@ def test_real_pool_from_public_data_with_smollm2(swarm: Any, tmp_path: Path) -> 
     status = trainer.status() or {}
     evals = {e["step"]: e for e in status["evals"]}
     assert {0, 1, 2} <= set(evals) and all(0.0 <= e["pass_at_1"] <= 1.0 for e in evals.values())
+    assert all(e["rules_cid"] == rules_cid for e in evals.values())  # scored under the pool's rules
     print("held-out evals:", {s: (e["pass_at_1"], round(e["mean_reward"], 4)) for s, e in sorted(evals.items())})
 
     # the chain's CID resolves to the rules, the rules to the task set the worker sampled from
