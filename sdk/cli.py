@@ -440,8 +440,8 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
 def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout: str | None, model_family: str | None,
                 chat_template: str | None, group_size: int | None, problems_per_task: int | None,
                 budgets: tuple[str, ...], length_alpha: float | None, length_scope: str | None,
-                problem_order: str | None, temperature: float | None, toploc_profile: str | None, max_units: int | None,
-                trainer_addr: str | None, reward_per_unit: str,
+                problem_order: str | None, temperature: float | None, toploc_profile: str | None,
+                max_units: int | None, trainer_addr: str | None, reward_per_unit: str,
                 challenge_bond: str, slash_amount: str, window: int, vote_period: int, lease: int, async_level: int,
                 quorum: int | None, assigned_validators: int | None, fund_amount: str | None, ipfs_spec: str,
                 dry_run: bool) -> None:

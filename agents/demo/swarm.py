@@ -718,8 +718,8 @@ def _claim_honest(net: Any, reader: Any, specs: list[NodeSpec], accounts: dict[s
 @click.option("-v", "--verbose", is_flag=True, help="Log to the terminal too.")
 def main(steps: int, workers: int, cheaters: int, validators: int, model: str, taskset: Path | None,
          eval_tasks: Path | None, eval_every: int, learning_rate: float | None, batch_groups: int | None,
-         group_size: int | None, tasks_per_step: int, problem_order: str, port: int, run_dir: Path | None, timeout: float,
-         keep_dashboard: bool, no_live: bool, verbose: bool) -> None:
+         group_size: int | None, tasks_per_step: int, problem_order: str, port: int, run_dir: Path | None,
+         timeout: float, keep_dashboard: bool, no_live: bool, verbose: bool) -> None:
     """Run a local training swarm (chain, trainer, relay, workers, a cheater, validators) to a final table."""
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -30,7 +30,8 @@ def explicit_rule_settings(cfg: AgentConfig) -> dict[str, Any]:
     for name in ("group_size", "problems_per_task"):
         if name in w.model_fields_set:
             out[name] = getattr(w, name)
-    for name in ("budgets", "length_alpha", "length_scope", "problem_order", "temperature", "class_history", "class_lease_share"):
+    for name in ("budgets", "length_alpha", "length_scope", "problem_order", "temperature", "class_history",
+                 "class_lease_share"):
         if name in t.model_fields_set:
             out[name] = getattr(t, name)
     if "temperature" in w.model_fields_set and "temperature" not in out:
@@ -88,9 +89,8 @@ def apply_pool_rules(cfg: AgentConfig, pool_cid: str | None, ipfs: Any, pool_id:
     cfg.validator.toploc_profile = rules.toploc_profile
     log.info("pool %d rules %s: task set %s (%s order), group %d x %d problems, budgets %s, alpha %g (%s), T %g, "
              "TOPLOC %s, chat template %s", pool_id, pool_cid, rules.taskset_cid, rules.problem_order,
-             rules.group_size, rules.problems_per_task,
-             rules.budgets, rules.length_alpha, rules.length_scope, rules.sampler.temperature, rules.toploc_profile,
-             rules.model.chat_template)
+             rules.group_size, rules.problems_per_task, rules.budgets, rules.length_alpha, rules.length_scope,
+             rules.sampler.temperature, rules.toploc_profile, rules.model.chat_template)
     return rules
 
 

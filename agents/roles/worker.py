@@ -7,7 +7,8 @@ Loop (one task at a time; a background thread pulls newer checkpoints meanwhile)
        the follower thread while the previous task generated: overlap)
     3. problems and target lengths = assign_problems(task set, the pool's problem order, seed, task id, n,
        budgets of the claim's class: the lower of this node's declared class and the class its verified
-       history earned as of the block before the claim, `intellect.verifier.budget_class`; every validator computes the same)
+       history earned as of the block before the claim, `intellect.verifier.budget_class`; every validator
+       computes the same)
     4. group_size completions per problem with TOPLOC proofs; rewards; group advantages
     5. rollout file (Parquet) → IPFS → record the planned submission → submitWork → mark sent
 
