@@ -39,40 +39,29 @@ def test_rules_fill_in_unset_settings(tmp_path: Path) -> None:
     assert cfg.tasks.problem_order == "epochs"  # a new document: claims walk seeded passes over the task set
 
 
-def test_rules_made_before_the_length_scope_keep_the_old_length_rule(tmp_path: Path) -> None:
-    """Issue 17: a document without `length_scope` (made before it) gives its agents scope `all`, so workers,
-    validators and the trainer of an existing pool keep scoring as its submissions were created."""
+@pytest.mark.parametrize(("field", "new_value", "stored_value"), [
+    ("length_scope", "solved", "all"),
+    ("problem_order", "epochs", "random"),
+])
+def test_rules_made_before_a_field_keep_the_old_rule(tmp_path: Path, field: str, new_value: str,
+                                                     stored_value: str) -> None:
+    """Issue 17: a document without `length_scope` / `problem_order` (made before it) gives its agents the old
+    rule (`all`: every completion carries the length penalty; `random`: problems drawn from each claim's seed), so
+    the workers, validators and trainer of an existing pool keep scoring and assigning as its submissions were
+    made; a local setting of the new value then stops the agent naming the field."""
     import json
 
     ipfs = EmbeddedIpfs(tmp_path / "ipfs")
     _, rules = _publish(ipfs)
     doc = json.loads(rules.to_bytes())
-    del doc["length_scope"]
+    del doc[field]
     cid = ipfs.add(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
     cfg = load_config(None, role="validator")
-    assert apply_pool_rules(cfg, cid, ipfs, pool_id=1).length_scope == "all" and cfg.tasks.length_scope == "all"
-    explicit = load_config(None, role="worker", overrides={"tasks.length_scope": "solved"})
-    with pytest.raises(AgentError, match="length_scope"):
-        apply_pool_rules(explicit, cid, ipfs, pool_id=1)
-
-
-def test_rules_made_before_the_problem_order_keep_per_claim_draws(tmp_path: Path) -> None:
-    """Issue 17: a document without `problem_order` (made before it) gives its agents `random`, so the workers
-    and validators of an existing pool keep assigning problems as its submissions were made; a local
-    `tasks.problem_order: epochs` then stops the agent naming the field."""
-    import json
-
-    ipfs = EmbeddedIpfs(tmp_path / "ipfs")
-    _, rules = _publish(ipfs)
-    doc = json.loads(rules.to_bytes())
-    del doc["problem_order"]
-    cid = ipfs.add(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
-    cfg = load_config(None, role="validator")
-    assert cfg.tasks.problem_order == "epochs"
-    assert apply_pool_rules(cfg, cid, ipfs, pool_id=1).problem_order == "random"
-    assert cfg.tasks.problem_order == "random"
-    explicit = load_config(None, role="worker", overrides={"tasks.problem_order": "epochs"})
-    with pytest.raises(AgentError, match="problem_order: local 'epochs', pool rules 'random'"):
+    assert getattr(cfg.tasks, field) == new_value  # the agent's own default is the new rule
+    assert getattr(apply_pool_rules(cfg, cid, ipfs, pool_id=1), field) == stored_value
+    assert getattr(cfg.tasks, field) == stored_value
+    explicit = load_config(None, role="worker", overrides={f"tasks.{field}": new_value})
+    with pytest.raises(AgentError, match=f"{field}: local '{new_value}', pool rules '{stored_value}'"):
         apply_pool_rules(explicit, cid, ipfs, pool_id=1)
 
 

@@ -49,43 +49,29 @@ def test_assigned_validators_is_a_rule_and_old_documents_keep_their_cid() -> Non
         assert "assigned_validators" in str(err.value)
 
 
-def test_problem_order_is_epochs_for_new_documents_and_random_for_old_ones_whose_cid_is_kept() -> None:
-    """Issue 17: a new document walks its task set in seeded passes (`epochs`); a stored document made before the
-    field is read with the old rule (problems drawn from each claim's seed) and keeps its bytes and CID."""
+@pytest.mark.parametrize(("field", "new_value", "stored_value"), [
+    ("length_scope", "solved", "all"),  # the length penalty on solved completions only; before: every completion
+    ("problem_order", "epochs", "random"),  # seeded passes over the task set; before: drawn from each claim's seed
+])
+def test_new_documents_get_the_new_rule_and_stored_ones_keep_theirs_and_their_cid(
+        field: str, new_value: str, stored_value: str) -> None:
+    """Issue 17: a rule added after pools were published: a new document gets (and writes) the new value; a stored
+    document made before the field (without it) is read with the old rule and keeps its bytes and CID, so its
+    pool's submissions are judged as they were created; a local setting of the new value then conflicts."""
     new = PoolRules.build(GOOD)
-    assert new.problem_order == "epochs" and json.loads(new.to_bytes())["problem_order"] == "epochs"
-    assert PoolRules.from_bytes(new.to_bytes()).problem_order == "epochs"
+    assert getattr(new, field) == new_value and json.loads(new.to_bytes())[field] == new_value
+    assert getattr(PoolRules.from_bytes(new.to_bytes()), field) == new_value
     doc = json.loads(new.to_bytes())
-    del doc["problem_order"]
+    del doc[field]
     old_bytes = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()  # as written before the field
     old = PoolRules.from_bytes(old_bytes)
-    assert old.problem_order == "random" and old.to_bytes() == old_bytes and old.cid() == compute_cid(old_bytes)
-    assert PoolRules.build({**GOOD, "problem_order": "random"}).cid() == old.cid()
-    assert conflicts(old, {"problem_order": "epochs"}) == ["problem_order: local 'epochs', pool rules 'random'"]
-    assert conflicts(new, {"problem_order": "epochs"}) == []
+    assert getattr(old, field) == stored_value and old.to_bytes() == old_bytes and old.cid() == compute_cid(old_bytes)
+    assert PoolRules.build({**GOOD, field: stored_value}).cid() == old.cid()
+    assert conflicts(old, {field: new_value}) == [f"{field}: local {new_value!r}, pool rules {stored_value!r}"]
+    assert conflicts(new, {field: new_value}) == []
     with pytest.raises(PoolRulesError) as err:
-        PoolRules.build({**GOOD, "problem_order": "sorted"})
-    assert "problem_order" in str(err.value)
-
-
-def test_length_scope_is_solved_for_new_documents_and_all_for_old_ones_whose_cid_is_kept() -> None:
-    """Issue 17: the length penalty applies to solved completions only in a new document; a stored document
-    made before the field (no `length_scope`) is read with the old rule (every completion) and keeps its bytes
-    and CID, so its pool's submissions are judged as they were created."""
-    new = PoolRules.build(GOOD)
-    assert new.length_scope == "solved" and json.loads(new.to_bytes())["length_scope"] == "solved"
-    assert PoolRules.from_bytes(new.to_bytes()).length_scope == "solved"
-    doc = json.loads(new.to_bytes())
-    del doc["length_scope"]
-    old_bytes = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()  # as written before the field
-    old = PoolRules.from_bytes(old_bytes)
-    assert old.length_scope == "all" and old.to_bytes() == old_bytes and old.cid() == compute_cid(old_bytes)
-    assert PoolRules.build({**GOOD, "length_scope": "all"}).cid() == old.cid()
-    assert conflicts(old, {"length_scope": "solved"}) == ["length_scope: local 'solved', pool rules 'all'"]
-    assert conflicts(new, {"length_scope": "solved"}) == []
-    with pytest.raises(PoolRulesError) as err:
-        PoolRules.build({**GOOD, "length_scope": "wrong"})
-    assert "length_scope" in str(err.value)
+        PoolRules.build({**GOOD, field: "wrong"})
+    assert field in str(err.value)
 
 
 def test_budget_class_rule_fields_keep_old_cids_and_conflict_by_meaning() -> None:
