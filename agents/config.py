@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from intellect.agents.hardware import DeviceName, DTypeName
 from intellect.sdk import ConfigError
+from intellect.sdk.poolrules import ProblemOrder
 
 __all__ = [
     "AgentConfig",
@@ -171,7 +172,7 @@ class TaskSettings(_Section):
     length_scope: Literal["solved", "all"] = "solved"
     """Which completions carry the length penalty (pool rule): `solved` (task reward > 0; an unsolved one scores 0
     at any length) or `all` (every completion: pool rules made before issue 17)."""
-    problem_order: Literal["random", "epochs"] = "epochs"
+    problem_order: ProblemOrder = "epochs"
     """How a claim's problems are chosen (pool rule, `intellect.verifier.tasks.assign_problems`): `epochs` (the
     claim's slot, by ledger task id, in seeded shuffled passes over the task set) or `random` (drawn from the
     claim's chain seed: pool rules made before the field)."""

@@ -37,6 +37,7 @@ from ._errors import (
     SchemaVersionError,
 )
 from ._reverts import REVERT_HINTS
+from .poolrules import PROBLEM_ORDERS
 
 __all__ = ["EXIT_NETWORK", "EXIT_REVERT", "EXIT_USER", "PLUGINS", "cli", "main"]
 
@@ -410,7 +411,7 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
 @click.option("--length-scope", type=click.Choice(["solved", "all"]), default=None,
               help="Completions the length penalty applies to: solved (task reward > 0) or all "
                    "(default: solved, or the --rules document's).")
-@click.option("--problem-order", type=click.Choice(["epochs", "random"]), default=None,
+@click.option("--problem-order", type=click.Choice(PROBLEM_ORDERS), default=None,
               help="How a claim's problems are chosen: epochs (its slot in seeded shuffled passes over the task "
                    "set, every problem once per pass) or random (drawn from the claim's seed) (default: epochs, "
                    "or the --rules document's).")
@@ -562,10 +563,9 @@ def pool_show(ctx: _Ctx, pool_id: int | None, ipfs_spec: str | None) -> None:
 
         cid = pools[0].params.rules_cid
         rules = PoolRules.from_bytes(open_ipfs(ipfs_spec).cat(cid, max_size=1 << 20), source=cid)
-        # length_scope and problem_order shown even when the canonical bytes leave them out (a document made
-        # before the field: `all`, `random`)
-        shown = {**json.loads(rules.to_bytes()), "length_scope": rules.length_scope,
-                 "problem_order": rules.problem_order}
+        # every rule with its meaning, also those the canonical bytes leave out (`length_scope: all`,
+        # `problem_order: random`: documents made before those fields)
+        shown = rules.model_dump(mode="json", by_alias=True, exclude_none=True)
         doc = {"pool": json.loads(pools[0].model_dump_json()), "rules": shown}
         _out(ctx, doc, [f"pool {pool_id}  rules {cid}", json.dumps(doc["rules"], indent=2, sort_keys=True)])
         return

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -46,6 +46,11 @@ DEFAULT_CLASS_LEASE_SHARE = 0.5
 """`class_lease_share` when a document leaves it out."""
 MAX_UNITS = 2**32 - 1
 """Largest `max_units_per_submission` (the ledger keeps work units in 32 bits)."""
+
+
+ProblemOrder = Literal["epochs", "random"]
+"""How a pool assigns a claim's problems (`intellect.verifier.tasks.assign_problems`)."""
+PROBLEM_ORDERS: tuple[str, ...] = get_args(ProblemOrder)
 
 
 class PoolRulesError(ConfigError):
@@ -101,7 +106,7 @@ class PoolRules(_Strict):
     before the field existed). A new document gets `solved`; a stored document without the field is read as
     `all`, so pools made before it keep judging their submissions as they were created (and keep their CID:
     `all` is left out of the canonical document)."""
-    problem_order: Literal["random", "epochs"] = "epochs"
+    problem_order: ProblemOrder = "epochs"
     """How a claim's problems are chosen (`intellect.verifier.tasks.assign_problems`): `epochs` (the claim's slot,
     by ledger task id, in seeded shuffled passes over the task set: every problem once per pass, as a
     trainer's epochs walk its data) or `random` (drawn from the claim's chain seed: a problem can come back

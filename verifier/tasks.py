@@ -17,11 +17,11 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from intellect.sdk import IntellectError
+from intellect.sdk.poolrules import PROBLEM_ORDERS, ProblemOrder
 
 TASKSET_SCHEMA = "intellect.taskset/v1"
 
@@ -287,8 +287,6 @@ def sample_problems(
 
 EPOCH_DOMAIN = b"intellect.sample-epochs/v1"
 LENGTH_DOMAIN = b"intellect.sample-lengths/v1"
-ProblemOrder = Literal["random", "epochs"]
-PROBLEM_ORDERS: tuple[str, ...] = ("random", "epochs")
 
 
 @functools.lru_cache(maxsize=4)

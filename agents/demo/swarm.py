@@ -33,7 +33,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import click
 import yaml
@@ -51,6 +51,7 @@ from intellect.agents.demo.summary import (
     ProgressSample,
     StepRow,
 )
+from intellect.sdk.poolrules import PROBLEM_ORDERS, ProblemOrder
 
 __all__ = [
     "SUMMARY_SCHEMA",
@@ -126,7 +127,7 @@ class DemoOptions(BaseModel):
     optimizer_steps: int = Field(2, ge=1)
     group_size: int = Field(GROUP_SIZE, ge=2)
     problems_per_task: int = Field(PROBLEMS_PER_TASK, ge=1)
-    problem_order: Literal["epochs", "random"] = "epochs"
+    problem_order: ProblemOrder = "epochs"
     """How claims' problems are chosen (the pool rule `problem_order`): seeded shuffled passes or per-claim draws."""
     batch_groups: int | None = Field(None, ge=1)
     """GRPO groups (problems) per training step; default problems_per_task × workers (one submission of
@@ -704,7 +705,7 @@ def _claim_honest(net: Any, reader: Any, specs: list[NodeSpec], accounts: dict[s
 @click.option("--tasks-per-step", type=click.IntRange(min=1), default=1, show_default=True,
               help="Submissions each worker makes per policy step (raise it with --batch-groups, so flat groups "
                    "can be refilled).")
-@click.option("--problem-order", type=click.Choice(["epochs", "random"]), default="epochs", show_default=True,
+@click.option("--problem-order", type=click.Choice(PROBLEM_ORDERS), default="epochs", show_default=True,
               help="How claims' problems are chosen: seeded shuffled passes over the task set, or per-claim draws.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8090, show_default=True,
               help="Dashboard port (0: a free one).")

@@ -74,9 +74,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
+
+from intellect.sdk.poolrules import PROBLEM_ORDERS, ProblemOrder
 
 log = logging.getLogger("pool_vs_trl")
 
@@ -135,13 +137,13 @@ class BenchConfig:
     both sides train on the same kept set. Not timed; the held-out set is not filtered"""
     filter_low: float = 0.1
     filter_high: float = 0.8
-    problem_order: str = "epochs"
+    problem_order: ProblemOrder = "epochs"
     """pool side, the pool rule `problem_order` (`intellect.verifier.tasks.assign_problems`, what workers and
     validators run): `epochs` (each submission's problems are its ledger task id's slot in seeded shuffled passes
     over the training set: every problem once per pass, as TRL's sampler walks epochs) or `random` (each
     submission's problems drawn from its claim seed: pools made before the rule)"""
 
-    trl_order: str = "pool"
+    trl_order: Literal["pool", "shuffled"] = "pool"
     """TRL side: `pool` (TRL walks the pool side's problem sequence — round b's problems at its step b, dataset
     in that order, `shuffle_dataset` off — so at equal steps both sides train on the same problems, and a
     difference is the pipeline's, not which problems a short run happened to draw) or `shuffled` (TRL's own
@@ -159,8 +161,8 @@ class BenchConfig:
                              f"{self.filter_samples}, [{self.filter_low}, {self.filter_high}])")
         if self.trl_order not in ("pool", "shuffled"):
             raise ValueError(f"trl_order must be 'pool' or 'shuffled' (got {self.trl_order!r})")
-        if self.problem_order not in ("random", "epochs"):
-            raise ValueError(f"problem_order must be 'random' or 'epochs' (got {self.problem_order!r})")
+        if self.problem_order not in PROBLEM_ORDERS:
+            raise ValueError(f"problem_order must be one of {PROBLEM_ORDERS} (got {self.problem_order!r})")
         if not 0.0 <= self.length_alpha <= 1.0:
             raise ValueError(f"length_alpha must be in [0, 1] (got {self.length_alpha})")
         if self.length_alpha * self.max_new_tokens >= 1.0:  # the rule `intellect pool create` applies
@@ -177,6 +179,11 @@ class BenchConfig:
     def target_len(self) -> int | None:
         """The thinking budget in every prompt (None: no budget, no length term)."""
         return self.max_new_tokens if self.length_alpha > 0 else None
+
+    @property
+    def submissions_per_round(self) -> int:
+        """Submissions (claims of `problems_per_submission` problems) in one generation round."""
+        return self.prompts_per_step // self.problems_per_submission
 
     @property
     def samples_per_step(self) -> int:
@@ -558,12 +565,12 @@ def round_problems(cfg: BenchConfig, train: Any, b: int) -> list[Any]:
     in for by a hash of the bench seed and the task id; only the problems are used, not the target lengths)."""
     from intellect.verifier.tasks import assign_problems
 
-    per_round = cfg.prompts_per_step // cfg.problems_per_submission
+    per_round = cfg.submissions_per_round
     out: list[Any] = []
     for i in range(per_round):
         task_id = b * per_round + i + 1  # the ledger's ids start at 1
         claim_seed = hashlib.sha256(f"pool-vs-trl/{cfg.seed}/{task_id}".encode()).digest()
-        for a in assign_problems(train, cfg.problem_order, seed=claim_seed, task_id=task_id,  # type: ignore[arg-type]
+        for a in assign_problems(train, cfg.problem_order, seed=claim_seed, task_id=task_id,
                                  n=cfg.problems_per_submission, target_lengths=[cfg.max_new_tokens]):
             out.append(train[a.task_id])
     return out
@@ -606,7 +613,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
     gen_engine = TransformersEngine()
     out_q: queue.Queue[Path | BaseException | None] = queue.Queue()
     stop = threading.Event()
-    per_round = cfg.prompts_per_step // cfg.problems_per_submission  # submissions per generation round
+    per_round = cfg.submissions_per_round
     consumed = [0]  # submissions taken by the trainer
 
     max_rounds = cfg.steps * 20
@@ -865,7 +872,7 @@ def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: 
               help="offline difficulty filter: base-model samples per training problem (0: off)")
 @click.option("--filter-low", type=float, default=BenchConfig.filter_low, show_default=True)
 @click.option("--filter-high", type=float, default=BenchConfig.filter_high, show_default=True)
-@click.option("--problem-order", type=click.Choice(["random", "epochs"]), default=BenchConfig.problem_order,
+@click.option("--problem-order", type=click.Choice(PROBLEM_ORDERS), default=BenchConfig.problem_order,
               show_default=True, help="pool side, the pool rule problem_order: each submission's problems from its "
                                       "task id's slot in seeded shuffled passes, or drawn from its claim seed")
 @click.option("--trl-order", type=click.Choice(["pool", "shuffled"]), default=BenchConfig.trl_order,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
@@ -107,7 +108,7 @@ def main(model: str, draws: int, threads: int, run_dir: Path | None) -> None:
 
 
 
-def _surprise_minus_entropy(model, pairs):  # type: ignore[no-untyped-def]
+def _surprise_minus_entropy(model: Any, pairs: list[tuple[list[int], list[int]]]) -> tuple[float, float, int]:
     """(mean, standard error, tokens) of −log p(token) − H(next-token distribution) over the completions' tokens."""
     import torch
 
@@ -123,7 +124,7 @@ def _surprise_minus_entropy(model, pairs):  # type: ignore[no-untyped-def]
     return float(g.mean()), float(g.std(ddof=1) / math.sqrt(len(g))), len(g)
 
 
-def score_run(model, run_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def score_run(model: Any, run_dir: Path) -> None:
     """Check 3: both sides' base-policy samples of a pool_vs_trl.py run."""
     import json
 

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from intellect.agents.cli import main
 from intellect.agents.evaluation import evaluate_checkpoint, evaluate_engine
 from intellect.agents.tasks import synthetic_task_set
+from intellect.sdk.poolrules import PoolRules
 from intellect.verifier.submission import prompt_text
 from intellect.verifier.tasks import Task, VerifierKind
 
@@ -114,7 +115,6 @@ def _rules_file(tmp_path: Path, **change: object) -> tuple[Path, str, object]:
     """A rules document (α 0.01, scope `all`, cpu budgets 4/6) whose held-out set (3 tasks) is in an embedded
     IPFS store under tmp_path/ipfs; returns (its file, the store spec, the rules)."""
     from intellect.sdk.ipfs import EmbeddedIpfs
-    from intellect.sdk.poolrules import PoolRules
 
     ipfs = EmbeddedIpfs(tmp_path / "ipfs")
     train = synthetic_task_set(8, seed=0, max_operand=9, ops=("+",))
@@ -147,8 +147,6 @@ def test_cli_eval_takes_the_pools_rules(tiny_dir: Path, tmp_path: Path) -> None:
     doc = json.loads(ok.stdout.strip().splitlines()[-1])
     assert doc["task_set"] == "synthetic-arithmetic-7" and doc["tasks"] == 3  # the held-out set (seed 7), not training
     assert (doc["max_tokens"], doc["length_alpha"], doc["length_scope"]) == (6, 0.01, "all")
-    from intellect.sdk.poolrules import PoolRules
-
     assert doc["rules_cid"] == PoolRules.from_bytes(path.read_bytes()).cid() and doc["chat_template"] is True
     # the same document by CID, with flags that agree with it
     from intellect.sdk.ipfs import EmbeddedIpfs
