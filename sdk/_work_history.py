@@ -61,6 +61,8 @@ class WorkHistory:
         self.cache_blocks = cache_blocks
         self._lock = threading.Lock()
         self._scanned = int(protocol.deployment.block) - 1
+        self._head = self._scanned
+        """the highest chain head seen: the scan never passes it (a block not yet mined has no events *yet*)"""
         self._claims: dict[str, list[tuple[Pos, int, int]]] = {}  # node -> [(pos, task id, lease expiry)]
         self._subs: dict[int, tuple[Pos, int, int]] = {}  # task id -> (pos, units, window end)
         self._challenges: dict[int, list[tuple[Pos, str]]] = {}  # task id -> [(pos, open|upheld|rejected)]
@@ -74,6 +76,14 @@ class WorkHistory:
     def _scan_to(self, block: int) -> None:
         if block <= self._scanned:
             return
+        if block > self._head:
+            # asked past the last head seen: scan only to the chain's head, else events mined later at blocks
+            # up to `block` would never be read
+            self._head = int(self.protocol.block_number())
+            self.rpc_calls += 1
+            block = min(block, self._head)
+            if block <= self._scanned:
+                return
         evs = self.protocol.get_events(_EVENTS, from_block=self._scanned + 1, to_block=block)
         self.rpc_calls += 1 + (block - self._scanned - 1) // 10_000
         for e in evs:
@@ -113,6 +123,7 @@ class WorkHistory:
         """The block of task `task_id`'s claim in this pool (scanning to the chain head), None if none."""
         head = int(self.protocol.block_number())
         with self._lock:
+            self._head = max(self._head, head)
             self._scan_to(head)
             return self._claim_blocks.get(int(task_id))
 

@@ -109,13 +109,26 @@ def test_rpc_cost_is_incremental() -> None:
     c = FakeChain()
     c.claim(1, 3)
     c.submit(1, 5, 100)
+    c.head = 100
     h = history(c)
     h.outcomes(NODE, 100)
     assert (c.get_logs, c.get_blocks) == (1, 1)
     h.outcomes(NODE, 100)            # the same block again: cached, no request
     h.declared(NODE, 100)
     assert (c.get_logs, c.get_blocks) == (1, 1)
+    c.head = 101
     h.outcomes(NODE, 101)            # one new block: one eth_getLogs for it, one timestamp
     assert (c.get_logs, c.get_blocks) == (2, 2)
     h.outcomes(NODE, 50)             # an earlier block: no log request (already scanned), its timestamp
     assert (c.get_logs, c.get_blocks) == (2, 3)
+
+
+def test_a_query_past_the_head_scans_only_to_the_head() -> None:
+    c = FakeChain()
+    c.claim(1, 3)
+    h = history(c)
+    assert h.declared(NODE, 50) is None  # block 50 not mined yet (head 3): nothing declared so far
+    c.emit(10, "NodeRegistered", node=NODE, gpuModel="H100", vramGiB=80, gpuCount=1)
+    c.head = 50
+    assert h.declared(NODE, 50) == ("H100", 80, 1)  # mined after the first query: not skipped
+    assert h.claim_block(1) == 3
