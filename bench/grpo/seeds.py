@@ -58,8 +58,8 @@ def mean_se(xs: Sequence[float]) -> tuple[float, float]:
 
 
 def load_runs(dirs: Sequence[Path]) -> list[dict[str, Any]]:
-    """The runs' reports, checked to be comparable: both sides present, same settings but the seed, the same
-    evaluated steps on each side, and no seed twice."""
+    """The runs' reports, checked to be comparable: both sides present, same settings but the seed, no seed twice,
+    and a point at every evaluated step on each side."""
     if not dirs:
         raise click.UsageError("give at least one run directory")
     runs: list[dict[str, Any]] = []
@@ -86,16 +86,31 @@ def load_runs(dirs: Sequence[Path]) -> list[dict[str, Any]]:
     seeds = [r["config"]["seed"] for r in runs]
     if len(set(seeds)) != len(seeds):
         raise click.ClickException(f"a seed appears twice: {seeds}")
-    for side in (0, 1):
-        steps = [[p["step"] for p in r["sides"][side]["points"]] for r in runs]
-        if any(s != steps[0] for s in steps):
-            raise click.ClickException(f"{runs[0]['sides'][side]['name']}: the runs evaluated different steps "
-                                       f"({steps})")
+    steps = eval_steps(first)
+    for r in runs:
+        for side in r["sides"]:
+            have = {p["step"] for p in side["points"]}
+            if missing := [s for s in steps if s not in have]:
+                raise click.ClickException(f"{r['_dir']}: the {side['name']} side has no evaluated point at "
+                                           f"step(s) {missing}")
     return runs
 
 
+def eval_steps(config: dict[str, Any]) -> list[int]:
+    """The steps both sides evaluate in every run (`BenchConfig.eval_steps`: 0, every `eval_every`, the last)."""
+    steps, every = int(config["steps"]), int(config["eval_every"])
+    return sorted({0, *range(every, steps + 1, every), steps})
+
+
+def at_eval_steps(report: dict[str, Any], side: int) -> list[dict[str, Any]]:
+    """The side's points at the evaluated steps, in order (the pool side also keeps checkpoints at TRL's
+    generated counts for `pool_vs_trl.py`'s equal-samples table, at steps that differ from run to run: skipped)."""
+    by_step = {p["step"]: p for p in report["sides"][side]["points"]}
+    return [by_step[s] for s in eval_steps(report["config"])]
+
+
 def mean_curve(runs: Sequence[dict[str, Any]], side: int) -> Curve:
-    points = [r["sides"][side]["points"] for r in runs]
+    points = [at_eval_steps(r, side) for r in runs]
     steps = [p["step"] for p in points[0]]
     cols: dict[str, list[float]] = {k: [] for k in ("wall_s", "samples", "heldout", "heldout_se", "train", "train_se")}
     for i in range(len(steps)):
@@ -147,10 +162,8 @@ def tax(pool: Curve, trl: Curve, metric: str) -> dict[str, Any]:
 
 def paired(runs: Sequence[dict[str, Any]], metric: str) -> list[tuple[float, float]]:
     """Per evaluated step: mean and SE over the runs of pool − TRL (same step, same run)."""
-    out = []
-    for i in range(len(runs[0]["sides"][0]["points"])):
-        out.append(mean_se([r["sides"][0]["points"][i][metric] - r["sides"][1]["points"][i][metric] for r in runs]))
-    return out
+    sides = [(at_eval_steps(r, 0), at_eval_steps(r, 1)) for r in runs]
+    return [mean_se([pool[i][metric] - trl[i][metric] for pool, trl in sides]) for i in range(len(sides[0][0]))]
 
 
 def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -159,8 +172,7 @@ def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for r in runs:
         s = r.get("summary", {})
         per_run.append({"dir": r["_dir"], "seed": r["config"]["seed"], "tax_equal_steps": s.get("tax_equal_steps"),
-                        "heldout_final": (r["sides"][0]["points"][-1]["heldout"],
-                                          r["sides"][1]["points"][-1]["heldout"]),
+                        "heldout_final": (at_eval_steps(r, 0)[-1]["heldout"], at_eval_steps(r, 1)[-1]["heldout"]),
                         "heldout_tax_to_target": s.get("heldout", {}).get("tax_to_target"),
                         "heldout_target": s.get("heldout", {}).get("target")})
     walls = [(r["sides"][0]["wall_s"], r["sides"][1]["wall_s"]) for r in runs]

@@ -34,8 +34,11 @@ def _run(tmp_path: Path, seed: int, pool: list[tuple[float, float, float]], trl:
             {"step": 2 * i, "samples": 64 * i, "wall_s": w, "heldout": h, "train": t} for i, (w, h, t) in enumerate(pts)]}
     d = tmp_path / f"s{seed}"
     d.mkdir()
-    report = {"config": {"seed": seed, "steps": 2 * (len(pool) - 1), "lr": 2e-5, **config},
-              "sides": [side("pool", pool), side("trl", trl)],
+    pool_side = side("pool", pool)
+    # a checkpoint kept at one of TRL's generated counts (the equal-samples table): not an evaluated step
+    pool_side["points"].insert(1, {"step": 1, "samples": 40, "wall_s": 1.0, "heldout": 0.99, "train": 0.99})
+    report = {"config": {"seed": seed, "steps": 2 * (len(pool) - 1), "eval_every": 2, "lr": 2e-5, **config},
+              "sides": [pool_side, side("trl", trl)],
               "summary": {"tax_equal_steps": pool[-1][0] / trl[-1][0], "heldout": {"target": None}}}
     (d / "pool-vs-trl.json").write_text(json.dumps(report))
     return d
@@ -90,6 +93,11 @@ def test_runs_that_differ_in_more_than_the_seed_are_refused(seeds, tmp_path: Pat
     assert result.exit_code != 0 and "'steps'" in result.output
     result = CliRunner().invoke(seeds.main, [str(a), str(a)])
     assert result.exit_code != 0 and "a seed appears twice" in result.output
+    report = json.loads((c / "pool-vs-trl.json").read_text())
+    report["sides"][1]["points"].pop(2)
+    (c / "pool-vs-trl.json").write_text(json.dumps(report))
+    result = CliRunner().invoke(seeds.main, [str(c)])
+    assert result.exit_code != 0 and "the trl side has no evaluated point at step(s) [4]" in result.output
     result = CliRunner().invoke(seeds.main, [str(tmp_path / "missing")])
     assert result.exit_code != 0 and "not found" in result.output
     (tmp_path / "bad").mkdir()
