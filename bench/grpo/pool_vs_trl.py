@@ -511,45 +511,38 @@ def _tokenizer(model_dir: Path) -> Any:
 
 
 def make_rollouts(engine: Any, problems: Sequence[Any], params: Any, group_size: int, tokenizer: Any, *,
-                  policy_step: int, task_id: str, seed: int, target_len: int | None = None,
-                  length_alpha: float = 0.0) -> Any:
+                  policy_step: int, task_id: str, seed: int, problems_per_file: int, target_len: int | None = None,
+                  length_alpha: float = 0.0) -> list[Any]:
     """`group_size` completions of each problem (one batched call, base seed `seed`), scored and given group
-    advantages by the workers' rollout builder (`rollout_rows`), as an `intellect.rollouts/v1` file. The prompts
-    are `prompt_text(task, None, tokenizer)`: the chat template of an instruct model, as the pool's workers
-    write them (`generate_for_claim`); the bare text for the tiny model. `target_len`: the thinking budget in the
-    prompt and the length term's target (scored with `length_alpha`), as `generate_for_claim` does."""
+    advantages by the workers' rollout builder (`rollout_rows`), as `intellect.rollouts/v1` files of
+    `problems_per_file` problems each (`submission_files`). The prompts are `prompt_text(task, None, tokenizer)`:
+    the chat template of an instruct model, as the pool's workers write them (`generate_for_claim`); the bare text
+    for the tiny model. `target_len`: the thinking budget in the prompt and the length term's target (scored with
+    `length_alpha`), as `generate_for_claim` does."""
     from intellect.agents.generate import rollout_rows
-    from intellect.verifier.rollouts import RolloutFile, RolloutMeta
+    from intellect.verifier.rollouts import RolloutMeta
     from intellect.verifier.submission import prompt_text
 
     prompts = [prompt_text(t, target_len, tokenizer) for t in problems for _ in range(group_size)]
     gens = engine.generate(prompts, params.model_copy(update={"seed": seed}))
-    rows = []
-    for g, task in enumerate(problems):
-        rows += rollout_rows(task, target_len, gens[g * group_size:(g + 1) * group_size],
-                             length_alpha=length_alpha, policy_step=policy_step, worker=BENCH_WORKER)
+    groups = [rollout_rows(task, target_len, gens[g * group_size:(g + 1) * group_size], length_alpha=length_alpha,
+                           policy_step=policy_step, worker=BENCH_WORKER) for g, task in enumerate(problems)]
     meta = RolloutMeta(task_id=task_id, seed=f"{seed:x}", model=str(engine.checkpoint_dir), worker=BENCH_WORKER,
                        policy_step=policy_step, group_size=group_size, length_alpha=length_alpha)
-    return RolloutFile(meta, rows, name=task_id)
+    return submission_files(meta, groups, problems_per_file)
 
 
-def split_submissions(rf: Any, problems: int) -> list[Any]:
-    """One generation round's rollout file cut into submissions of `problems` groups each, in order (as that
-    many workers' files of `problems_per_task` problems would arrive); every group stays whole."""
+def submission_files(meta: Any, groups: Sequence[Sequence[Any]], problems: int) -> list[Any]:
+    """One generation round's groups (one per problem, in claim order) as submissions of `problems` groups each,
+    as that many workers' files would arrive; file k is task `<meta.task_id>-k`. A problem may come twice in one
+    round (two claims in different passes of the epochs order) but not twice in one claim, so never in one file."""
     from intellect.verifier.rollouts import RolloutFile
 
-    order: list[str] = []
-    by_problem: dict[str, list[Any]] = {}
-    for row in rf:
-        if row.problem_id not in by_problem:
-            order.append(row.problem_id)
-            by_problem[row.problem_id] = []
-        by_problem[row.problem_id].append(row)
     parts = []
-    for k in range(0, len(order), problems):
-        rows = [row for pid in order[k:k + problems] for row in by_problem[pid]]
-        task_id = f"{rf.meta.task_id}-{k // problems}"
-        parts.append(RolloutFile(rf.meta.model_copy(update={"task_id": task_id}), rows, name=task_id))
+    for k in range(0, len(groups), problems):
+        rows = [row for group in groups[k:k + problems] for row in group]
+        task_id = f"{meta.task_id}-{k // problems}"
+        parts.append(RolloutFile(meta.model_copy(update={"task_id": task_id}), rows, name=task_id))
     return parts
 
 
@@ -630,11 +623,11 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
                 if latest is not None and latest != gen_engine.checkpoint_dir:
                     gen_engine.load(latest)  # hot swap
                 problems = round_problems(cfg, train, b)
-                rf = make_rollouts(gen_engine, problems, params, cfg.group_size, tokenizer,
-                                   policy_step=gen_engine.policy_step or 0, task_id=f"bench-{b}",
-                                   seed=cfg.seed * 100003 + b, target_len=cfg.target_len,
-                                   length_alpha=cfg.length_alpha)
-                for k, part in enumerate(split_submissions(rf, cfg.problems_per_submission)):
+                parts = make_rollouts(gen_engine, problems, params, cfg.group_size, tokenizer,
+                                      policy_step=gen_engine.policy_step or 0, task_id=f"bench-{b}",
+                                      seed=cfg.seed * 100003 + b, problems_per_file=cfg.problems_per_submission,
+                                      target_len=cfg.target_len, length_alpha=cfg.length_alpha)
+                for k, part in enumerate(parts):
                     out_q.put(part.write(rollouts_dir / f"round-{b}-sub-{k}.parquet"))
             out_q.put(None)  # generation budget spent
         except BaseException as exc:  # surfaced in the trainer thread

@@ -138,18 +138,22 @@ def test_signal_samples_counts_completions_in_groups_with_different_rewards(benc
     assert [(r["reward"], r["completion_ids"]) for r in record] == [(1.0, [5, 2]), (0.0, [7, 8, 9])]
 
 
-def test_split_submissions_keeps_groups_whole(bench) -> None:
-    from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
+def test_submission_files_keep_groups_whole(bench) -> None:
+    from intellect.verifier.rollouts import RolloutMeta, RolloutRow
 
-    rows = [RolloutRow(problem_id=f"p{g}", prompt_ids=[1, 2], completion_ids=[3],
-                       task_reward=float(i % 2), length_penalty=0.0, reward=float(i % 2), advantage=0.0,
-                       policy_step=0, worker="0x" + "b3" * 20) for g in range(6) for i in range(2)]
+    def group(pid: str) -> list[RolloutRow]:
+        return [RolloutRow(problem_id=pid, prompt_ids=[1, 2], completion_ids=[3], task_reward=float(i % 2),
+                           length_penalty=0.0, reward=float(i % 2), advantage=0.0, policy_step=0,
+                           worker="0x" + "b3" * 20) for i in range(2)]
+
+    # p1 twice in the round: two claims in different passes of the epochs order (seed 3 of the filtered run)
+    groups = [group(p) for p in ("p0", "p1", "p2", "p3", "p1", "p5")]
     meta = RolloutMeta(task_id="r", seed="0", model="m", worker="0x" + "b3" * 20, policy_step=0, group_size=2,
                        length_alpha=0.0)
-    parts = bench.split_submissions(RolloutFile(meta, rows, name="r"), 4)
+    parts = bench.submission_files(meta, groups, 4)
     assert [len(p) for p in parts] == [8, 4]
     assert [p.meta.task_id for p in parts] == ["r-0", "r-1"]
-    assert {r.problem_id for r in parts[1]} == {"p4", "p5"} and sum(map(len, parts)) == len(rows)
+    assert [r.problem_id for r in parts[1]] == ["p1", "p1", "p5", "p5"]
     with pytest.raises(ValueError, match="problems_per_submission"):
         bench.BenchConfig(prompts_per_step=6, problems_per_submission=4)
 
