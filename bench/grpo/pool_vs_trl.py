@@ -569,6 +569,18 @@ def round_problems(cfg: BenchConfig, train: Any, b: int) -> list[Any]:
     return out
 
 
+def may_generate(b: int, done_rounds: int, async_level: int, trainer_starved: bool) -> bool:
+    """Whether the inference thread may generate round `b` now, with the latest checkpoint, without the round
+    going stale before the trainer takes it. `done_rounds`: rounds whose submissions went into a finished step
+    (or were spent: flat, stale); the latest checkpoint is then at least that many steps minus the rounds that
+    made none, and round `b` is taken at most `b - done_rounds` steps later, so `b - done_rounds <= async_level`
+    keeps it fresh (counting rounds merely taken, as before, let it be taken one step too late: in the session-10
+    runs 64 of 320 completions went stale). `trainer_starved`: the trainer is waiting on an empty queue, so the
+    round is taken by the step being built now and is fresh whatever the count (without it, a batch refilled
+    past more than `async_level` rounds would wait forever)."""
+    return trainer_starved or b - done_rounds <= async_level
+
+
 def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideResult:
     import torch
 
@@ -608,6 +620,8 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
     stop = threading.Event()
     per_round = cfg.submissions_per_round
     consumed = [0]  # submissions taken by the trainer
+    done = [0]  # submissions in finished steps (or spent), see `may_generate`
+    starved = threading.Event()  # the trainer waits on an empty queue
 
     max_rounds = cfg.steps * 20
 
@@ -615,7 +629,8 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
         torch.set_num_threads(1)
         try:
             for b in range(max_rounds):
-                while not stop.is_set() and b - consumed[0] // per_round > cfg.async_level:
+                while not stop.is_set() and not may_generate(b, done[0] // per_round, cfg.async_level,
+                                                             starved.is_set() and out_q.empty()):
                     time.sleep(0.002)
                 if stop.is_set():
                     return
@@ -634,7 +649,12 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
             out_q.put(exc)
 
     def next_submission() -> Any:
-        item = out_q.get()
+        if out_q.empty():
+            starved.set()
+        try:
+            item = out_q.get()
+        finally:
+            starved.clear()
         if item is None:
             raise RuntimeError(f"pool: {max_rounds} generation rounds spent before {cfg.steps} trainer steps")
         if isinstance(item, BaseException):
@@ -682,7 +702,9 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
             except NoSignalError as exc:  # all groups flat (only without refill): no step, the round is spent
                 log.info("pool: %s", exc)
                 flat += 1
+                done[0] = consumed[0]
                 continue
+            done[0] = consumed[0]  # after the checkpoint is written: the next rounds get this policy
             trained += stats.samples
             submissions_per_step.append(taken)
             last_wall = time.perf_counter() - t_start - excluded

@@ -232,3 +232,15 @@ def test_pool_side_rounds_take_the_networks_assignment(bench) -> None:
     rnd = bench.BenchConfig(prompts_per_step=8, problems_per_submission=2, problem_order="random")
     drawn = [t.id for b in range(3) for t in bench.round_problems(rnd, train, b)][:18]
     assert len(set(drawn)) < 18
+
+
+def test_inference_runs_ahead_only_as_far_as_stays_fresh(bench) -> None:
+    # async 2: round b waits until b - 2 rounds are in finished steps (their checkpoint is then the policy)
+    assert bench.may_generate(2, done_rounds=0, async_level=2, trainer_starved=False)
+    assert not bench.may_generate(3, done_rounds=0, async_level=2, trainer_starved=False)
+    assert bench.may_generate(3, done_rounds=1, async_level=2, trainer_starved=False)
+    # async 0: one round at a time, after the previous one's step
+    assert bench.may_generate(0, done_rounds=0, async_level=0, trainer_starved=False)
+    assert not bench.may_generate(1, done_rounds=0, async_level=0, trainer_starved=False)
+    # a trainer refilling past more rounds than async_level waits on an empty queue: never a deadlock
+    assert bench.may_generate(9, done_rounds=0, async_level=2, trainer_starved=True)
