@@ -3,6 +3,8 @@
 Usage (from the repository root):
     .venv/bin/python bench/grpo/sampler_exactness.py                  # SmolLM2-135M-Instruct, 20,000 draws per mode
     .venv/bin/python bench/grpo/sampler_exactness.py --model DIR --draws 5000
+    .venv/bin/python bench/grpo/sampler_exactness.py --draws 100 --run runs/X --no-surprise --solve-samples 32
+                                                                      # checks 1-2 (short) and 4 on a run's problems
 
 1. The sampler (`intellect.verifier.replay.gumbel_sample`, what `TransformersEngine` samples with and validators
    replay): fixed next-token logits of the model after a real prompt (two prompts), N draws with distinct
@@ -17,6 +19,9 @@ Usage (from the repository root):
    pool's rollout files of policy step 0 and TRL's first generation (`trl/samples.jsonl`, call 0) — scored by the
    base model: the mean of (the sampled token's −log p − the entropy of its distribution), which is 0 in
    expectation for a sampler that draws from the model and negative for a sharper one, with its standard error.
+4. With `--run DIR --solve-samples K`: the solve rate itself, on the problems of the run's first round (the pool's
+   `round-0-*` files): K fresh samples per problem from the base model by the pool's engine (TOPLOC capture on
+   and off) and by HF `generate` (multinomial, top-k 0, top-p 1: TRL's sampling), graded by `task_reward`.
 
 Written for issue 17's pool-vs-TRL gap (docs/benchmarks-grpo.md): a lower solve rate of the pool's samples than
 HF `generate`'s (0.071 vs 0.097 over 576 each, 1.6 SE) pointed at the sampler; these checks say whether it is.
@@ -40,7 +45,10 @@ import numpy as np
 @click.option("--threads", type=int, default=2, show_default=True)
 @click.option("--run", "run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="a pool_vs_trl.py output directory: also score both sides' base-policy samples")
-def main(model: str, draws: int, threads: int, run_dir: Path | None) -> None:
+@click.option("--solve-samples", type=click.IntRange(min=0), default=0, show_default=True,
+              help="with --run: check 4, this many samples per first-round problem on each sampler (0: skip)")
+@click.option("--surprise/--no-surprise", default=True, show_default=True, help="with --run: check 3")
+def main(model: str, draws: int, threads: int, run_dir: Path | None, solve_samples: int, surprise: bool) -> None:
     import torch
 
     from intellect.agents.engines import SamplingParams, TransformersEngine
@@ -103,8 +111,12 @@ def main(model: str, draws: int, threads: int, run_dir: Path | None) -> None:
     same = sum(a == b for a, b in zip(batched, alone, strict=True))
     click.echo(f"   greedy completions batched == one at a time: {same} of {len(prompts)}")
     if run_dir is not None:
-        click.echo(f"3. base-policy samples of {run_dir}: surprise minus entropy (0 for an exact sampler)")
-        score_run(eng.model, run_dir)
+        if surprise:
+            click.echo(f"3. base-policy samples of {run_dir}: surprise minus entropy (0 for an exact sampler)")
+            score_run(eng.model, run_dir)
+        if solve_samples:
+            click.echo(f"4. solve rates on the first round's problems of {run_dir}, {solve_samples} samples each")
+            solve_rates(eng, run_dir, solve_samples)
 
 
 
@@ -146,6 +158,59 @@ def score_run(model: Any, run_dir: Path) -> None:
         mean, se, n = _surprise_minus_entropy(model, pairs)
         click.echo(f"   {name:24} {len(pairs)} completions, {n} tokens: mean(-log p - entropy) {mean:+.3f} "
                    f"(SE {se:.3f})")
+
+
+def solve_rates(eng: Any, run_dir: Path, k: int) -> None:
+    """Check 4: the base model's solve rate on the run's first-round problems, by three samplers."""
+    import importlib.util
+    import json
+    import sys
+
+    import torch
+
+    from intellect.agents.engines import SamplingParams
+    from intellect.verifier.rewards import task_reward
+    from intellect.verifier.rollouts import RolloutFile
+    from intellect.verifier.submission import prompt_text
+
+    spec = importlib.util.spec_from_file_location("pool_vs_trl", Path(__file__).with_name("pool_vs_trl.py"))
+    bench = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules["pool_vs_trl"] = bench  # its dataclasses resolve their annotations through sys.modules
+    spec.loader.exec_module(bench)  # type: ignore[union-attr]
+    cfg = bench.BenchConfig(**json.loads((run_dir / "pool-vs-trl.json").read_text())["config"])
+    by_id = {t.id: t for t in bench.load_tasks(cfg)[0]}  # the training set before the filter: same ids
+    ids = [r.problem_id for path in sorted((run_dir / "pool" / "rollouts").glob("round-0-*.parquet"))
+           for r in RolloutFile.read(path).rows]
+    tasks = [by_id[i] for i in dict.fromkeys(ids)]
+    tok = eng.tokenizer
+    chat = tok if getattr(tok, "chat_template", None) else None
+    prompts = [prompt_text(t, cfg.target_len, chat) for t in tasks for _ in range(k)]
+    graded = [t for t in tasks for _ in range(k)]
+
+    def solved(texts: list[str]) -> str:
+        n = sum(task_reward(t, x) > 0 for t, x in zip(graded, texts, strict=True))
+        p = n / len(texts)
+        return f"{n} of {len(texts)} ({p:.3f}, SE {math.sqrt(p * (1 - p) / len(texts)):.3f})"
+
+    for proofs, base in ((True, 7777), (False, 8888)):
+        gens = eng.generate(prompts, SamplingParams(max_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                                                    seed=base, capture_proofs=proofs))
+        texts = [tok.decode(g.completion_ids, skip_special_tokens=True) for g in gens]
+        click.echo(f"   pool engine, TOPLOC capture {'on ' if proofs else 'off'}: solved {solved(texts)}")
+    torch.manual_seed(0)
+    side, tok.padding_side = tok.padding_side, "left"
+    texts = []
+    try:
+        for start in range(0, len(prompts), 64):
+            batch = tok(prompts[start:start + 64], return_tensors="pt", padding=True, add_special_tokens=False)
+            with torch.no_grad():
+                out = eng.model.generate(**batch, do_sample=True, temperature=cfg.temperature, top_k=0, top_p=1.0,
+                                         max_new_tokens=cfg.max_new_tokens, pad_token_id=tok.pad_token_id,
+                                         eos_token_id=tok.eos_token_id)
+            texts += tok.batch_decode(out[:, batch.input_ids.shape[1]:], skip_special_tokens=True)
+    finally:
+        tok.padding_side = side
+    click.echo(f"   HF generate (multinomial, TRL's sampling):  solved {solved(texts)}")
 
 
 if __name__ == "__main__":
