@@ -71,6 +71,8 @@ def load_runs(dirs: Sequence[Path]) -> list[dict[str, Any]]:
             raise click.ClickException(f"{path}: not found (is {d} a finished pool_vs_trl.py run?)") from None
         except json.JSONDecodeError as exc:
             raise click.ClickException(f"{path}: not JSON ({exc})") from None
+        if not isinstance(report, dict) or not isinstance(report.get("config"), dict):
+            raise click.ClickException(f"{path}: not a pool_vs_trl.py report (no config object)")
         names = [s.get("name") for s in report.get("sides", [])]
         if names != ["pool", "trl"]:
             raise click.ClickException(f"{path}: needs both sides (pool, trl), has {names}")

@@ -104,6 +104,9 @@ def test_runs_that_differ_in_more_than_the_seed_are_refused(seeds, tmp_path: Pat
     (tmp_path / "bad" / "pool-vs-trl.json").write_text("{")
     result = CliRunner().invoke(seeds.main, [str(tmp_path / "bad")])
     assert result.exit_code != 0 and "not JSON" in result.output
+    (tmp_path / "bad" / "pool-vs-trl.json").write_text("[]")
+    result = CliRunner().invoke(seeds.main, [str(tmp_path / "bad")])
+    assert result.exit_code != 0 and "not a pool_vs_trl.py report" in result.output
 
 
 def test_cli_prints_the_table_and_writes_json(seeds, tmp_path: Path) -> None:
