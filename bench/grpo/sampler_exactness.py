@@ -195,7 +195,7 @@ def solve_rates(eng: Any, run_dir: Path, k: int) -> None:
     for proofs, base in ((True, 7777), (False, 8888)):
         gens = eng.generate(prompts, SamplingParams(max_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
                                                     seed=base, capture_proofs=proofs))
-        texts = [tok.decode(g.completion_ids, skip_special_tokens=True) for g in gens]
+        texts = [g.text for g in gens]  # what the pool's workers grade (`rollout_rows`)
         click.echo(f"   pool engine, TOPLOC capture {'on ' if proofs else 'off'}: solved {solved(texts)}")
     torch.manual_seed(0)
     side, tok.padding_side = tok.padding_side, "left"

@@ -59,7 +59,7 @@ def mean_se(xs: Sequence[float]) -> tuple[float, float]:
 
 def load_runs(dirs: Sequence[Path]) -> list[dict[str, Any]]:
     """The runs' reports, checked to be comparable: both sides present, same settings but the seed, no seed twice,
-    and a point at every evaluated step on each side."""
+    and a point at every evaluated step on each side (kept as `_points`: [pool, TRL], each in step order)."""
     if not dirs:
         raise click.UsageError("give at least one run directory")
     runs: list[dict[str, Any]] = []
@@ -90,11 +90,15 @@ def load_runs(dirs: Sequence[Path]) -> list[dict[str, Any]]:
         raise click.ClickException(f"a seed appears twice: {seeds}")
     steps = eval_steps(first)
     for r in runs:
+        # each side's points at the evaluated steps, in order (the pool side also keeps checkpoints at TRL's
+        # generated counts for pool_vs_trl.py's equal-samples table, at steps that differ from run to run: skipped)
+        r["_points"] = []
         for side in r["sides"]:
-            have = {p["step"] for p in side["points"]}
-            if missing := [s for s in steps if s not in have]:
+            by_step = {p["step"]: p for p in side["points"]}
+            if missing := [s for s in steps if s not in by_step]:
                 raise click.ClickException(f"{r['_dir']}: the {side['name']} side has no evaluated point at "
                                            f"step(s) {missing}")
+            r["_points"].append([by_step[s] for s in steps])
     return runs
 
 
@@ -104,15 +108,8 @@ def eval_steps(config: dict[str, Any]) -> list[int]:
     return sorted({0, *range(every, steps + 1, every), steps})
 
 
-def at_eval_steps(report: dict[str, Any], side: int) -> list[dict[str, Any]]:
-    """The side's points at the evaluated steps, in order (the pool side also keeps checkpoints at TRL's
-    generated counts for `pool_vs_trl.py`'s equal-samples table, at steps that differ from run to run: skipped)."""
-    by_step = {p["step"]: p for p in report["sides"][side]["points"]}
-    return [by_step[s] for s in eval_steps(report["config"])]
-
-
 def mean_curve(runs: Sequence[dict[str, Any]], side: int) -> Curve:
-    points = [at_eval_steps(r, side) for r in runs]
+    points = [r["_points"][side] for r in runs]
     steps = [p["step"] for p in points[0]]
     cols: dict[str, list[float]] = {k: [] for k in ("wall_s", "samples", "heldout", "heldout_se", "train", "train_se")}
     for i in range(len(steps)):
@@ -164,7 +161,7 @@ def tax(pool: Curve, trl: Curve, metric: str) -> dict[str, Any]:
 
 def paired(runs: Sequence[dict[str, Any]], metric: str) -> list[tuple[float, float]]:
     """Per evaluated step: mean and SE over the runs of pool − TRL (same step, same run)."""
-    sides = [(at_eval_steps(r, 0), at_eval_steps(r, 1)) for r in runs]
+    sides = [r["_points"] for r in runs]
     return [mean_se([pool[i][metric] - trl[i][metric] for pool, trl in sides]) for i in range(len(sides[0][0]))]
 
 
@@ -174,7 +171,7 @@ def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for r in runs:
         s = r.get("summary", {})
         per_run.append({"dir": r["_dir"], "seed": r["config"]["seed"], "tax_equal_steps": s.get("tax_equal_steps"),
-                        "heldout_final": (at_eval_steps(r, 0)[-1]["heldout"], at_eval_steps(r, 1)[-1]["heldout"]),
+                        "heldout_final": (r["_points"][0][-1]["heldout"], r["_points"][1][-1]["heldout"]),
                         "heldout_tax_to_target": s.get("heldout", {}).get("tax_to_target"),
                         "heldout_target": s.get("heldout", {}).get("target")})
     walls = [(r["sides"][0]["wall_s"], r["sides"][1]["wall_s"]) for r in runs]
