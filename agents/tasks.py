@@ -362,6 +362,17 @@ def filter_by_difficulty(
         for j, task in enumerate(chunk):
             texts = [g.text for g in gens[j * samples : (j + 1) * samples]]
             rates[task.id] = sum(score(task, t) >= 1.0 - 1e-9 for t in texts) / samples
+    return select_by_rate(task_set, rates, low, high), rates
+
+
+def select_by_rate(task_set: TaskSet, rates: dict[str, float], low: float, high: float) -> TaskSet:
+    """The tasks whose solve rate (`rates`, by task id: `filter_by_difficulty`'s measurement, or a stored copy of
+    it) lies in [low, high], each with `difficulty` = its rate. Raises `TaskSetError` if a task has no rate or
+    nothing survives."""
+    tasks = list(task_set)
+    missing = [t.id for t in tasks if t.id not in rates]
+    if missing:
+        raise TaskSetError(f"no solve rate for {len(missing)} task(s) of {task_set.name!r}, e.g. {missing[0]!r}")
     kept = [t.model_copy(update={"difficulty": rates[t.id]}) for t in tasks if low <= rates[t.id] <= high]
     log.info("difficulty filter kept %d/%d tasks in [%.2f, %.2f]", len(kept), len(tasks), low, high)
     if not kept:
@@ -369,4 +380,4 @@ def filter_by_difficulty(
             f"difficulty filter on {task_set.name!r} kept no task in [{low}, {high}] "
             f"(solve rates ranged {min(rates.values()):.2f}..{max(rates.values()):.2f})"
         )
-    return TaskSet(kept, name=f"{task_set.name}-filtered"), rates
+    return TaskSet(kept, name=f"{task_set.name}-filtered")

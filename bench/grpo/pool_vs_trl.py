@@ -473,27 +473,78 @@ def load_tasks(cfg: BenchConfig) -> tuple[Any, Any]:
     return train, heldout
 
 
-def difficulty_filter(cfg: BenchConfig, model_dir: Path, train: Any) -> tuple[Any, dict[str, Any]]:
+FILTER_CACHE_SCHEMA = "intellect.bench.filter-rates/v1"
+DEFAULT_FILTER_CACHE = Path.home() / ".cache" / "intellect" / "bench-filter"
+
+
+def filter_cache_key(model_dir: Path, prompts: Sequence[tuple[str, str]], params: Any, samples: int) -> str:
+    """What the filter's solve rates depend on: the weights (every safetensors file's bytes), each task and the
+    exact prompt it is sampled with (chat template and budget suffix included), the sampler and the count."""
+    h = hashlib.sha256(FILTER_CACHE_SCHEMA.encode())
+    weights = sorted(model_dir.glob("*.safetensors"))
+    if not weights:
+        raise click.ClickException(f"{model_dir} has no *.safetensors weights to key the difficulty filter's cache")
+    for w in weights:
+        h.update(w.name.encode())
+        with w.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    h.update(json.dumps({"prompts": list(prompts), "samples": samples, "params": params.model_dump(mode="json")},
+                        sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def difficulty_filter(cfg: BenchConfig, model_dir: Path, train: Any,
+                      cache_dir: Path | None = None) -> tuple[Any, dict[str, Any]]:
     """The training problems whose base-model solve rate lies in [filter_low, filter_high] (`filter_samples`
-    completions each, prompted and sampled as both sides sample), and what the filter saw."""
+    completions each, prompted and sampled as both sides sample), and what the filter saw.
+
+    With `cache_dir`, the measured rates are stored there under a key of everything they depend on
+    (`filter_cache_key`) and a later run with the same inputs reads them instead of sampling again (the filter
+    is seeded, so it would measure the same rates; `seen["cache"]` says which happened)."""
     import torch
 
     from intellect.agents.engines import SamplingParams, TransformersEngine
-    from intellect.agents.tasks import filter_by_difficulty
+    from intellect.agents.tasks import filter_by_difficulty, select_by_rate
     from intellect.verifier.submission import prompt_text
 
     torch.set_num_threads(cfg.threads)
     t0 = time.perf_counter()
-    engine = TransformersEngine()
-    engine.load(model_dir)
     tokenizer = _tokenizer(model_dir)
     params = SamplingParams(max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, seed=cfg.seed,
                             capture_proofs=False)
-    kept, rates = filter_by_difficulty(train, engine, params, samples=cfg.filter_samples, low=cfg.filter_low,
-                                       high=cfg.filter_high,
-                                       prompt_format=lambda t: prompt_text(t, cfg.target_len, tokenizer))
+
+    def fmt(t: Any) -> str:
+        return prompt_text(t, cfg.target_len, tokenizer)
+
+    cache: Path | None = None
+    rates: dict[str, float] | None = None
+    if cache_dir is not None:
+        key = filter_cache_key(model_dir, [(t.model_dump_json(), fmt(t)) for t in train], params,
+                               cfg.filter_samples)
+        cache = cache_dir / f"{key}.json"
+        if cache.is_file():
+            doc = json.loads(cache.read_text())
+            if doc.get("schema") != FILTER_CACHE_SCHEMA:
+                raise click.ClickException(f"{cache}: schema {doc.get('schema')!r}, expected "
+                                           f"{FILTER_CACHE_SCHEMA!r}; delete the file to measure again")
+            rates = {str(k): float(v) for k, v in doc["rates"].items()}
+    hit = rates is not None
+    if rates is None:
+        engine = TransformersEngine()
+        engine.load(model_dir)
+        kept, rates = filter_by_difficulty(train, engine, params, samples=cfg.filter_samples, low=cfg.filter_low,
+                                           high=cfg.filter_high, prompt_format=fmt)
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"schema": FILTER_CACHE_SCHEMA, "rates": rates}))
+            tmp.replace(cache)
+    else:
+        kept = select_by_rate(train, rates, cfg.filter_low, cfg.filter_high)
     seen = {"candidates": len(train), "kept": len(kept), "samples": cfg.filter_samples,
             "range": [cfg.filter_low, cfg.filter_high], "seconds": round(time.perf_counter() - t0, 1),
+            "cache": "off" if cache is None else ("hit" if hit else "stored") + f" {cache}",
             "mean_rate_all": sum(rates.values()) / len(rates),
             "mean_rate_kept": sum(rates[t.id] for t in kept) / len(kept), "rates": rates}
     return kept, seen
@@ -893,10 +944,16 @@ def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: 
 @click.option("--trl-order", type=click.Choice(["pool", "shuffled"]), default=BenchConfig.trl_order,
               show_default=True, help="TRL side: the pool side's problem sequence (the same problems at equal "
                                       "steps) or TRL's own shuffled epochs")
+@click.option("--filter-cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_FILTER_CACHE,
+              show_default=True, help="where the difficulty filter's measured solve rates are kept, keyed by the "
+                                      "weights, prompts and sampler: a run with the same inputs reads them "
+                                      "instead of sampling again")
+@click.option("--no-filter-cache", is_flag=True, help="measure the filter's solve rates and keep nothing")
 @click.option("--only", type=click.Choice(["both", "pool", "trl"]), default="both", show_default=True)
 @click.option("--dry-run", is_flag=True, help="print the resolved settings (and TRL's GRPOConfig arguments) and stop")
-def main(out: Path, only: str, dry_run: bool, **settings: Any) -> None:
+def main(out: Path, only: str, dry_run: bool, filter_cache: Path | None, no_filter_cache: bool, **settings: Any) -> None:
     cfg = BenchConfig(**settings)
+    filter_cache = None if no_filter_cache else filter_cache
     if dry_run:
         click.echo(json.dumps({"config": asdict(cfg), "eval_steps": cfg.eval_steps(), "trl_args": cfg.trl_args(),
                                "trl_available": trl_available()}, indent=2))
@@ -924,11 +981,11 @@ def main(out: Path, only: str, dry_run: bool, **settings: Any) -> None:
     train, heldout = load_tasks(cfg)
     filtered: dict[str, Any] | None = None
     if cfg.filter_samples:
-        train, filtered = difficulty_filter(cfg, model_dir, train)
+        train, filtered = difficulty_filter(cfg, model_dir, train, filter_cache)
         click.echo(f"difficulty filter: kept {filtered['kept']}/{filtered['candidates']} training problems with a "
                    f"solve rate in [{cfg.filter_low}, {cfg.filter_high}] ({cfg.filter_samples} samples each, "
-                   f"{filtered['seconds']:.0f} s, not counted; mean rate {filtered['mean_rate_all']:.3f} -> "
-                   f"{filtered['mean_rate_kept']:.3f})")
+                   f"{filtered['seconds']:.0f} s, not counted; cache {filtered['cache']}; mean rate "
+                   f"{filtered['mean_rate_all']:.3f} -> {filtered['mean_rate_kept']:.3f})")
     click.echo(f"model {model_dir} ({prepare_s:.0f} s to prepare, not counted); {len(train)} training problems, "
                f"{len(heldout)} held-out; load {_load()}")
     sides: list[SideResult] = []

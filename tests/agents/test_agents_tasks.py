@@ -14,6 +14,7 @@ from intellect.agents.tasks import (
     load_deepscaler,
     load_numinamath,
     load_synthetic1,
+    select_by_rate,
     synthetic_task_set,
 )
 from intellect.verifier.rewards import task_reward
@@ -135,3 +136,15 @@ def test_filter_by_difficulty_keeps_partially_solved(warm_dir: Path, learn_tasks
     assert {t.id for t in kept} == {i for i, r in rates.items() if 0.1 <= r <= 0.8}
     with pytest.raises(TaskSetError, match="kept no task"):
         filter_by_difficulty(TaskSet(words), engine, params, samples=4)
+
+
+def test_select_by_rate_needs_a_rate_for_every_task(learn_tasks) -> None:
+    """A stored copy of the filter's rates replays its selection, and one that misses a task is refused."""
+    tasks = TaskSet(list(learn_tasks)[:4], name="four")
+    rates = {t.id: r for t, r in zip(tasks, (0.0, 0.25, 0.5, 1.0), strict=True)}
+    kept = select_by_rate(tasks, rates, 0.1, 0.8)
+    assert [(t.id, t.difficulty) for t in kept] == [(t.id, rates[t.id]) for t in list(tasks)[1:3]]
+    with pytest.raises(TaskSetError, match="no solve rate for 1 task"):
+        select_by_rate(tasks, {k: v for k, v in rates.items() if k != tasks.tasks[0].id}, 0.1, 0.8)
+    with pytest.raises(TaskSetError, match="kept no task"):
+        select_by_rate(tasks, rates, 0.6, 0.9)

@@ -210,6 +210,33 @@ def test_difficulty_filter_keeps_problems_by_the_base_models_solve_rate(bench) -
                                                   threads=1, max_new_tokens=4), tiny_model_dir(), train)
 
 
+def test_difficulty_filter_cache_replays_the_rates_it_measured(bench, tmp_path: Path) -> None:
+    """A second run with the same weights, prompts and sampler reads the stored rates (same kept set, no
+    sampling); another sampler setting is another key; a stored file of another schema is refused by name."""
+    import click
+
+    from intellect.agents.models import tiny_model_dir
+    from intellect.agents.tasks import synthetic_task_set
+
+    train = synthetic_task_set(6, seed=0, max_operand=20, ops=("+",), name="train")
+    cfg = bench.BenchConfig(model="tiny", filter_samples=3, filter_low=0.0, filter_high=0.5, threads=1,
+                            max_new_tokens=4)
+    cache = tmp_path / "filter-cache"
+    kept, seen = bench.difficulty_filter(cfg, tiny_model_dir(), train, cache)
+    assert seen["cache"].startswith("stored ") and len(list(cache.glob("*.json"))) == 1
+    again, seen2 = bench.difficulty_filter(cfg, tiny_model_dir(), train, cache)
+    assert seen2["cache"] == "hit " + seen["cache"].removeprefix("stored ")
+    assert seen2["rates"] == seen["rates"] and [t.model_dump() for t in again] == [t.model_dump() for t in kept]
+    other = bench.BenchConfig(model="tiny", filter_samples=3, filter_low=0.0, filter_high=0.5, threads=1,
+                              max_new_tokens=5)
+    assert bench.difficulty_filter(other, tiny_model_dir(), train, cache)[1]["cache"].startswith("stored ")
+    assert len(list(cache.glob("*.json"))) == 2
+    stored = Path(seen["cache"].removeprefix("stored "))
+    stored.write_text(json.dumps({"schema": "intellect.bench.filter-rates/v0", "rates": {}}))
+    with pytest.raises(click.ClickException, match="filter-rates/v0"):
+        bench.difficulty_filter(cfg, tiny_model_dir(), train, cache)
+
+
 def test_pool_side_rounds_take_the_networks_assignment(bench) -> None:
     """The pool side's problems are what the network's workers would be assigned: each round's submissions are
     consecutive ledger task ids under the pool rule `problem_order` (`assign_problems`). With `epochs`, the 20
