@@ -20,7 +20,8 @@ of rollout steps (generation rounds) of `prompts_per_step` problems × `group_si
     trainer thread reads and validates them (`RolloutFile.read`) and builds each step's batch as the trainer role
     does: stale submissions skipped (`too_stale`) and — online filtering — further submissions taken until the
     batch has `prompts_per_step` groups with signal (`grpo_trainer.signal_groups`, the role's own criterion;
-    `--no-refill`: one generation round per step, whatever its signal), then trains one step with
+    `--no-refill`: one generation round per step, whatever its signal; `--min-signal-groups K` tops a round with
+    fewer than K groups with signal up from further submissions), then trains one step with
     `intellect.agents.grpo_trainer.GRPOTrainer` (staleness check, zero-advantage filter, old
     log-probs recomputed, `optimizer_steps` updates), writes the checkpoint (safetensors + optimizer state) and
     the inference thread hot-swaps to it; rollouts run up to `async_level` rounds ahead (the pool's default 2).
@@ -113,6 +114,10 @@ class BenchConfig:
     """pool side: refill a step's batch with further submissions until it has `prompts_per_step` groups with
     signal, as the trainer role does (`trainer.batch_groups`, online filtering); off: train on what one
     generation round gave (fewer groups, or no step at all when every group is flat)"""
+    min_signal_groups: int = 0
+    """pool side, with `--no-refill`: a step takes its one generation round and, when that round has fewer than
+    this many groups with signal, further submissions until it has them (a bounded refill: the trainer role's
+    `batch_groups` criterion with a floor below the round); 0: the round whatever its signal"""
     problems_per_submission: int = 2
     """pool side: problems (groups) per rollout file, a worker's submission (`worker.problems_per_task`)"""
     length_alpha: float = 0.0
@@ -168,6 +173,12 @@ class BenchConfig:
         if self.length_alpha * self.max_new_tokens >= 1.0:  # the rule `intellect pool create` applies
             raise ValueError(f"length_alpha {self.length_alpha} × max_new_tokens {self.max_new_tokens} >= 1: a solved "
                              f"answer far below the target would score <= 0, no better than a wrong one")
+        if not 0 <= self.min_signal_groups <= self.prompts_per_step:
+            raise ValueError(f"min_signal_groups must be in [0, prompts_per_step = {self.prompts_per_step}] "
+                             f"(got {self.min_signal_groups})")
+        if self.min_signal_groups and self.refill:
+            raise ValueError("min_signal_groups is the no-refill path's floor (the refill already waits for "
+                             "prompts_per_step groups with signal): add --no-refill")
         if self.prompts_per_step % self.problems_per_submission:
             raise ValueError(f"prompts_per_step = {self.prompts_per_step} is not divisible by "
                              f"problems_per_submission = {self.problems_per_submission}")
@@ -632,6 +643,15 @@ def may_generate(b: int, done_rounds: int, async_level: int, trainer_starved: bo
     return trainer_starved or b - done_rounds <= async_level
 
 
+def batch_complete(cfg: BenchConfig, taken: int, signal: int) -> bool:
+    """Whether a pool step's batch is built, after `taken` fresh submissions with `signal` groups with signal:
+    with the refill, once it has `prompts_per_step` such groups (the trainer role's `batch_groups`); without,
+    once it has one generation round and at least `min_signal_groups` such groups."""
+    if cfg.refill:
+        return signal >= cfg.prompts_per_step
+    return taken >= cfg.submissions_per_round and signal >= cfg.min_signal_groups
+
+
 def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideResult:
     import torch
 
@@ -735,10 +755,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
                     continue
                 samples += [Sample.from_row(r, rf.meta.task_id) for r in rf]
                 taken += 1
-                if cfg.refill:
-                    if signal_groups(samples) >= cfg.prompts_per_step:
-                        break
-                elif taken == per_round:
+                if batch_complete(cfg, taken, signal_groups(samples)):
                     break
             # the checkpoint that stands for "generated ≤ m" for every milestone m this batch passes
             if any(gen_before <= m < generated for m in milestones) and trainer.step > 0 \
@@ -776,6 +793,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
     return SideResult("pool", points, wall, rewards, load_before, _load(), cpu,
                       {"flat_batches": flat, "trainer_steps": trainer.step, "generate_s": gen_s,
                        "proofs": cfg.proofs, "async_level": cfg.async_level, "refill": cfg.refill,
+                       "min_signal_groups": cfg.min_signal_groups,
                        "generated": generated, "stale": stale, "trained": trained,
                        "submissions_per_step": submissions_per_step})
 
@@ -919,6 +937,9 @@ def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: 
 @click.option("--async-level", type=int, default=BenchConfig.async_level, show_default=True, help="pool side only")
 @click.option("--refill/--no-refill", default=BenchConfig.refill, show_default=True,
               help="pool side: refill each step's batch past flat groups, as the trainer role does")
+@click.option("--min-signal-groups", type=int, default=BenchConfig.min_signal_groups, show_default=True,
+              help="pool side, with --no-refill: take further submissions while a step's round has fewer groups "
+                   "with signal than this")
 @click.option("--problems-per-submission", type=int, default=BenchConfig.problems_per_submission,
               show_default=True, help="pool side: groups per rollout file (a worker's problems_per_task)")
 @click.option("--length-alpha", type=float, default=BenchConfig.length_alpha, show_default=True,

@@ -30,6 +30,8 @@ import click
 REPORT = "pool-vs-trl.json"
 VARYING = {"seed"}
 """the only `BenchConfig` field the runs may differ in"""
+ADDED_LATER = {"min_signal_groups": 0}
+"""`BenchConfig` fields newer than some stored reports, with the value that means what those reports ran"""
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ def load_runs(dirs: Sequence[Path]) -> list[dict[str, Any]]:
             raise click.ClickException(f"{path}: needs both sides (pool, trl), has {names}")
         report["_dir"] = str(d)
         runs.append(report)
+    for r in runs:
+        for key, value in ADDED_LATER.items():
+            r["config"].setdefault(key, value)
     first = runs[0]["config"]
     for r in runs[1:]:
         for key in sorted(set(first) | set(r["config"])):

@@ -271,3 +271,19 @@ def test_inference_runs_ahead_only_as_far_as_stays_fresh(bench) -> None:
     assert not bench.may_generate(1, done_rounds=0, async_level=0, trainer_starved=False)
     # a trainer refilling past more rounds than async_level waits on an empty queue: never a deadlock
     assert bench.may_generate(9, done_rounds=0, async_level=2, trainer_starved=True)
+
+
+def test_a_no_refill_step_takes_its_round_and_at_least_min_signal_groups(bench) -> None:
+    """Without the refill a batch is one round (4 submissions here), topped up while it has fewer groups with
+    signal than `min_signal_groups`; with the refill, `prompts_per_step` groups with signal whatever the count."""
+    plain = bench.BenchConfig(prompts_per_step=8, problems_per_submission=2, refill=False)
+    assert not bench.batch_complete(plain, taken=3, signal=8) and bench.batch_complete(plain, taken=4, signal=0)
+    floor = bench.BenchConfig(prompts_per_step=8, problems_per_submission=2, refill=False, min_signal_groups=3)
+    assert not bench.batch_complete(floor, taken=4, signal=2) and not bench.batch_complete(floor, taken=3, signal=5)
+    assert bench.batch_complete(floor, taken=4, signal=3) and bench.batch_complete(floor, taken=6, signal=3)
+    refill = bench.BenchConfig(prompts_per_step=8, problems_per_submission=2)
+    assert not bench.batch_complete(refill, taken=9, signal=7) and bench.batch_complete(refill, taken=2, signal=8)
+    with pytest.raises(ValueError, match="add --no-refill"):
+        bench.BenchConfig(min_signal_groups=2)
+    with pytest.raises(ValueError, match="min_signal_groups must be in"):
+        bench.BenchConfig(prompts_per_step=8, problems_per_submission=2, refill=False, min_signal_groups=9)

@@ -93,6 +93,10 @@ def test_runs_that_differ_in_more_than_the_seed_are_refused(seeds, tmp_path: Pat
     assert result.exit_code != 0 and "'steps'" in result.output
     result = CliRunner().invoke(seeds.main, [str(a), str(a)])
     assert result.exit_code != 0 and "a seed appears twice" in result.output
+    # a field newer than a stored report reads as the value that means what the report ran, and no other value
+    assert CliRunner().invoke(seeds.main, [str(a), str(_run(tmp_path, 3, pts, pts, min_signal_groups=0))]).exit_code == 0
+    result = CliRunner().invoke(seeds.main, [str(a), str(_run(tmp_path, 4, pts, pts, min_signal_groups=2))])
+    assert result.exit_code != 0 and "config field 'min_signal_groups' is 2" in result.output
     report = json.loads((c / "pool-vs-trl.json").read_text())
     report["sides"][1]["points"].pop(2)
     (c / "pool-vs-trl.json").write_text(json.dumps(report))
