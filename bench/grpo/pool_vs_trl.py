@@ -535,11 +535,19 @@ def difficulty_filter(cfg: BenchConfig, model_dir: Path, train: Any,
                                cfg.filter_samples)
         cache = cache_dir / f"{key}.json"
         if cache.is_file():
-            doc = json.loads(cache.read_text())
-            if doc.get("schema") != FILTER_CACHE_SCHEMA:
-                raise click.ClickException(f"{cache}: schema {doc.get('schema')!r}, expected "
-                                           f"{FILTER_CACHE_SCHEMA!r}; delete the file to measure again")
-            rates = {str(k): float(v) for k, v in doc["rates"].items()}
+            try:
+                doc = json.loads(cache.read_text())
+            except ValueError as exc:
+                raise click.ClickException(f"{cache}: not JSON ({exc}); delete the file to measure again") from exc
+            schema = doc.get("schema") if isinstance(doc, dict) else None
+            if schema != FILTER_CACHE_SCHEMA:
+                raise click.ClickException(f"{cache}: schema {schema!r}, expected {FILTER_CACHE_SCHEMA!r}; delete "
+                                           f"the file to measure again")
+            try:
+                rates = {str(k): float(v) for k, v in doc["rates"].items()}
+            except (KeyError, AttributeError, TypeError, ValueError) as exc:
+                raise click.ClickException(f"{cache}: 'rates' is not an object of task id -> solve rate ({exc!r}); "
+                                           f"delete the file to measure again") from exc
     hit = rates is not None
     if rates is None:
         engine = TransformersEngine()

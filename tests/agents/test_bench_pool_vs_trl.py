@@ -235,6 +235,12 @@ def test_difficulty_filter_cache_replays_the_rates_it_measured(bench, tmp_path: 
     stored.write_text(json.dumps({"schema": "intellect.bench.filter-rates/v0", "rates": {}}))
     with pytest.raises(click.ClickException, match="filter-rates/v0"):
         bench.difficulty_filter(cfg, tiny_model_dir(), train, cache)
+    stored.write_text("{")
+    with pytest.raises(click.ClickException, match="not JSON"):
+        bench.difficulty_filter(cfg, tiny_model_dir(), train, cache)
+    stored.write_text(json.dumps({"schema": bench.FILTER_CACHE_SCHEMA, "rates": {"a": "most"}}))
+    with pytest.raises(click.ClickException, match="'rates' is not an object"):
+        bench.difficulty_filter(cfg, tiny_model_dir(), train, cache)
 
 
 def test_pool_side_rounds_take_the_networks_assignment(bench) -> None:
