@@ -505,6 +505,26 @@ def filter_cache_key(model_dir: Path, prompts: Sequence[tuple[str, str]], params
     return h.hexdigest()
 
 
+def read_filter_cache(path: Path) -> dict[str, float] | None:
+    """The solve rates stored at `path` (None: nothing stored); a file that is not such a store is refused by
+    name."""
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError as exc:
+        raise click.ClickException(f"{path}: not JSON ({exc}); delete the file to measure again") from exc
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if schema != FILTER_CACHE_SCHEMA:
+        raise click.ClickException(f"{path}: schema {schema!r}, expected {FILTER_CACHE_SCHEMA!r}; delete the file "
+                                   f"to measure again")
+    try:
+        return {str(k): float(v) for k, v in doc["rates"].items()}
+    except (KeyError, AttributeError, TypeError, ValueError) as exc:
+        raise click.ClickException(f"{path}: 'rates' is not an object of task id -> solve rate ({exc!r}); delete "
+                                   f"the file to measure again") from exc
+
+
 def difficulty_filter(cfg: BenchConfig, model_dir: Path, train: Any,
                       cache_dir: Path | None = None) -> tuple[Any, dict[str, Any]]:
     """The training problems whose base-model solve rate lies in [filter_low, filter_high] (`filter_samples`
@@ -528,28 +548,14 @@ def difficulty_filter(cfg: BenchConfig, model_dir: Path, train: Any,
     def fmt(t: Any) -> str:
         return prompt_text(t, cfg.target_len, tokenizer)
 
-    cache: Path | None = None
-    rates: dict[str, float] | None = None
-    if cache_dir is not None:
-        key = filter_cache_key(model_dir, [(t.model_dump_json(), fmt(t)) for t in train], params,
-                               cfg.filter_samples)
-        cache = cache_dir / f"{key}.json"
-        if cache.is_file():
-            try:
-                doc = json.loads(cache.read_text())
-            except ValueError as exc:
-                raise click.ClickException(f"{cache}: not JSON ({exc}); delete the file to measure again") from exc
-            schema = doc.get("schema") if isinstance(doc, dict) else None
-            if schema != FILTER_CACHE_SCHEMA:
-                raise click.ClickException(f"{cache}: schema {schema!r}, expected {FILTER_CACHE_SCHEMA!r}; delete "
-                                           f"the file to measure again")
-            try:
-                rates = {str(k): float(v) for k, v in doc["rates"].items()}
-            except (KeyError, AttributeError, TypeError, ValueError) as exc:
-                raise click.ClickException(f"{cache}: 'rates' is not an object of task id -> solve rate ({exc!r}); "
-                                           f"delete the file to measure again") from exc
-    hit = rates is not None
-    if rates is None:
+    cache = None if cache_dir is None else cache_dir / (
+        filter_cache_key(model_dir, [(t.model_dump_json(), fmt(t)) for t in train], params, cfg.filter_samples)
+        + ".json")
+    stored = None if cache is None else read_filter_cache(cache)
+    if stored is not None:
+        rates = stored
+        kept = select_by_rate(train, rates, cfg.filter_low, cfg.filter_high)
+    else:
         engine = TransformersEngine()
         engine.load(model_dir)
         kept, rates = filter_by_difficulty(train, engine, params, samples=cfg.filter_samples, low=cfg.filter_low,
@@ -559,11 +565,9 @@ def difficulty_filter(cfg: BenchConfig, model_dir: Path, train: Any,
             tmp = cache.with_suffix(".tmp")
             tmp.write_text(json.dumps({"schema": FILTER_CACHE_SCHEMA, "rates": rates}))
             tmp.replace(cache)
-    else:
-        kept = select_by_rate(train, rates, cfg.filter_low, cfg.filter_high)
     seen = {"candidates": len(train), "kept": len(kept), "samples": cfg.filter_samples,
             "range": [cfg.filter_low, cfg.filter_high], "seconds": round(time.perf_counter() - t0, 1),
-            "cache": "off" if cache is None else ("hit" if hit else "stored") + f" {cache}",
+            "cache": "off" if cache is None else ("hit" if stored is not None else "stored") + f" {cache}",
             "mean_rate_all": sum(rates.values()) / len(rates),
             "mean_rate_kept": sum(rates[t.id] for t in kept) / len(kept), "rates": rates}
     return kept, seen
@@ -801,7 +805,6 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
     return SideResult("pool", points, wall, rewards, load_before, _load(), cpu,
                       {"flat_batches": flat, "trainer_steps": trainer.step, "generate_s": gen_s,
                        "proofs": cfg.proofs, "async_level": cfg.async_level, "refill": cfg.refill,
-                       "min_signal_groups": cfg.min_signal_groups,
                        "generated": generated, "stale": stale, "trained": trained,
                        "submissions_per_step": submissions_per_step})
 
