@@ -21,7 +21,9 @@ Usage (from the repository root):
    expectation for a sampler that draws from the model and negative for a sharper one, with its standard error.
 4. With `--run DIR --solve-samples K`: the solve rate itself, on the problems of the run's first round (the pool's
    `round-0-*` files): K fresh samples per problem from the base model by the pool's engine (TOPLOC capture on
-   and off) and by HF `generate` (multinomial, top-k 0, top-p 1: TRL's sampling), graded by `task_reward`.
+   and off), by HF `generate` (multinomial, top-k 0, top-p 1: TRL's sampling) and, where `trl` is installed
+   (`.venv-trl`), by TRL's `GRPOTrainer` itself (its tokenisation and generation methods), graded by
+   `task_reward`.
 
 Written for issue 17's pool-vs-TRL gap (docs/benchmarks-grpo.md): a lower solve rate of the pool's samples than
 HF `generate`'s (0.071 vs 0.097 over 576 each, 1.6 SE) pointed at the sampler; these checks say whether it is.
@@ -211,6 +213,43 @@ def solve_rates(eng: Any, run_dir: Path, k: int) -> None:
     finally:
         tok.padding_side = side
     click.echo(f"   HF generate (multinomial, TRL's sampling):  solved {solved(texts)}")
+    try:
+        texts = trl_generation(bench, cfg, eng.checkpoint_dir, prompts)
+    except ImportError:
+        click.echo("   TRL's own generation: skipped (trl is not installed: run in .venv-trl)")
+        return
+    click.echo(f"   TRL's own generation (GRPOTrainer's path):  solved {solved(texts)}")
+
+
+def trl_generation(bench: Any, cfg: Any, model_dir: Path, prompts: list[str], batch: int = 64) -> list[str]:
+    """The completions of `prompts` as TRL's `GRPOTrainer` generates them in the pool-vs-TRL bench: a trainer
+    built with the bench's `GRPOConfig` arguments (`BenchConfig.trl_args`), the prompts tokenised by its
+    `_tokenize_prompts` and sampled by its `_generate_single_turn` (its `GenerationConfig`, EOS list, left
+    padding, masking after the first EOS), decoded as it decodes them for the reward (special tokens skipped).
+    Private TRL methods (trl 1.16): what the bench's TRL side runs, not a re-implementation of it."""
+    import tempfile
+
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = GRPOTrainer(model=model, reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+                              args=GRPOConfig(output_dir=tmp, **cfg.trl_args()),
+                              train_dataset=Dataset.from_list([{"prompt": p} for p in prompts[:1]]),
+                              processing_class=tok)
+        torch.manual_seed(1)
+        texts: list[str] = []
+        for start in range(0, len(prompts), batch):
+            prompt_ids, images, fields = trainer._tokenize_prompts(prompts[start:start + batch])
+            completion_ids, _ = trainer._generate_single_turn(prompt_ids, images, fields, cfg.group_size)
+            texts += tok.batch_decode(completion_ids, skip_special_tokens=True)
+    return texts
 
 
 if __name__ == "__main__":
