@@ -17,7 +17,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,16 +126,34 @@ class TransformersEngine:
         state: dict[str, torch.Tensor] = {}
         for f in files:
             state.update(load_file(str(f)))
+        self._apply_state(state, f"checkpoint {checkpoint_dir}")
+
+    def _apply_state(self, state: Mapping[str, torch.Tensor], source: str) -> None:
         expected = set(self.model.state_dict())
         missing = expected - set(state)
         tied = {k for k in missing if k.endswith("lm_head.weight")} if self.model.config.tie_word_embeddings else set()
         if missing - tied or set(state) - expected:
             raise EngineError(
-                f"checkpoint {checkpoint_dir} does not match the loaded architecture: "
+                f"{source} does not match the loaded architecture: "
                 f"missing {sorted(missing - tied)[:5]}, unexpected {sorted(set(state) - expected)[:5]}"
             )
         with torch.no_grad():
             self.model.load_state_dict(state, strict=False)
+
+    def load_weights(self, state: Mapping[str, torch.Tensor], *, policy_step: int | None = None) -> None:
+        """Copy in-memory weights (a `state_dict()` of a model of the loaded architecture, e.g. a trainer's live
+        module) into the loaded model, without a round trip through disk. The tokenizer and architecture stay
+        those of the last `load`; `checkpoint_dir` becomes None (the weights are no longer a directory's) and
+        `policy_step` the given one."""
+        if self.model is None:
+            raise EngineError("engine has no checkpoint loaded: call load(checkpoint_dir) first (it sets the "
+                              "architecture and tokenizer that load_weights fills)")
+        t0 = time.perf_counter()
+        self._apply_state(state, "the given state dict")
+        self._checkpoint_dir = None
+        self.policy_step = policy_step
+        self.stats["loads"] += 1
+        log.info("engine loaded in-memory weights (step %s) in %.2fs", policy_step, time.perf_counter() - t0)
 
     # -- generation ------------------------------------------------------------------------
 

@@ -50,6 +50,12 @@ at equal steps both train on the same problems until a pool round is refilled pa
 (`--trl-order shuffled`: TRL's own shuffled epochs); the pool's rollouts may be up to `async_level` policy steps
 stale.
 
+Common random numbers (`--trl-sampler pool`): TRL's side then generates each round through TRL's `rollout_func`
+with the pool's engine and the pool side's seeded draws, from TRL's current weights. Round 0 is the pool side's
+round 0 token for token; later rounds share the noise but not the weights. With `--async-level 0` on the pool
+side, a difference in the curves is then the two trainers' (and what their weights make of the same noise), not
+which answers each side's sampler happened to draw.
+
 Evaluation, outside both timed regions: every `eval_every` steps each side's checkpoint is kept and, after that
 side's training (then deleted: a real model's checkpoints take GBs), scored on the held-out problems (and on the training problems, which RL optimises directly):
 pass@1 at temperature 0 (one greedy completion per problem through `TransformersEngine`, graded by `task_reward`).
@@ -153,6 +159,12 @@ class BenchConfig:
     in that order, `shuffle_dataset` off — so at equal steps both sides train on the same problems, and a
     difference is the pipeline's, not which problems a short run happened to draw) or `shuffled` (TRL's own
     seeded epochs, as before session 9)"""
+    trl_sampler: Literal["trl", "pool"] = "trl"
+    """TRL side: `trl` (TRL's own generation, `model.generate`) or `pool` (common random numbers: TRL's trainer
+    generates each round through `rollout_func` with the pool side's engine and draws — the Gumbel sampler, the
+    pool side's base seed `seed × 100003 + round`, prompts in the pool's order — from TRL's current weights, so
+    round 0 is the pool side's round 0 token for token and a later difference is the trainers', not the draws'.
+    Needs `trl_order` `pool`)"""
 
     def __post_init__(self) -> None:
         for name in ("steps", "prompts_per_step", "group_size", "optimizer_steps", "eval_every", "max_new_tokens",
@@ -166,6 +178,11 @@ class BenchConfig:
                              f"{self.filter_samples}, [{self.filter_low}, {self.filter_high}])")
         if self.trl_order not in ("pool", "shuffled"):
             raise ValueError(f"trl_order must be 'pool' or 'shuffled' (got {self.trl_order!r})")
+        if self.trl_sampler not in ("trl", "pool"):
+            raise ValueError(f"trl_sampler must be 'trl' or 'pool' (got {self.trl_sampler!r})")
+        if self.trl_sampler == "pool" and self.trl_order != "pool":
+            raise ValueError("trl_sampler 'pool' draws the pool side's rounds, so TRL must walk the pool side's "
+                             "problem sequence: use trl_order 'pool'")
         if self.problem_order not in PROBLEM_ORDERS:
             raise ValueError(f"problem_order must be one of {PROBLEM_ORDERS} (got {self.problem_order!r})")
         if not 0.0 <= self.length_alpha <= 1.0:
@@ -723,7 +740,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
                 problems = round_problems(cfg, train, b)
                 parts = make_rollouts(gen_engine, problems, params, cfg.group_size, tokenizer,
                                       policy_step=gen_engine.policy_step or 0, task_id=f"bench-{b}",
-                                      seed=cfg.seed * 100003 + b, problems_per_file=cfg.problems_per_submission,
+                                      seed=round_seed(cfg, b), problems_per_file=cfg.problems_per_submission,
                                       target_len=cfg.target_len, length_alpha=cfg.length_alpha)
                 for k, part in enumerate(parts):
                     out_q.put(part.write(rollouts_dir / f"round-{b}-sub-{k}.parquet"))
@@ -821,6 +838,41 @@ def trl_available() -> bool:
     return True
 
 
+def round_seed(cfg: BenchConfig, b: int) -> int:
+    """The base sampling seed of generation round `b` (the pool side's, and TRL's with `trl_sampler` `pool`)."""
+    return cfg.seed * 100003 + b
+
+
+def pool_rollout_func(cfg: BenchConfig, model_dir: Path) -> Callable[[Sequence[Any], Any], dict[str, Any]]:
+    """TRL's `rollout_func` for `trl_sampler` `pool`: call k (TRL's generation round k) copies the trainer's live
+    weights into the pool's engine (`load_weights`, no disk) and samples the prompts as the pool side's round k
+    (`make_rollouts`: the same engine, sampler and base seed `round_seed`; TRL lays its batch out as the pool
+    does, `group_size` consecutive copies of each prompt in round order). TOPLOC capture is off: it does not
+    change a token. TRL computes the old log-probabilities itself (`logprobs` None), as for its own samples."""
+    from intellect.agents.engines import SamplingParams, TransformersEngine
+
+    engine = TransformersEngine()
+    engine.load(model_dir)
+    params = SamplingParams(max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, capture_proofs=False)
+    calls = [0]
+
+    def rollout(prompts: Sequence[Any], trainer: Any) -> dict[str, Any]:
+        import torch
+
+        b = calls[0]
+        calls[0] += 1
+        if b > 0:  # round 0 samples the base model, as the pool side's does
+            engine.load_weights(trainer.model.state_dict(), policy_step=b)
+        if any(not isinstance(p, str) for p in prompts):
+            raise TypeError("trl_sampler 'pool' takes plain-text prompts (the chat template already applied)")
+        with torch.no_grad():
+            gens = engine.generate(list(prompts), params.model_copy(update={"seed": round_seed(cfg, b)}))
+        return {"prompt_ids": [list(g.prompt_ids) for g in gens],
+                "completion_ids": [list(g.completion_ids) for g in gens], "logprobs": None}
+
+    return rollout
+
+
 def train_trl(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideResult:
     import torch
     from datasets import Dataset
@@ -870,8 +922,12 @@ def train_trl(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideR
     args = GRPOConfig(output_dir=str(out / "trl-out"), **cfg.trl_args())
     record: list[dict[str, Any]] = []
     reward = verifier_reward(train, cfg.group_size, counts, record)
+    extra: dict[str, Any] = {}
+    if cfg.trl_sampler == "pool":
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL 1.16
+        extra["rollout_func"] = pool_rollout_func(cfg, model_dir)
     trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=ds,
-                          processing_class=tok, callbacks=[Keep()])
+                          processing_class=tok, callbacks=[Keep()], **extra)
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # one dict per log step on stdout otherwise (rewards kept by Keep)
@@ -883,7 +939,8 @@ def train_trl(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> SideR
     import trl
 
     return SideResult("trl", points, wall, rewards, load_before, _load(), cpu,
-                      {"trl": trl.__version__, "generated": counts["generated"], "trained": counts["signal"]})
+                      {"trl": trl.__version__, "sampler": cfg.trl_sampler, "generated": counts["generated"],
+                       "trained": counts["signal"]})
 
 
 # ------------------------------------------------------------------------------------------
@@ -976,6 +1033,9 @@ def evaluate_points(sides: Sequence[SideResult], heldout: Any, train: Any, cfg: 
 @click.option("--trl-order", type=click.Choice(["pool", "shuffled"]), default=BenchConfig.trl_order,
               show_default=True, help="TRL side: the pool side's problem sequence (the same problems at equal "
                                       "steps) or TRL's own shuffled epochs")
+@click.option("--trl-sampler", type=click.Choice(["trl", "pool"]), default=BenchConfig.trl_sampler,
+              show_default=True, help="TRL side: TRL's own generation, or the pool side's engine and seeded draws "
+                                      "from TRL's weights (common random numbers: round 0 equals the pool's)")
 @click.option("--filter-cache", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_FILTER_CACHE,
               show_default=True, help="where the difficulty filter's measured solve rates are kept, keyed by the "
                                       "weights, prompts and sampler: a run with the same inputs reads them "

@@ -112,6 +112,25 @@ def test_checkpoint_round_trip_identical_logits_and_hot_swap(tiny_dir: Path, tmp
         assert torch.equal(fresh.model(input_ids=ids).logits, trained)
 
 
+def test_load_weights_takes_a_live_modules_state_as_its_checkpoint_would(tiny_dir: Path, tmp_path: Path) -> None:
+    trainer = GRPOTrainer(tiny_dir, tmp_path / "ckpt", GRPOConfig(lr=1e-2, async_level=1, max_completion_tokens=8))
+    trainer.save_checkpoint()
+    trainer.train_step(_samples(trainer, 0, [1.0, -1.0, 0.5, -0.5]))
+    from_disk, in_memory = TransformersEngine(trainer.checkpoint_path(1)), TransformersEngine(tiny_dir)
+    with pytest.raises(EngineError, match="no checkpoint loaded"):
+        TransformersEngine().load_weights(trainer.model.state_dict())
+    model_obj = in_memory.model
+    in_memory.load_weights(trainer.model.state_dict(), policy_step=1)
+    assert in_memory.model is model_obj and in_memory.policy_step == 1 and in_memory.checkpoint_dir is None
+    params = SamplingParams(max_tokens=8, temperature=1.0, seed=5, capture_proofs=False)
+    assert [g.completion_ids for g in in_memory.generate(PROMPTS, params)] == \
+        [g.completion_ids for g in from_disk.generate(PROMPTS, params)]
+    state = dict(trainer.model.state_dict())
+    state.pop("model.norm.weight")
+    with pytest.raises(EngineError, match="does not match the loaded architecture"):
+        in_memory.load_weights(state)
+
+
 def test_train_step_refuses_stale_rollouts(tiny_dir: Path, tmp_path: Path) -> None:
     trainer = GRPOTrainer(tiny_dir, tmp_path / "ckpt", GRPOConfig(async_level=0, max_completion_tokens=8))
     trainer.train_step(_samples(trainer, 0, [1.0, -1.0]))

@@ -168,6 +168,54 @@ def test_trl_accepts_the_settings(bench, tmp_path: Path) -> None:
     assert args.max_steps == 6 and args.delta == 4.0 and args.loss_type == "dr_grpo"
 
 
+def test_trl_sampler_pool_needs_the_pools_problem_sequence(bench) -> None:
+    out = json.loads(CliRunner().invoke(bench.main, ["--dry-run", "--trl-sampler", "pool"]).output)
+    assert out["config"]["trl_sampler"] == "pool" and out["trl_args"]["shuffle_dataset"] is False
+    assert json.loads(CliRunner().invoke(bench.main, ["--dry-run"]).output)["config"]["trl_sampler"] == "trl"
+    result = CliRunner().invoke(bench.main, ["--dry-run", "--trl-sampler", "pool", "--trl-order", "shuffled"])
+    assert result.exit_code != 0 and "use trl_order 'pool'" in str(result.exception)
+    with pytest.raises(ValueError, match="trl_sampler"):
+        bench.BenchConfig(trl_sampler="vllm")
+    assert bench.round_seed(bench.BenchConfig(seed=3), 2) == 3 * 100003 + 2  # the pool side's base seed per round
+
+
+def test_trl_with_the_pool_sampler_draws_the_pools_rounds_from_its_own_weights(bench, warm_dir: Path, learn_tasks,
+                                                                                tmp_path: Path) -> None:
+    """Common random numbers: TRL's round 0 is the pool side's round 0 token for token (same engine, prompts,
+    base seed), and round 1 is what the pool's engine draws with that seed from TRL's weights after round 0."""
+    pytest.importorskip("trl")
+    from intellect.agents.engines import SamplingParams, TransformersEngine
+    from intellect.verifier.submission import prompt_text
+
+    cfg = bench.BenchConfig(model=str(warm_dir), steps=2, prompts_per_step=4, group_size=4, optimizer_steps=2,
+                            max_new_tokens=6, eval_every=1, lr=1e-2, trl_sampler="pool", threads=1)
+    side = bench.train_trl(cfg, warm_dir, learn_tasks, tmp_path / "trl")
+    assert side.extra["sampler"] == "pool" and side.extra["generated"] == 32
+    assert side.extra["trained"] > 0  # round 0 had groups with signal: TRL's weights moved
+    rows = [json.loads(line) for line in (tmp_path / "trl" / "samples.jsonl").read_text().splitlines()]
+    engine = TransformersEngine(warm_dir)
+    params = SamplingParams(max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, capture_proofs=False)
+
+    def draws(b: int) -> list[list[int]]:
+        problems = bench.round_problems(cfg, learn_tasks, b)
+        prompts = [prompt_text(t, None, None) for t in problems for _ in range(cfg.group_size)]
+        return [g.completion_ids for g in engine.generate(prompts, params.model_copy(
+            update={"seed": bench.round_seed(cfg, b)}))]
+
+    got = {b: [r["completion_ids"] for r in rows if r["call"] == b] for b in (0, 1)}
+    assert [r["task_id"] for r in rows if r["call"] == 0] == \
+        [t.id for t in bench.round_problems(cfg, learn_tasks, 0) for _ in range(cfg.group_size)]
+    assert got[0] == draws(0)
+    base_round1 = draws(1)
+    engine.load(tmp_path / "trl" / "evals" / "round-1")  # TRL's weights after round 0's updates
+    assert got[1] == draws(1) != base_round1  # drawn from those weights, not the base model's
+    pool0 = bench.make_rollouts(TransformersEngine(warm_dir), bench.round_problems(cfg, learn_tasks, 0),
+                                params.model_copy(update={"capture_proofs": True}), cfg.group_size, None,
+                                policy_step=0, task_id="r", seed=bench.round_seed(cfg, 0),
+                                problems_per_file=cfg.problems_per_submission)
+    assert [list(r.completion_ids) for part in pool0 for r in part.rows] == got[0]  # the pool side's, proofs on
+
+
 def test_length_alpha_is_pool_only(bench, tmp_path: Path) -> None:
     cfg = bench.BenchConfig(length_alpha=0.005, max_new_tokens=64)
     assert cfg.target_len == 64 and bench.BenchConfig().target_len is None  # the budget in every prompt, or none
