@@ -340,11 +340,13 @@ def filter_by_difficulty(
     batch_prompts: int = 8,
     prompt_format: Callable[[Task], str] | None = None,
     scorer: Callable[[Task, str], float] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[TaskSet, dict[str, float]]:
     """Keep tasks whose solve rate over `samples` completions lies in [low, high].
 
     Returns the filtered set (each task's `difficulty` = its solve rate) and every task's solve
     rate by id. A task "solved" means a task reward >= 1 - 1e-9 (the verifier's `task_reward`).
+    `progress(done, total)` is called after every batch of `batch_prompts` tasks is scored.
     Raises `TaskSetError` if nothing survives.
     """
     from intellect.verifier.rewards import task_reward
@@ -362,6 +364,8 @@ def filter_by_difficulty(
         for j, task in enumerate(chunk):
             texts = [g.text for g in gens[j * samples : (j + 1) * samples]]
             rates[task.id] = sum(score(task, t) >= 1.0 - 1e-9 for t in texts) / samples
+        if progress is not None:
+            progress(len(rates), len(tasks))
     return select_by_rate(task_set, rates, low, high), rates
 
 

@@ -12,6 +12,9 @@ under `intellect taskset` lazily (`intellect.verifier.tasksets_cli.LAZY`): it ne
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -33,6 +36,31 @@ def resolve_model(name: str) -> Path:
     if not (path / "config.json").is_file():
         raise click.BadParameter(f"{name!r} is not 'smollm2', 'tiny' or an HF model directory", param_hint="--model")
     return path
+
+
+@contextmanager
+def _progress(description: str, total: int) -> Iterator[Callable[[int, int], None]]:
+    """A progress display on stderr for `filter_by_difficulty`'s `progress` callback: a rich bar on a terminal;
+    elsewhere (a log file, CI) a line at every tenth of the problems, with the elapsed seconds."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    t0, printed = time.perf_counter(), [0]
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True,
+                  disable=not console.is_terminal) as bar:
+        task = bar.add_task(description, total=total)
+
+        def report(done: int, total: int) -> None:
+            bar.update(task, completed=done)
+            tenth = done * 10 // max(total, 1)
+            if not console.is_terminal and tenth > printed[0]:
+                printed[0] = tenth
+                click.echo(f"{description}: {done}/{total} problems scored ({time.perf_counter() - t0:.0f} s)",
+                           err=True)
+
+        yield report
 
 
 @click.command("filter", short_help="Keep problems a base model solves sometimes (offline difficulty filter).")
@@ -68,8 +96,10 @@ def filter_command(path: Path, model_name: str, samples: int, low: float, high: 
     engine.load(resolve_model(model_name))
     tok = engine.tokenizer if chat_template else None
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed, capture_proofs=False)
-    kept, rates = filter_by_difficulty(ts, engine, params, samples=samples, low=low, high=high,
-                                       prompt_format=lambda t: prompt_text(t, max_tokens, tokenizer=tok))
+    with _progress(f"{path.name}: {samples} samples per problem", len(ts)) as report:
+        kept, rates = filter_by_difficulty(ts, engine, params, samples=samples, low=low, high=high,
+                                           prompt_format=lambda t: prompt_text(t, max_tokens, tokenizer=tok),
+                                           progress=report)
     kept.save(output)
     if rates_out is not None:
         rates_out.write_text(json.dumps(rates, indent=1, sort_keys=True))

@@ -128,8 +128,11 @@ def test_filter_by_difficulty_keeps_partially_solved(warm_dir: Path, learn_tasks
     mixed = TaskSet([*list(learn_tasks)[:6], *words], name="mixed")
     engine = TransformersEngine(warm_dir)
     params = SamplingParams(max_tokens=6, temperature=1.0, seed=0, capture_proofs=False)
+    calls: list[tuple[int, int]] = []
     kept, rates = filter_by_difficulty(mixed, engine, params, samples=16, low=0.1, high=0.8,
-                                       prompt_format=prompt_text)
+                                       prompt_format=prompt_text, batch_prompts=4,
+                                       progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(4, 9), (8, 9), (9, 9)]
     assert set(rates) == {t.id for t in mixed}
     assert all(rates[t.id] == 0.0 for t in words)
     assert kept.tasks and all(0.1 <= (t.difficulty or 0) <= 0.8 for t in kept)

@@ -23,6 +23,7 @@ def test_filter_keeps_rates_in_range_and_records_them(tmp_path: Path) -> None:
             "--high", "1", "-o", str(out), "--rates", str(rates)]
     code, text = _run(args)
     assert code == 0 and "kept 6/6" in text, text
+    assert "t.jsonl: 3 samples per problem: 6/6 problems scored" in text  # progress, on stderr when not a terminal
     kept = TaskSet.load(out)
     got = json.loads(rates.read_text())
     assert all(t.difficulty == got[t.id] for t in kept) and all(r in (0, 1 / 3, 2 / 3, 1) for r in got.values())
