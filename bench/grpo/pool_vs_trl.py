@@ -164,7 +164,8 @@ class BenchConfig:
     generates each round through `rollout_func` with the pool side's engine and draws — the Gumbel sampler, the
     pool side's base seed `seed × 100003 + round`, prompts in the pool's order — from TRL's current weights, so
     round 0 is the pool side's round 0 token for token and a later difference is the trainers', not the draws'.
-    Needs `trl_order` `pool`)"""
+    Needs `trl_order` `pool`. TRL's wall-clock then includes the pool engine's generation: compare its curve,
+    not its time)"""
 
     def __post_init__(self) -> None:
         for name in ("steps", "prompts_per_step", "group_size", "optimizer_steps", "eval_every", "max_new_tokens",
@@ -845,9 +846,9 @@ def round_seed(cfg: BenchConfig, b: int) -> int:
 
 def pool_rollout_func(cfg: BenchConfig, model_dir: Path) -> Callable[[Sequence[Any], Any], dict[str, Any]]:
     """TRL's `rollout_func` for `trl_sampler` `pool`: call k (TRL's generation round k) copies the trainer's live
-    weights into the pool's engine (`load_weights`, no disk) and samples the prompts as the pool side's round k
-    (`make_rollouts`: the same engine, sampler and base seed `round_seed`; TRL lays its batch out as the pool
-    does, `group_size` consecutive copies of each prompt in round order). TOPLOC capture is off: it does not
+    weights into the pool's engine (`load_weights`, no disk) and samples the prompts as `make_rollouts` samples
+    the pool side's round k: the same engine, sampler and base seed `round_seed` (TRL lays its batch out as the
+    pool does, `group_size` consecutive copies of each prompt in round order). TOPLOC capture is off: it does not
     change a token. TRL computes the old log-probabilities itself (`logprobs` None), as for its own samples."""
     from intellect.agents.engines import SamplingParams, TransformersEngine
 
