@@ -858,16 +858,13 @@ def pool_rollout_func(cfg: BenchConfig, model_dir: Path) -> Callable[[Sequence[A
     calls = [0]
 
     def rollout(prompts: Sequence[Any], trainer: Any) -> dict[str, Any]:
-        import torch
-
         b = calls[0]
         calls[0] += 1
         if b > 0:  # round 0 samples the base model, as the pool side's does
             engine.load_weights(trainer.model.state_dict(), policy_step=b)
         if any(not isinstance(p, str) for p in prompts):
             raise TypeError("trl_sampler 'pool' takes plain-text prompts (the chat template already applied)")
-        with torch.no_grad():
-            gens = engine.generate(list(prompts), params.model_copy(update={"seed": round_seed(cfg, b)}))
+        gens = engine.generate(list(prompts), params.model_copy(update={"seed": round_seed(cfg, b)}))  # no_grad inside
         return {"prompt_ids": [list(g.prompt_ids) for g in gens],
                 "completion_ids": [list(g.completion_ids) for g in gens], "logprobs": None}
 
