@@ -124,6 +124,12 @@ class ServerSettings(_Section):
     """False: this node has no inbound route (behind NAT, a firewall): it registers an empty endpoint and
     names no service, so no peer tries to reach it; its status server is for its own operator (keep `host`
     on loopback). A worker then pushes its rollout files to the pool's store (`worker.push_to`)."""
+    read_rate: float = Field(20.0, ge=0)
+    """GET requests per second each client (source address; IPv6 by /64) may make of the status server
+    (`/status`, `/metrics`, `/attestations`); past its budget it is answered 429 with Retry-After. 0: no
+    limit. Agents on one machine share 127.0.0.1: keep it above what they ask of each other."""
+    read_burst: float = Field(40.0, ge=1)
+    """Requests a client may make at once before `read_rate` paces it."""
 
     def is_loopback(self) -> bool:
         h = self.host.strip("[]").lower()
