@@ -306,5 +306,10 @@ def test_worker_pushes_to_any_kubo_node_through_its_rpc_api(tmp_path):
         assert push_file(worker, path, cid) == daemon.api_url
         node = KuboIpfs(daemon.api_url)
         assert node.cat(cid) == path.read_bytes()  # the client checks every block against the CID
+        # a Kubo-backed trainer unpins what it stored the same way (`sweep_stored` calls `unpin`)
+        assert node.is_pinned(cid)
+        node.unpin(cid)
+        assert not node.is_pinned(cid)
+        node.unpin(cid)  # not pinned any more: no error
         with pytest.raises(RuntimeError, match="stored the file as"):
             push_file(worker, path, compute_cid(b"another file"))
