@@ -434,22 +434,24 @@ def sweep_stored(agent: Any, force: bool = False) -> int:
             if ("window_end" not in d and now <= int(d.get("lease_expiry", 0))
                     and agent.state.record("submission", tid) is None):
                 continue  # the lease is open and no WorkSubmitted followed yet: it may yet be submitted
-            t = p.task(tid)
+            t = p.task(tid)  # the chain is read outside the lock: pushes go on meanwhile
+            why: str | None = None
+            if t.status in (TaskStatus.NONE, TaskStatus.CLAIMED, TaskStatus.EXPIRED):
+                if t.status == TaskStatus.CLAIMED and now <= t.lease_expiry:
+                    continue
+                why = f"task {tid}'s lease ended without a submission"
+            elif _submitted_cid(agent, tid) != cid:
+                why = f"task {tid} was submitted with another file"
+            elif not (now < t.window_end or t.status == TaskStatus.CHALLENGED or tid in in_plan):
+                why = f"task {tid}'s window ended ({t.status.name.lower()})"
             with k.lock:
-                if t.status in (TaskStatus.NONE, TaskStatus.CLAIMED, TaskStatus.EXPIRED):
-                    if t.status == TaskStatus.CLAIMED and now <= t.lease_expiry:
-                        continue
-                    _unpin(agent, cid, f"task {tid}'s lease ended without a submission")
-                    done += 1
-                    continue
-                if _submitted_cid(agent, tid) != cid:
-                    _unpin(agent, cid, f"task {tid} was submitted with another file")
-                    done += 1
-                    continue
-                if now < t.window_end or t.status == TaskStatus.CHALLENGED or tid in in_plan:
+                cur = agent.state.record("stored", cid)
+                if cur is None or cur["status"] != "pinned":
+                    continue  # replaced meanwhile
+                if why is None:
                     agent.state.put("stored", cid, "pinned", {"window_end": int(t.window_end)})
                     continue
-                _unpin(agent, cid, f"task {tid}'s window ended ({t.status.name.lower()})")
+                _unpin(agent, cid, why)
                 done += 1
     except Exception as exc:  # the chain unreachable: the next pass tries again
         log.warning("sweeping stored files failed (retried): %s", exc)
