@@ -34,6 +34,7 @@ __all__ = [
     "RelaySettings",
     "Role",
     "ServerSettings",
+    "StoreSettings",
     "TaskSettings",
     "TrainerSettings",
     "ValidatorSettings",
@@ -316,6 +317,18 @@ class CanarySettings(_Section):
         return self
 
 
+class StoreSettings(_Section):
+    """What the trainer's `POST /store` keeps per worker (`intellect.agents.roles.store`, issue 32)."""
+
+    max_files: int = Field(64, ge=1)
+    """Files one worker may keep pinned here at once (its open leases' files and its submissions still in
+    their window; a new file for the same lease replaces the old one)."""
+    max_bytes: int = Field(256 * 1024 * 1024, ge=1)
+    """Bytes one worker may keep pinned here at once."""
+    pushes_per_minute: int = Field(30, ge=1)
+    """Pushes one signer may make in any 60 s, refused ones included."""
+
+
 class TrainerSettings(_Section):
     model: str = "tiny"
     """`tiny` (config-built, for tests), `tiny-warm` (the tiny model warm-started on the pool's synthetic
@@ -367,6 +380,8 @@ class TrainerSettings(_Section):
     poll_interval: float = Field(1.0, gt=0)
     canary: CanarySettings = Field(default_factory=CanarySettings)
     """Canary submissions that make lazy validation lose (off by default)."""
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    """Per-worker quota and rate of the trainer's `POST /store`."""
 
 
 class RelaySettings(_Section):
