@@ -69,7 +69,7 @@ import tempfile
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -118,6 +118,13 @@ class SandboxLimits(BaseModel):
     """RLIMIT_NPROC, counted inside the sandbox's own user namespace."""
     max_output_bytes: int = Field(default=1 * 2**20, ge=1024)
     """RLIMIT_FSIZE: cap on stdout+stderr (one file) and on any file the code writes."""
+    tmp_bytes: int = Field(default=64 * 2**20, ge=2**20, le=16 * 2**30)
+    """Size of the sandbox's only writable filesystem: one tmpfs, mounted at /tmp with /dev/shm on it, so
+    files, `multiprocessing.shared_memory` and mmaps of a file there share it. tmpfs pages are not counted by
+    RLIMIT_AS: this is their bound. A full one gives ENOSPC (or SIGBUS through an mmap): `tmp_limit`."""
+    tmp_inodes: int = Field(default=4096, ge=64, le=2**20)
+    """nr_inodes of that tmpfs: files, directories and symlinks together (each costs kernel memory that
+    neither RLIMIT_AS nor `tmp_bytes` counts)."""
     network: bool = False
     """Kept for compatibility; must stay False (the sandbox has no network at all)."""
 
@@ -130,6 +137,7 @@ class SandboxReason(StrEnum):
     CPU_LIMIT = "cpu_limit"
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"
+    TMP_LIMIT = "tmp_limit"  # the sandbox's tmpfs (/tmp, /dev/shm) is full: bytes or inodes
     FORBIDDEN = "forbidden"  # a result that does not serialise exactly (custom objects)
     EARLY_EXIT = "early_exit"  # the completion's process ended while a test still needed it
     NO_CODE = "no_code"
@@ -269,8 +277,8 @@ def _main():
         _send({"load": "memory_limit", "detail": "MemoryError"})
         return
     except BaseException as e:
-        _send({"load": "output_limit" if isinstance(e, OSError) and e.errno == 27 else "failed",
-               "detail": _describe(e)})
+        errno = e.errno if isinstance(e, OSError) else None
+        _send({"load": {27: "output_limit", 28: "tmp_limit"}.get(errno, "failed"), "detail": _describe(e)})
         return
     _send({"load": "ok"})
     while True:
@@ -419,22 +427,46 @@ def _interpreters() -> list[tuple[str, str]]:
     return out
 
 
-def _bwrap_argv(bwrap: str, python: str, prefix: str) -> list[str]:
-    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--ro-bind", "/usr", "/usr"]
+class _Runtime(NamedTuple):
+    """How sandboxes start here, found once by `_probe`."""
+
+    bwrap: str
+    python: str
+    prefix: str
+    own_fs: bool
+    """True: `_enter_private_fs` mounts the sandbox's tmpfs (sized, inode-bounded) in a mount namespace of our
+    own and bounds SysV IPC and nested user namespaces there; False: bwrap's `--size --tmpfs` (no inode bound),
+    where an unprivileged process may not create a user namespace but bwrap may (AppArmor's userns rule)."""
+
+
+def _bwrap_argv(rt: _Runtime, fs_dir: str | None, limits: SandboxLimits) -> list[str]:
+    """The bwrap command line up to the runner's source; `fs_dir` is the mount point `_enter_private_fs`
+    fills (own_fs mode)."""
+    argv = [rt.bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
+    if not rt.own_fs:  # a fresh IPC namespace of bwrap's (own_fs: the bounded one `_enter_private_fs` made)
+        argv += ["--unshare-ipc", "--disable-userns"]
     for link in ("bin", "lib", "lib64", "sbin"):
         p = Path("/") / link
         if p.is_symlink():
             argv += ["--symlink", os.readlink(p), str(p)]
         elif p.is_dir():
             argv += ["--ro-bind", str(p), str(p)]
-    if not (prefix == "/usr" or prefix.startswith("/usr/")):
-        argv += ["--ro-bind", prefix, prefix]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",
+    if not (rt.prefix == "/usr" or rt.prefix.startswith("/usr/")):
+        argv += ["--ro-bind", rt.prefix, rt.prefix]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    if rt.own_fs:
+        assert fs_dir is not None
+        argv += ["--bind", f"{fs_dir}/tmp", "/tmp", "--bind", f"{fs_dir}/shm", "/dev/shm"]
+    else:
+        size = str(limits.tmp_bytes)
+        argv += ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm"]
+    argv += ["--remount-ro", "/dev",  # bwrap's /dev is an unsized tmpfs the sandbox could otherwise write
+             "--chdir", "/tmp",
              "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox", "--clearenv",
              "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
              "--setenv", "PYTHONHASHSEED", "0", "--setenv", "HOME", "/tmp",
-             "--", python, "-I", "-S", "-B", "-c"]
+             "--", rt.python, "-I", "-S", "-B", "-c"]
     return argv
 
 
@@ -459,8 +491,64 @@ def _keyctl() -> Any:
     return functools.partial(syscall, nr, _KEYCTL_JOIN_SESSION_KEYRING, None)
 
 
-def _preexec(limits: SandboxLimits, uid: int | None):
+_CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
+_MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x4000, 1 << 18
+_PR_SET_DUMPABLE = 4
+# SysV IPC in the sandbox's IPC namespace: none. A segment (or queue, or semaphore set) outlives the
+# mapping that filled it and is not counted by RLIMIT_AS: attach, fill, detach, repeat would hold memory
+# without bound. `max_user_namespaces` = 2 leaves the two bwrap 0.8 makes under ours and no further one
+# (where the sandbox could mount a tmpfs of its own, unsized): `test_sandbox_cannot_make_a_user_namespace`.
+_NS_SYSCTLS = (("kernel/shmmax", "0"), ("kernel/shmall", "0"), ("kernel/shmmni", "0"), ("kernel/msgmni", "0"),
+               ("kernel/sem", "0 0 0 0"), ("user/max_user_namespaces", "2"))
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _enter_private_fs(fs_dir: str, limits: SandboxLimits) -> None:
+    """In the child, before bwrap: a user namespace (uid 0 in it = our uid), a mount namespace with the
+    sandbox's tmpfs (`size=tmp_bytes,nr_inodes=tmp_inodes`) on `fs_dir`, and an IPC namespace without SysV
+    IPC. bwrap binds the tmpfs's `tmp` and `shm` onto /tmp and /dev/shm. Everything here dies with the last
+    process in these namespaces: the tmpfs is freed when the sandbox ends."""
+    import ctypes
+
+    libc = _libc()
+
+    def ok(r: int, what: str) -> None:
+        if r != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"{what}: {os.strerror(e)}")
+
+    def write(path: str, data: str) -> None:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.write(fd, data.encode())
+        finally:
+            os.close(fd)
+
+    uid, gid = os.getuid(), os.getgid()
+    ok(libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")  # setuid cleared it: /proc/self is ours
+    ok(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWIPC), "unshare(user, mount, ipc)")
+    write("/proc/self/setgroups", "deny")
+    write("/proc/self/uid_map", f"0 {uid} 1")
+    write("/proc/self/gid_map", f"0 {gid} 1")
+    ok(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount(/, private)")
+    opts = f"size={limits.tmp_bytes},nr_inodes={limits.tmp_inodes},mode=0755".encode()
+    ok(libc.mount(b"tmpfs", fs_dir.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts), "mount(tmpfs)")
+    for sub in ("tmp", "shm"):
+        os.mkdir(f"{fs_dir}/{sub}")
+        os.chmod(f"{fs_dir}/{sub}", 0o1777)
+    for name, value in _NS_SYSCTLS:
+        write(f"/proc/sys/{name}", value)
+
+
+def _preexec(limits: SandboxLimits, uid: int | None, fs_dir: str | None):
     join_keyring = _keyctl()
+    _libc()  # loaded here, not in the child
 
     def preexec() -> None:  # runs in the child between fork and exec
         import resource
@@ -470,6 +558,7 @@ def _preexec(limits: SandboxLimits, uid: int | None):
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_output_bytes, limits.max_output_bytes))
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue can hold a byte
         if uid is not None:  # root: start bwrap without any of root's privileges
             os.setgroups([])
             os.setgid(uid)
@@ -481,43 +570,66 @@ def _preexec(limits: SandboxLimits, uid: int | None):
 
             if ctypes.get_errno() != errno.ENOSYS:
                 raise OSError(ctypes.get_errno(), "keyctl(JOIN_SESSION_KEYRING) failed")
+        if fs_dir is not None:
+            _enter_private_fs(fs_dir, limits)
 
     return preexec
 
 
+@contextlib.contextmanager
+def _run_dir() -> Any:
+    """A directory for one run: its output files (0600) and the mount points of its sandboxes' tmpfs (empty on
+    the host; traversable by the unprivileged uid bwrap runs under, which mounts over them in its own namespace)."""
+    with tempfile.TemporaryDirectory(prefix="intellect-sbx-") as tmp:
+        os.chmod(tmp, 0o711)
+        yield Path(tmp)
+
+
 @functools.lru_cache(maxsize=1)
-def _probe() -> tuple[list[str], str]:
-    """(bwrap argv prefix, '') when a sandbox runs here, else ([], why not). Probed once per process."""
+def _probe() -> tuple[_Runtime | None, str]:
+    """(how sandboxes start, '') when a sandbox runs here, else (None, why not). Probed once per process:
+    first with the tmpfs and namespaces of our own (`_enter_private_fs`), then with bwrap's `--size`."""
     bwrap = shutil.which("bwrap") or ("/usr/bin/bwrap" if os.path.exists("/usr/bin/bwrap") else None)
     if _keyctl() is None:
         import platform
 
-        return [], (f"the sandbox does not know keyctl(2)'s number on {platform.machine()!r}: it cannot give a "
-                    "sandbox an empty session keyring here")
+        return None, (f"the sandbox does not know keyctl(2)'s number on {platform.machine()!r}: it cannot give a "
+                      "sandbox an empty session keyring here")
     if bwrap is None:
-        return [], "bubblewrap (bwrap) is not installed: run tools/bootstrap.sh as root, or 'apt-get install bubblewrap'"
+        return None, "bubblewrap (bwrap) is not installed: run tools/bootstrap.sh as root, or 'apt-get install bubblewrap'"
     why = []
-    for python, prefix in _interpreters():
-        argv = _bwrap_argv(bwrap, python, prefix)
-        try:
-            proc = subprocess.run(
-                [*argv, "import os, sys; assert os.getuid() == 65534 and sys.version_info >= (3, 10); print('ok')"],
-                capture_output=True, timeout=30, cwd="/",
-                preexec_fn=_preexec(SandboxLimits(), _sandbox_uid()),
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            why.append(f"{python}: {exc}")
-            continue
-        if proc.returncode == 0 and proc.stdout.strip() == b"ok":
-            return argv, ""
-        why.append(f"{python}: {proc.stderr.decode(errors='replace').strip()[:200] or proc.returncode}")
-    return [], "bubblewrap cannot start a sandbox here (" + "; ".join(why) + ")"
+    for own_fs in (True, False):
+        for python, prefix in _interpreters():
+            rt = _Runtime(bwrap, python, prefix, own_fs)
+            limits = SandboxLimits()
+            with _run_dir() as tmp:
+                os.mkdir(f"{tmp}/fs", 0o755)
+                try:
+                    proc = subprocess.run(
+                        [*_bwrap_argv(rt, f"{tmp}/fs", limits),
+                         "import os, sys; assert os.getuid() == 65534 and sys.version_info >= (3, 10); "
+                         "open('/tmp/probe', 'w').close(); open('/dev/shm/probe', 'w').close(); print('ok')"],
+                        capture_output=True, timeout=30, cwd="/",
+                        preexec_fn=_preexec(limits, _sandbox_uid(), f"{tmp}/fs" if own_fs else None),
+                    )
+                except (OSError, subprocess.SubprocessError) as exc:
+                    why.append(f"{python} ({'own tmpfs' if own_fs else 'bwrap --size'}): {exc}")
+                    continue
+            if proc.returncode == 0 and proc.stdout.strip() == b"ok":
+                if not own_fs:
+                    logger.warning("sandbox: no user namespace of our own here (%s); /tmp and /dev/shm are bwrap's "
+                                   "sized tmpfs without an inode bound, and SysV IPC is not bounded",
+                                   "; ".join(why)[:300])
+                return rt, ""
+            why.append(f"{python} ({'own tmpfs' if own_fs else 'bwrap --size'}): "
+                       f"{proc.stderr.decode(errors='replace').strip()[:200] or proc.returncode}")
+    return None, "bubblewrap cannot start a sandbox here (" + "; ".join(why) + ")"
 
 
 def sandbox_available() -> tuple[bool, str]:
     """(True, '') when code can be run here, else (False, the reason)."""
-    argv, why = _probe()
-    return bool(argv), why
+    rt, why = _probe()
+    return bool(rt), why
 
 
 # ---------------------------------------------------------------------------------------------
@@ -527,13 +639,16 @@ def sandbox_available() -> tuple[bool, str]:
 class _Proc:
     """One sandbox: a bwrap process, its JSON-lines channel, and its capped output file."""
 
-    def __init__(self, argv: list[str], source: str, limits: SandboxLimits, out_path: Path) -> None:
-        self.out_path = out_path
-        with open(out_path, "wb") as out:
+    def __init__(self, rt: _Runtime, source: str, limits: SandboxLimits, run_dir: Path, name: str) -> None:
+        self.out_path = out_path = run_dir / f"{name}.out"
+        fs_dir = run_dir / f"{name}.fs"  # this sandbox's own tmpfs mount point (own_fs)
+        fs_dir.mkdir(mode=0o755)
+        argv = _bwrap_argv(rt, str(fs_dir), limits)
+        with open(os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             self.p = subprocess.Popen(
                 [*argv, source], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=out, cwd="/",
                 env={"PATH": "/usr/bin:/bin"}, start_new_session=True,
-                preexec_fn=_preexec(limits, _sandbox_uid()),
+                preexec_fn=_preexec(limits, _sandbox_uid(), str(fs_dir) if rt.own_fs else None),
             )
         assert self.p.stdin is not None and self.p.stdout is not None
         self.fd = self.p.stdout.fileno()
@@ -606,6 +721,8 @@ def _died_reason(rc: int | None, cand: _Proc) -> SandboxReason:
         return SandboxReason.CPU_LIMIT
     if rc is not None and rc in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):
         return SandboxReason.OUTPUT_LIMIT
+    if rc is not None and rc in (-signal.SIGBUS, 128 + signal.SIGBUS):
+        return SandboxReason.TMP_LIMIT  # a page of an mmap'd tmpfs file that the full tmpfs could not give
     if "MemoryError" in cand.output():
         return SandboxReason.MEMORY_LIMIT
     return SandboxReason.EARLY_EXIT
@@ -643,8 +760,8 @@ def run_python(
     limits = limits or SandboxLimits()
     if limits.network:
         raise ValueError("the code sandbox has no network; SandboxLimits.network must be False")
-    argv, why = _probe()
-    if not argv:
+    rt, why = _probe()
+    if not rt:
         raise SandboxUnavailableError(why)
     if not code or not code.strip():
         return SandboxResult(passed=False, reason=SandboxReason.NO_CODE)
@@ -656,11 +773,11 @@ def run_python(
     start = time.monotonic()
     deadline = start + limits.wall_seconds
     nproc = limits.max_processes
-    with tempfile.TemporaryDirectory(prefix="intellect-sbx-") as tmp:
+    with _run_dir() as tmp:
         try:
-            cand = _Proc(argv, _CANDIDATE, limits, Path(tmp) / "candidate.out")
-            tester = _Proc(argv, _TESTER, limits, Path(tmp) / "tests.out")
-        except OSError as exc:
+            cand = _Proc(rt, _CANDIDATE, limits, tmp, "candidate")
+            tester = _Proc(rt, _TESTER, limits, tmp, "tests")
+        except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxUnavailableError(f"bubblewrap could not start: {exc}") from exc
         calls = 0
         reason, detail, rc = SandboxReason.ERROR, "", None
@@ -723,5 +840,7 @@ def run_python(
     wall = time.monotonic() - start
     if reason is SandboxReason.FAILED and "File too large" in detail:
         reason = SandboxReason.OUTPUT_LIMIT
+    if reason is SandboxReason.FAILED and "No space left on device" in detail:
+        reason = SandboxReason.TMP_LIMIT
     return SandboxResult(passed=reason is SandboxReason.PASSED, reason=reason, returncode=rc,
                          wall_seconds=wall, calls=calls, stdout=out, stderr=detail[-4096:])
