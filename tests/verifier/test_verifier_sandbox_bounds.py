@@ -84,19 +84,22 @@ def test_mmap_of_a_tmpfs_file_stops_at_the_size_bound() -> None:
 
 
 @own_fs
-def test_no_sysv_ipc_no_user_namespace_no_writable_dev() -> None:
+def test_sandbox_cannot_make_a_user_namespace_sysv_ipc_memfd_or_dev_file() -> None:
     """What else could hold memory outside RLIMIT_AS and the tmpfs: a SysV segment, queue or semaphore set
-    (outlives its mapping), a user namespace of its own (with a tmpfs it mounts, unsized), bwrap's /dev."""
+    (outlives its mapping), a user namespace of its own (with a tmpfs it mounts, unsized), a memfd (shmem,
+    refused by seccomp on x86_64/aarch64), bwrap's /dev."""
     code = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
             "def probe():\n    out = {}\n"
             "    out['shm'] = libc.shmget(0, 4096, 0o1600)\n"
             "    out['msg'] = libc.msgget(0, 0o1600)\n"
             "    out['sem'] = libc.semget(0, 1, 0o1600)\n"
             "    out['userns'] = libc.unshare(0x10000000)\n"
+            "    try:\n        os.memfd_create('m')\n        out['memfd'] = 0\n"
+            "    except OSError:\n        out['memfd'] = -1\n"
             "    try:\n        open('/dev/x', 'w').close()\n        out['dev'] = 0\n"
             "    except OSError:\n        out['dev'] = -1\n    return out\n")
-    r = run_python(code, ["assert probe() == {'shm': -1, 'msg': -1, 'sem': -1, 'userns': -1, 'dev': -1}, probe()"],
-                   SMALL)
+    want = {'shm': -1, 'msg': -1, 'sem': -1, 'userns': -1, 'memfd': -1, 'dev': -1}
+    r = run_python(code, [f"assert probe() == {want!r}, probe()"], SMALL)
     assert r.passed, r
 
 
