@@ -8,15 +8,18 @@ parent (this module, in the worker's or validator's process) is trusted.
 
 What holds, and why:
 - **Nothing of the host is reachable.** Every run is two processes, each under bubblewrap
-  (`bwrap --unshare-all`: new user, pid, network, ipc, uts and cgroup namespaces), uid/gid 65534 inside,
-  a read-only `/usr` and the interpreter's prefix, a private `/tmp` tmpfs as the only writable place,
-  `/proc` of its own pid namespace, a minimal `/dev`, an empty environment, no network but its own
+  (new user, pid, network, uts and cgroup namespaces from bwrap, an ipc one of ours), uid/gid 65534 inside,
+  a read-only `/usr` and the interpreter's prefix, one private tmpfs on `/tmp` and `/dev/shm` as the only
+  writable place, `/proc` of its own pid namespace, a minimal read-only `/dev`, an empty environment, no network but its own
   loopback. The repository, `/root`, home directories and the agent's data dir are not in the sandbox's
   filesystem at all. When the parent runs as root, bwrap itself is started under a throw-away
   unprivileged uid (so no capability of the host's root ever reaches the sandbox, and RLIMIT_NPROC
   applies: root is exempt from it). Resource limits: RLIMIT_CPU, RLIMIT_AS (memory), RLIMIT_FSIZE
   (output), RLIMIT_NOFILE, no core dumps, RLIMIT_NPROC counted inside the sandbox's own user
-  namespace (fork bombs), and a wall-clock deadline after which both sandboxes are SIGKILLed
+  namespace (fork bombs), a tmpfs of `tmp_bytes` and `tmp_inodes` (pages RLIMIT_AS does not count),
+  no SysV IPC, POSIX message queue, memfd or nested user namespace (`_enter_private_fs`,
+  `_seccomp_program`: each could hold memory outside both bounds), and a wall-clock deadline after which
+  both sandboxes are SIGKILLed
   (bwrap's `--die-with-parent` tears down the pid namespace with everything in it). None of these can
   be undone from inside: they are kernel state, not interpreter state, so patching the interpreter,
   walking frames or clearing an audit hook gains nothing.
@@ -46,7 +49,9 @@ What holds, and why:
 
 Residual risks, none of them a way to a reward: a kernel bug reachable from an unprivileged user
 namespace (shared with every container runtime; keep the kernel patched), host facts any process may
-read (`/proc/cpuinfo`, the kernel version), and load bounded by the limits above. What a test checks is
+read (`/proc/cpuinfo`, the kernel version), and load bounded by the limits above. Without a cgroup (none
+here: no cgroup v2 memory controller) a sandbox's memory is bounded by `max_processes` × `memory_bytes` +
+`tmp_bytes` + inodes and the buffers its descriptors can hold, for `wall_seconds` (docs/verifier.md). What a test checks is
 the task's business: a run must call the completion at least once, but a test that accepts a wrong
 answer is a weak task, not a hole in the sandbox.
 """
@@ -255,20 +260,6 @@ def _recv():
     return json.loads(line)
 _orders = _recv()
 resource.setrlimit(resource.RLIMIT_NPROC, (_orders["nproc"], _orders["nproc"]))
-if _orders.get("memfd"):  # seccomp: memfd_create fails (EPERM); another syscall ABI kills the process
-    import ctypes, struct
-    _arch, _nr = _orders["memfd"]
-    _prog = b"".join(struct.pack("=HBBI", *i) for i in (
-        (0x20, 0, 0, 4), (0x15, 1, 0, _arch), (0x06, 0, 0, 0x80000000),  # arch == ours, else kill
-        (0x20, 0, 0, 0), (0x15, 1, 0, _nr), (0x15, 0, 1, _nr | 0x40000000),  # memfd_create (x32 too)
-        (0x06, 0, 0, 0x00050001), (0x06, 0, 0, 0x7FFF0000)))  # errno EPERM; allow
-    class _Fprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-    _libc = ctypes.CDLL(None, use_errno=True)
-    _fp = _Fprog(len(_prog) // 8, _prog)
-    if _libc.prctl(38, 1, 0, 0, 0) != 0 or _libc.prctl(22, 2, ctypes.byref(_fp), 0, 0) != 0:
-        raise SystemExit("seccomp: " + os.strerror(ctypes.get_errno()))
-    del _arch, _nr, _prog, _Fprog, _libc, _fp
 '''
 
 # The candidate: load the completion, then answer calls until the parent closes the pipe. Nothing here
@@ -454,13 +445,15 @@ class _Runtime(NamedTuple):
     where an unprivileged process may not create a user namespace but bwrap may (AppArmor's userns rule)."""
 
 
-def _bwrap_argv(rt: _Runtime, fs_dir: str | None, limits: SandboxLimits) -> list[str]:
+def _bwrap_argv(rt: _Runtime, fs_dir: str | None, limits: SandboxLimits, seccomp_fd: int | None) -> list[str]:
     """The bwrap command line up to the runner's source; `fs_dir` is the mount point `_enter_private_fs`
-    fills (own_fs mode)."""
+    fills (own_fs mode), `seccomp_fd` a `_seccomp_fd()` passed to bwrap."""
     argv = [rt.bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
     if not rt.own_fs:  # a fresh IPC namespace of bwrap's (own_fs: the bounded one `_enter_private_fs` made)
         argv += ["--unshare-ipc", "--disable-userns"]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     for link in ("bin", "lib", "lib64", "sbin"):
         p = Path("/") / link
         if p.is_symlink():
@@ -486,10 +479,37 @@ def _bwrap_argv(rt: _Runtime, fs_dir: str | None, limits: SandboxLimits) -> list
 
 
 # (AUDIT_ARCH_*, memfd_create's number): a memfd is shmem outside the sandbox's tmpfs and RLIMIT_AS (each one
-# capped only by RLIMIT_FSIZE, their number by the descriptors), so the runners refuse it by seccomp where the
-# numbers are known here; elsewhere its bound is max_processes × (64 + 64 in flight) × max_output_bytes.
+# capped only by RLIMIT_FSIZE, their number by the descriptors), so bwrap installs a seccomp filter refusing it
+# where the numbers are known here; elsewhere its bound is max_processes × (64 + 64 in flight) × max_output_bytes.
 _MEMFD_SECCOMP = {"x86_64": (0xC000003E, 319), "amd64": (0xC000003E, 319), "aarch64": (0xC00000B7, 279),
                   "arm64": (0xC00000B7, 279)}
+
+
+@functools.lru_cache(maxsize=1)
+def _seccomp_program() -> bytes | None:
+    """Classic BPF for bwrap's `--seccomp`: memfd_create (also through x32) fails with EPERM, a syscall of
+    another ABI (i386's int 0x80 on x86_64) kills the process, everything else is allowed."""
+    import struct
+
+    known = _MEMFD_SECCOMP.get(platform.machine().lower())
+    if known is None:
+        return None
+    arch, nr = known
+    return b"".join(struct.pack("=HBBI", *i) for i in (
+        (0x20, 0, 0, 4), (0x15, 1, 0, arch), (0x06, 0, 0, 0x80000000),  # ld arch; == ours, else KILL_PROCESS
+        (0x20, 0, 0, 0), (0x15, 1, 0, nr), (0x15, 0, 1, nr | 0x40000000),  # ld nr; memfd_create (x32 too)
+        (0x06, 0, 0, 0x00050000 | 1), (0x06, 0, 0, 0x7FFF0000)))  # ERRNO(EPERM); ALLOW
+
+
+def _seccomp_fd() -> int | None:
+    """A pipe's read end holding `_seccomp_program()` (bwrap reads it to EOF), or None where none is known."""
+    prog = _seccomp_program()
+    if prog is None:
+        return None
+    r, w = os.pipe()
+    os.write(w, prog)
+    os.close(w)
+    return r
 
 _SYS_KEYCTL = {"x86_64": 250, "amd64": 250, "aarch64": 219, "arm64": 219, "riscv64": 219, "i686": 288,
                "i386": 288, "armv7l": 311, "ppc64le": 311, "s390x": 280}
@@ -517,7 +537,8 @@ _MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x4000, 1 << 18
 _PR_SET_DUMPABLE = 4
 # SysV IPC in the sandbox's IPC namespace: none. A segment (or queue, or semaphore set) outlives the
 # mapping that filled it and is not counted by RLIMIT_AS: attach, fill, detach, repeat would hold memory
-# without bound. `max_user_namespaces` = 2 leaves the two bwrap 0.8 makes under ours and no further one
+# without bound. `max_user_namespaces` = 2 leaves the two bwrap makes under ours (one as uid 0 to mount devpts
+# for `--dev`, one mapping uid 65534) and no further one
 # (where the sandbox could mount a tmpfs of its own, unsized): `test_sandbox_cannot_make_a_user_namespace_sysv_ipc_memfd_or_dev_file`.
 _NS_SYSCTLS = (("kernel/shmmax", "0"), ("kernel/shmall", "0"), ("kernel/shmmni", "0"), ("kernel/msgmni", "0"),
                ("kernel/sem", "0 0 0 0"), ("user/max_user_namespaces", "2"))
@@ -625,17 +646,21 @@ def _probe() -> tuple[_Runtime | None, str]:
             limits = SandboxLimits()
             with _run_dir() as tmp:
                 os.mkdir(f"{tmp}/fs", 0o755)
+                sfd = _seccomp_fd()
                 try:
                     proc = subprocess.run(
-                        [*_bwrap_argv(rt, f"{tmp}/fs", limits),
+                        [*_bwrap_argv(rt, f"{tmp}/fs", limits, sfd),
                          "import os, sys; assert os.getuid() == 65534 and sys.version_info >= (3, 10); "
                          "open('/tmp/probe', 'w').close(); open('/dev/shm/probe', 'w').close(); print('ok')"],
-                        capture_output=True, timeout=30, cwd="/",
+                        capture_output=True, timeout=30, cwd="/", pass_fds=() if sfd is None else (sfd,),
                         preexec_fn=_preexec(limits, _sandbox_uid(), f"{tmp}/fs" if own_fs else None),
                     )
                 except (OSError, subprocess.SubprocessError) as exc:
                     why.append(f"{python} ({'own tmpfs' if own_fs else 'bwrap --size'}): {exc}")
                     continue
+                finally:
+                    if sfd is not None:
+                        os.close(sfd)
             if proc.returncode == 0 and proc.stdout.strip() == b"ok":
                 if not own_fs:
                     logger.warning("sandbox: no user namespace of our own here (%s); /tmp and /dev/shm are bwrap's "
@@ -664,13 +689,18 @@ class _Proc:
         self.out_path = out_path = run_dir / f"{name}.out"
         fs_dir = run_dir / f"{name}.fs"  # this sandbox's own tmpfs mount point (own_fs)
         fs_dir.mkdir(mode=0o755)
-        argv = _bwrap_argv(rt, str(fs_dir), limits)
-        with open(os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
-            self.p = subprocess.Popen(
-                [*argv, source], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=out, cwd="/",
-                env={"PATH": "/usr/bin:/bin"}, start_new_session=True,
-                preexec_fn=_preexec(limits, _sandbox_uid(), str(fs_dir) if rt.own_fs else None),
-            )
+        sfd = _seccomp_fd()
+        try:
+            with open(os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+                self.p = subprocess.Popen(
+                    [*_bwrap_argv(rt, str(fs_dir), limits, sfd), source], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=out, cwd="/", env={"PATH": "/usr/bin:/bin"},
+                    start_new_session=True, pass_fds=() if sfd is None else (sfd,),
+                    preexec_fn=_preexec(limits, _sandbox_uid(), str(fs_dir) if rt.own_fs else None),
+                )
+        finally:
+            if sfd is not None:
+                os.close(sfd)
         assert self.p.stdin is not None and self.p.stdout is not None
         self.fd = self.p.stdout.fileno()
         os.set_blocking(self.fd, False)
@@ -803,9 +833,8 @@ def run_python(
         calls = 0
         reason, detail, rc = SandboxReason.ERROR, "", None
         try:
-            memfd = _MEMFD_SECCOMP.get(platform.machine().lower())
-            cand.send({"nproc": nproc, "memfd": memfd, "code": code})
-            tester.send({"nproc": nproc, "memfd": memfd, "prelude": prelude, "tests": list(tests)})
+            cand.send({"nproc": nproc, "code": code})
+            tester.send({"nproc": nproc, "prelude": prelude, "tests": list(tests)})
             try:
                 loaded = cand.recv(deadline)
             except ValueError:
