@@ -17,8 +17,8 @@ What holds, and why:
   applies: root is exempt from it). Resource limits: RLIMIT_CPU, RLIMIT_AS (memory), RLIMIT_FSIZE
   (output), RLIMIT_NOFILE, no core dumps, RLIMIT_NPROC counted inside the sandbox's own user
   namespace (fork bombs), a tmpfs of `tmp_bytes` and `tmp_inodes` (pages RLIMIT_AS does not count),
-  no SysV IPC, POSIX message queue, memfd or nested user namespace (`_enter_private_fs`,
-  `_seccomp_program`: each could hold memory outside both bounds), and a wall-clock deadline after which
+  no SysV IPC, POSIX message queue, memfd, socket buffer beyond the default or nested user namespace
+  (`_enter_private_fs`, `_seccomp_program`: each could hold memory outside both bounds), and a wall-clock deadline after which
   both sandboxes are SIGKILLed
   (bwrap's `--die-with-parent` tears down the pid namespace with everything in it). None of these can
   be undone from inside: they are kernel state, not interpreter state, so patching the interpreter,
@@ -478,27 +478,43 @@ def _bwrap_argv(rt: _Runtime, fs_dir: str | None, limits: SandboxLimits, seccomp
     return argv
 
 
-# (AUDIT_ARCH_*, memfd_create's number): a memfd is shmem outside the sandbox's tmpfs and RLIMIT_AS (each one
-# capped only by RLIMIT_FSIZE, their number by the descriptors), so bwrap installs a seccomp filter refusing it
-# where the numbers are known here; elsewhere its bound is max_processes × (64 + 64 in flight) × max_output_bytes.
-_MEMFD_SECCOMP = {"x86_64": (0xC000003E, 319), "amd64": (0xC000003E, 319), "aarch64": (0xC00000B7, 279),
-                  "arm64": (0xC00000B7, 279)}
+# (AUDIT_ARCH_*, memfd_create, setsockopt) by machine. Two ways to hold memory that neither RLIMIT_AS nor the
+# tmpfs counts: a memfd (shmem; each capped only by RLIMIT_FSIZE, their number by the descriptors) and a unix
+# socket's queue raised with SO_SNDBUF/SO_RCVBUF (up to 2 × net.core.wmem_max each: 219 MiB queued by one
+# process in 28 socketpairs at 4 MiB wmem_max). bwrap installs a seccomp filter that refuses both (EPERM);
+# a socket keeps the default buffer (net.core.wmem_default). Where the numbers are not known here there is no
+# filter, and docs/verifier.md gives the bound that holds then.
+_SECCOMP_NRS = {"x86_64": (0xC000003E, 319, 54), "amd64": (0xC000003E, 319, 54),
+                "aarch64": (0xC00000B7, 279, 208), "arm64": (0xC00000B7, 279, 208)}
+_SOL_SOCKET, _SO_BUFFER_OPTS = 1, (7, 8, 32, 33)  # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
 
 
 @functools.lru_cache(maxsize=1)
 def _seccomp_program() -> bytes | None:
-    """Classic BPF for bwrap's `--seccomp`: memfd_create (also through x32) fails with EPERM, a syscall of
-    another ABI (i386's int 0x80 on x86_64) kills the process, everything else is allowed."""
+    """Classic BPF for bwrap's `--seccomp`: memfd_create and setsockopt(SOL_SOCKET, SO_{SND,RCV}BUF[FORCE])
+    fail with EPERM, a syscall of another ABI (i386's int 0x80, x32) kills the process or fails, everything
+    else is allowed. seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8i (their low 32 bits first here:
+    both machines are little-endian; the kernel reads `level` and `optname` as int, the low 32 bits)."""
     import struct
 
-    known = _MEMFD_SECCOMP.get(platform.machine().lower())
+    known = _SECCOMP_NRS.get(platform.machine().lower())
     if known is None:
         return None
-    arch, nr = known
-    return b"".join(struct.pack("=HBBI", *i) for i in (
-        (0x20, 0, 0, 4), (0x15, 1, 0, arch), (0x06, 0, 0, 0x80000000),  # ld arch; == ours, else KILL_PROCESS
-        (0x20, 0, 0, 0), (0x15, 1, 0, nr), (0x15, 0, 1, nr | 0x40000000),  # ld nr; memfd_create (x32 too)
-        (0x06, 0, 0, 0x00050000 | 1), (0x06, 0, 0, 0x7FFF0000)))  # ERRNO(EPERM); ALLOW
+    arch, memfd, setsockopt = known
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    kill, err, allow = 0x80000000, 0x00050000 | 1, 0x7FFF0000
+    prog = [
+        (ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill),  # 0-2: another ABI: kill
+        (ld, 0, 0, 0),  # 3: the syscall number
+        (jge, 9, 0, 0x40000000),  # 4: x32 → ERR (14)
+        (jeq, 8, 0, memfd),  # 5 → ERR
+        (jeq, 0, 8, setsockopt),  # 6: else → ALLOW (15)
+        (ld, 0, 0, 24), (jeq, 0, 6, _SOL_SOCKET),  # 7-8: level (args[1]); else → ALLOW
+        (ld, 0, 0, 32),  # 9: optname (args[2])
+        *((jeq, 3 - i, 0, opt) for i, opt in enumerate(_SO_BUFFER_OPTS[:3])),  # 10-12 → ERR
+        (jeq, 0, 1, _SO_BUFFER_OPTS[3]),  # 13: → ERR, else → ALLOW
+        (ret, 0, 0, err), (ret, 0, 0, allow)]  # 14, 15
+    return b"".join(struct.pack("=HBBI", *i) for i in prog)
 
 
 def _seccomp_fd() -> int | None:
@@ -539,7 +555,7 @@ _PR_SET_DUMPABLE = 4
 # mapping that filled it and is not counted by RLIMIT_AS: attach, fill, detach, repeat would hold memory
 # without bound. `max_user_namespaces` = 2 leaves the two bwrap makes under ours (one as uid 0 to mount devpts
 # for `--dev`, one mapping uid 65534) and no further one
-# (where the sandbox could mount a tmpfs of its own, unsized): `test_sandbox_cannot_make_a_user_namespace_sysv_ipc_memfd_or_dev_file`.
+# (where the sandbox could mount a tmpfs of its own, unsized): `test_no_user_namespace_sysv_ipc_memfd_socket_buffer_or_dev_file`.
 _NS_SYSCTLS = (("kernel/shmmax", "0"), ("kernel/shmall", "0"), ("kernel/shmmni", "0"), ("kernel/msgmni", "0"),
                ("kernel/sem", "0 0 0 0"), ("user/max_user_namespaces", "2"))
 

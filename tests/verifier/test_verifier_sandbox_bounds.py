@@ -84,10 +84,10 @@ def test_mmap_of_a_tmpfs_file_stops_at_the_size_bound() -> None:
 
 
 @own_fs
-def test_sandbox_cannot_make_a_user_namespace_sysv_ipc_memfd_or_dev_file() -> None:
+def test_no_user_namespace_sysv_ipc_memfd_socket_buffer_or_dev_file() -> None:
     """What else could hold memory outside RLIMIT_AS and the tmpfs: a SysV segment, queue or semaphore set
-    (outlives its mapping), a user namespace of its own (with a tmpfs it mounts, unsized), a memfd (shmem,
-    refused by seccomp on x86_64/aarch64), bwrap's /dev."""
+    (outlives its mapping), a user namespace of its own (with a tmpfs it mounts, unsized), a memfd (shmem) or
+    a unix socket's queue grown by SO_SNDBUF (both refused by seccomp on x86_64/aarch64), bwrap's /dev."""
     code = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
             "def probe():\n    out = {}\n"
             "    out['shm'] = libc.shmget(0, 4096, 0o1600)\n"
@@ -96,9 +96,19 @@ def test_sandbox_cannot_make_a_user_namespace_sysv_ipc_memfd_or_dev_file() -> No
             "    out['userns'] = libc.unshare(0x10000000)\n"
             "    try:\n        os.memfd_create('m')\n        out['memfd'] = 0\n"
             "    except OSError:\n        out['memfd'] = -1\n"
+            "    import socket\n    a, b = socket.socketpair()\n"
+            "    try:\n        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2**26)\n        out['sndbuf'] = 0\n"
+            "    except OSError:\n        out['sndbuf'] = -1\n"
+            "    a.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)\n"  # other options still work
+            "    a.setblocking(False)\n    n = 0\n"
+            "    try:\n        while True:\n            n += a.send(b'x' * 65536)\n"
+            "    except BlockingIOError:\n        pass\n"
+            "    out['queued_mib'] = n // 2**20\n"
             "    try:\n        open('/dev/x', 'w').close()\n        out['dev'] = 0\n"
             "    except OSError:\n        out['dev'] = -1\n    return out\n")
-    want = {'shm': -1, 'msg': -1, 'sem': -1, 'userns': -1, 'memfd': -1, 'dev': -1}
+    # a unix socket keeps its default buffer (net.core.wmem_default, 208 KiB): under 1 MiB queued, not the
+    # 8 MiB SO_SNDBUF would allow
+    want = {'shm': -1, 'msg': -1, 'sem': -1, 'userns': -1, 'memfd': -1, 'sndbuf': -1, 'queued_mib': 0, 'dev': -1}
     r = run_python(code, [f"assert probe() == {want!r}, probe()"], SMALL)
     assert r.passed, r
 
