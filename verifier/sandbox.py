@@ -601,7 +601,11 @@ def _enter_private_fs(fs_dir: str, limits: SandboxLimits) -> None:
         os.mkdir(f"{fs_dir}/{sub}")
         os.chmod(f"{fs_dir}/{sub}", 0o1777)
     for name, value in _NS_SYSCTLS:
-        write(f"/proc/sys/{name}", value)
+        try:
+            write(f"/proc/sys/{name}", value)
+        except FileNotFoundError:
+            if not name.startswith("kernel/"):
+                raise  # a kernel without SysV IPC (no kernel/shm*) has none to bound
 
 
 def _preexec(limits: SandboxLimits, uid: int | None, fs_dir: str | None):
