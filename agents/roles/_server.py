@@ -6,8 +6,9 @@
     GET|POST <route>    role-specific routes registered with `AgentServer.route`
                         (the trainer's `POST /attestations`, the validator's `GET /attestations`)
 
-A thread per connection (the SDK's `HttpServer`); handlers get the parsed JSON body and
-return a JSON-serialisable value, or raise `HttpError` for a clear 4xx.
+The SDK's `HttpServer` (deadlines, connection caps, a bounded worker pool: `ServerLimits`, set
+from the agent's `[server]` config); handlers get the parsed JSON body and return a
+JSON-serialisable value, or raise `HttpError` for a clear 4xx.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from intellect.sdk import IntellectError
-from intellect.sdk._http import HttpServer, JsonHandler
+from intellect.sdk._http import HttpServer, JsonHandler, ServerLimits
 
 __all__ = ["MAX_STATUS_LIST", "AgentServer", "HttpError", "Metrics", "bounded_status"]
 
@@ -172,11 +173,14 @@ class _Handler(JsonHandler):
 class AgentServer(HttpServer):
     """Serves `/status`, `/metrics` and role routes on `host:port` (port 0 picks a free one)."""
 
-    def __init__(self, status_fn: Callable[[], dict[str, Any]], metrics: Metrics, host: str = "127.0.0.1", port: int = 0):
+    default_limits = ServerLimits(max_body=MAX_BODY)
+
+    def __init__(self, status_fn: Callable[[], dict[str, Any]], metrics: Metrics, host: str = "127.0.0.1",
+                 port: int = 0, *, limits: ServerLimits | None = None):
         self.status_fn = status_fn
         self.metrics = metrics
         self.routes: dict[tuple[str, str], Handler] = {}
-        super().__init__(_Handler, host, port, name="agent-http")
+        super().__init__(_Handler, host, port, name="agent-http", limits=limits)
 
     def route(self, method: str, path: str, handler: Handler) -> None:
         self.routes[(method.upper(), path)] = handler
