@@ -19,9 +19,10 @@ How a connection is served (so that no stranger can hold the server, issue 32):
   bodies are refused with 411) into memory without blocking, and closes what misses its deadline
   (head: `head_timeout` from the connection's accept or its next request's first byte; an idle
   keep-alive connection: `idle_timeout`; a body: `body_timeout` + its length at `body_min_rate`);
-- a complete request goes to a bounded pool of `workers` threads that run the handler class
-  unchanged (`handle_one_request`, once): `rfile` is the buffered bytes then the socket under the
-  body's deadline, `wfile` the socket with a write deadline (`write_timeout` + the write's size at
+- a complete request goes to a bounded pool of `workers` threads (at most `max_busy_per_address` of
+  them for one address at a time; its further requests wait their turn) that run the handler class
+  unchanged (`handle_one_request`, once): `rfile` holds the request's bytes, `wfile` is the socket
+  with a write deadline (`write_timeout` + the write's size at
   `write_min_rate`; the socket keeps `write_timeout` for `sendfile`, which Shardcast calls itself);
   a keep-alive connection then goes back to the I/O thread;
 - at most `max_connections` connections are held, `max_per_address` from one address (an IPv6
@@ -35,6 +36,7 @@ How a connection is served (so that no stranger can hold the server, issue 32):
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import io
@@ -69,6 +71,8 @@ class ServerLimits:
     """Connections held at once from one source address (an IPv6 /64)."""
     workers: int = 32
     """Threads answering complete requests (each handler call holds one)."""
+    max_busy_per_address: int = 8
+    """Requests from one source address answered at once; its further complete requests wait their turn."""
     head_timeout: float = 10.0
     """Deadline for a request line and its headers, from the connection's accept or its request's first byte."""
     max_head_bytes: int = 64 * 1024
@@ -166,80 +170,6 @@ def _parse_head(head: bytes) -> tuple[int | None, bool, bool] | str:
     return length, chunked, expect
 
 
-class _Reader(io.BufferedIOBase):
-    """A request's `rfile`: the bytes the I/O thread read, then the socket until `deadline`."""
-
-    def __init__(self, sock: socket.socket, buf: bytearray, deadline: float) -> None:
-        super().__init__()
-        self._sock = sock
-        self._buf = buf
-        self._pos = 0
-        self.consumed = 0
-        self._deadline = deadline
-        self._eof = False
-
-    def readable(self) -> bool:
-        return True
-
-    def leftover(self) -> bytearray:
-        return self._buf[self._pos:]
-
-    def _fill(self) -> bool:
-        """Read more from the socket (False at EOF); TimeoutError past the deadline."""
-        if self._eof:
-            return False
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("request body deadline passed")
-        self._sock.settimeout(left)
-        data = self._sock.recv(65536)
-        if not data:
-            self._eof = True
-            return False
-        if self._pos:
-            del self._buf[:self._pos]
-            self._pos = 0
-        self._buf += data
-        return True
-
-    def _take(self, n: int) -> bytes:
-        out = bytes(self._buf[self._pos:self._pos + n])
-        self._pos += len(out)
-        self.consumed += len(out)
-        return out
-
-    def read(self, n: int | None = -1) -> bytes:
-        if n is None or n < 0:
-            while self._fill():
-                pass
-            return self._take(len(self._buf) - self._pos)
-        while len(self._buf) - self._pos < n and self._fill():
-            pass
-        return self._take(n)
-
-    def read1(self, n: int = -1) -> bytes:
-        if len(self._buf) == self._pos:
-            self._fill()
-        return self._take(len(self._buf) - self._pos if n < 0 else n)
-
-    def readinto(self, b: Any) -> int:
-        data = self.read(len(memoryview(b).cast("B")))
-        memoryview(b).cast("B")[:len(data)] = data
-        return len(data)
-
-    def readline(self, limit: int | None = -1) -> bytes:
-        cap = None if limit is None or limit < 0 else limit
-        while True:
-            i = self._buf.find(b"\n", self._pos)
-            have = len(self._buf) - self._pos
-            if i >= 0 and (cap is None or i - self._pos < cap):
-                return self._take(i - self._pos + 1)
-            if cap is not None and have >= cap:
-                return self._take(cap)
-            if not self._fill():
-                return self._take(have)
-
-
 class _Writer(io.BufferedIOBase):
     """A request's `wfile`: each write must finish within `write_timeout` + its size at `write_min_rate`."""
 
@@ -308,33 +238,6 @@ class _Core:
         self.server_name = str(server_address[0])
         self.server_port = server_address[1]
         self.limits = limits
-        self.local = threading.local()  # the request a worker is running: its (rfile, wfile)
-
-
-def _one_shot(cls: type[BaseHTTPRequestHandler]) -> type[BaseHTTPRequestHandler]:
-    """`cls` answering one request on the files the worker prepared (its own `setup` runs first)."""
-
-    class OneShot(cls):  # type: ignore[valid-type, misc]
-        def setup(self) -> None:
-            super().setup()
-            for f in (self.rfile, self.wfile):  # the class's socket files: not used, released
-                with contextlib.suppress(Exception):
-                    f.close()
-            core: _Core = self.server  # type: ignore[assignment]
-            self.rfile, self.wfile = core.local.files
-            self.connection.settimeout(core.limits.write_timeout)
-
-        def handle(self) -> None:
-            self.close_connection = True
-            self.handle_one_request()
-
-        def finish(self) -> None:
-            with contextlib.suppress(OSError):
-                self.wfile.flush()
-
-    OneShot.__name__ = cls.__name__
-    OneShot.__qualname__ = cls.__qualname__
-    return OneShot
 
 
 def _bind(host: str, port: int, backlog: int) -> socket.socket:
@@ -366,7 +269,6 @@ class HttpServer:
                  limits: ServerLimits | None = None) -> None:
         self.name = name
         self.handler = handler
-        self._one_shot = _one_shot(handler)
         self.limits = limits if limits is not None else self.default_limits
         self._lsock = _bind(host, port, backlog)
         self._core = _Core(self if owner is None else owner, self._lsock.getsockname(), self.limits)
@@ -375,6 +277,8 @@ class HttpServer:
         self._conns: dict[int, _Conn] = {}  # by fd; only the I/O thread touches it
         self._per: dict[str, int] = {}
         self._buffered = 0  # body bytes reserved by connections (I/O thread only)
+        self._busy: dict[str, int] = {}  # requests being answered, by address
+        self._waiting: dict[str, collections.deque[_Conn]] = {}  # complete requests over max_busy_per_address
         self._returns: queue.SimpleQueue[tuple[_Conn, bool]] = queue.SimpleQueue()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -393,7 +297,7 @@ class HttpServer:
 
     @property
     def url(self) -> str:
-        host, port = self._lsock.getsockname()[:2]
+        host, port = self._core.server_address[:2]  # known after stop() too
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     @property
@@ -492,9 +396,12 @@ class HttpServer:
                 conn.sock.close()
 
     def _teardown(self) -> None:
+        waiting = {id(c) for q in self._waiting.values() for c in q}
         for conn in list(self._conns.values()):
-            if conn.state != _BUSY:
+            if conn.state != _BUSY or id(conn) in waiting:
+                conn.state = _HEAD
                 self._close(conn)
+        self._waiting.clear()
         self._close_returned()
         with contextlib.suppress(Exception):
             self._sel.close()
@@ -683,7 +590,7 @@ class HttpServer:
             conn.body_end = end + (length or 0)
             now = time.monotonic()
             if not length:
-                self._dispatch(conn, now + lim.body_timeout)
+                self._dispatch(conn)
                 return
             conn.reserved = length
             self._buffered += length
@@ -691,14 +598,34 @@ class HttpServer:
             conn.since = now
             conn.deadline = now + lim.body_timeout + length / lim.body_min_rate
         if conn.state == _BODY and len(conn.buf) >= conn.body_end:
-            self._dispatch(conn, time.monotonic() + lim.body_timeout)
+            self._dispatch(conn)
 
-    def _dispatch(self, conn: _Conn, body_deadline: float) -> None:
+    def _dispatch(self, conn: _Conn) -> None:
+        """A complete request: to a worker, or, with `max_busy_per_address` of its address's being answered,
+        behind them."""
         with contextlib.suppress(KeyError, ValueError):
             self._sel.unregister(conn.sock)
         conn.state = _BUSY
-        conn.deadline = body_deadline
+        if self._busy.get(conn.group, 0) >= self.limits.max_busy_per_address:
+            self._waiting.setdefault(conn.group, collections.deque()).append(conn)
+            return
+        self._submit(conn)
+
+    def _submit(self, conn: _Conn) -> None:
+        self._busy[conn.group] = self._busy.get(conn.group, 0) + 1
         self._pool.submit(conn)
+
+    def _done(self, group: str) -> None:
+        left = self._busy.get(group, 1) - 1
+        if left > 0:
+            self._busy[group] = left
+        else:
+            self._busy.pop(group, None)
+        waiting = self._waiting.get(group)
+        if waiting:
+            self._submit(waiting.popleft())
+            if not waiting:
+                del self._waiting[group]
 
     def _take_returns(self) -> None:
         while True:
@@ -708,6 +635,8 @@ class HttpServer:
                 return
             conn.state = _HEAD
             self._release(conn)
+            if not self._stopping:
+                self._done(conn.group)
             if not keep or self._stopping:
                 self._close(conn)
                 continue
@@ -760,18 +689,38 @@ class HttpServer:
             self._close_returned()  # the I/O thread is gone: nobody else will close it
 
     def _handle(self, conn: _Conn) -> bool:
-        """Run the handler class on the one request buffered in `conn`; True: keep the connection."""
+        """Run the handler class on the one request buffered in `conn`; True: keep the connection.
+
+        The class is instantiated as `socketserver` does (its own `__init__` and `setup` run), with
+        `handle` answering this one request and the files replaced: `rfile` holds exactly the request's
+        bytes (a read past its body is EOF), `wfile` writes under the write deadline."""
         sock = conn.sock
         sock.setblocking(True)
-        reader = _Reader(sock, conn.buf, conn.deadline)
-        self._core.local.files = (reader, _Writer(sock, self.limits))
-        try:
-            h = self._one_shot(sock, conn.addr, self._core)  # type: ignore[arg-type]
-        finally:
-            self._core.local.files = None
-        conn.buf = reader.leftover()
-        # a body the handler did not read would be taken for the next request: close instead
-        return not h.close_connection and not self._stopping and reader.consumed >= conn.body_end
+        cls = self.handler
+        rfile = io.BytesIO(bytes(conn.buf[:conn.body_end]))
+        conn.buf = conn.buf[conn.body_end:]  # a pipelined request, for the I/O thread
+        wfile = _Writer(sock, self.limits)
+        h = cls.__new__(cls)
+
+        def setup() -> None:
+            cls.setup(h)  # the class's own (Shardcast sets TCP_NODELAY); its socket files are released
+            for f in (h.rfile, h.wfile):
+                with contextlib.suppress(Exception):
+                    f.close()
+            h.rfile, h.wfile = rfile, wfile
+            sock.settimeout(self.limits.write_timeout)
+
+        def handle() -> None:
+            h.close_connection = True
+            h.handle_one_request()
+
+        def finish() -> None:
+            with contextlib.suppress(OSError):
+                wfile.flush()
+
+        h.setup, h.handle, h.finish = setup, handle, finish  # type: ignore[method-assign]
+        h.__init__(sock, conn.addr, self._core)  # type: ignore[misc]
+        return not h.close_connection and not self._stopping
 
 
 class JsonHandler(BaseHTTPRequestHandler):

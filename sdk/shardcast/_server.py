@@ -40,7 +40,8 @@ MAX_WAIT_S = 60.0
 _SHARD = re.compile(r"^/versions/([0-9a-f]{64})/shards/(\d{1,9})$")
 _MANIFEST = re.compile(r"^/versions/([0-9a-f]{64})/manifest$")
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
-LIMITS = ServerLimits(max_connections=512, max_per_address=64, workers=256, idle_timeout=30.0, max_body=64 * 1024)
+LIMITS = ServerLimits(max_connections=512, max_per_address=64, workers=256, max_busy_per_address=32,
+                      idle_timeout=30.0, max_body=64 * 1024)
 """A Shardcast server's bounds (`sdk/_http.py`): idle keep-alive connections are closed after 30 s."""
 
 

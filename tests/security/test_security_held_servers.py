@@ -21,6 +21,7 @@ import resource
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -318,7 +319,59 @@ def test_a_client_that_never_reads_frees_its_worker_at_the_write_deadline() -> N
             assert out.startswith(b"HTTP/1.1 200") and out.endswith(b'{"path": "/next"}')
 
 
+class _Holding(JsonHandler):
+    release = threading.Event()
+    lock = threading.Lock()
+    inside = 0
+    most = 0
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        if self.path == "/hold":
+            with cls.lock:
+                _Holding.inside += 1
+                _Holding.most = max(_Holding.most, _Holding.inside)
+            _Holding.release.wait(10)
+            with cls.lock:
+                _Holding.inside -= 1
+        self.reply_json(200, {"path": self.path})
+
+
+def test_one_address_holds_at_most_its_share_of_the_workers() -> None:
+    # complete requests whose handler waits (Shardcast's long-polls): 6 from one address, 1 answered at a time
+    with HttpServer(_Holding, limits=ServerLimits(workers=4, max_busy_per_address=1)) as srv:
+        addr = srv.server_address[:2]
+        held = []
+        try:
+            for _ in range(6):
+                s = socket.create_connection(addr, timeout=5, source_address=(STRANGERS[0], 0))
+                held.append(s)
+                s.sendall(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+            time.sleep(0.3)
+            out = _raw(addr, b"GET /other HTTP/1.1\r\nConnection: close\r\n\r\n", timeout=5)
+            assert out.endswith(b'{"path": "/other"}')
+            assert _Holding.inside == 1
+            _Holding.release.set()
+            for s in held:  # each answered in turn
+                assert s.recv(65536).startswith(b"HTTP/1.1 200")
+            assert _Holding.most == 1
+        finally:
+            _Holding.release.set()
+            for s in held:
+                s.close()
+
+
 def test_limits_are_checked() -> None:
     with pytest.raises(ValueError, match="max_per_address"):
         ServerLimits(max_per_address=0)
     assert ServerLimits().with_(workers=3, head_timeout=None).workers == 3
+
+
+def test_agent_config_sets_the_bounds_of_every_server() -> None:
+    from intellect.agents.config import ServerSettings
+    from intellect.sdk.shardcast._server import LIMITS
+
+    s = ServerSettings(max_per_address=5, head_timeout_s=2.5)
+    lim = s.limits(LIMITS)
+    assert (lim.max_per_address, lim.head_timeout) == (5, 2.5)
+    assert (lim.max_connections, lim.workers) == (LIMITS.max_connections, LIMITS.workers)  # unset: the server's
