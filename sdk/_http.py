@@ -29,9 +29,10 @@ How a connection is served (so that no stranger can hold the server, issue 32):
   address counts by its /64); a connection over the per-address cap is accepted and closed at once
   (the kernel's backlog never fills with them); over the total cap, the connection that has waited
   longest for a request head is closed to make room, or, if every one is being answered, the new one;
-- below `fd_reserve` free file descriptors (RLIMIT_NOFILE minus /proc/self/fd) new connections are
-  closed at once, so the node keeps descriptors for its own files and requests, and a spare
-  descriptor held open lets the server shed a connection even when the process has none left.
+- below `fd_reserve` free file descriptors (RLIMIT_NOFILE minus /proc/self/fd) a new connection
+  takes the place of the one that has waited longest for a request (or is closed at once), so the
+  node keeps descriptors for its own files and requests; a spare descriptor held open lets the
+  server accept (and so make room or refuse) even when the process has none left.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ class ServerLimits:
     """A response write (and each `sendfile` wait) must progress within this plus its size at `write_min_rate`."""
     write_min_rate: int = 32 * 1024
     fd_reserve: int = 64
-    """Free file descriptors kept for the rest of the process: below this new connections are shed."""
+    """Free file descriptors kept for the rest of the process: below this a new connection evicts the
+    oldest waiting one, or is closed."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -108,8 +110,20 @@ class ServerLimits:
         return ServerLimits(**d)
 
 
+_GROUPS: dict[str, str] = {}
+
+
 def _group(host: str) -> str:
     """The key a source address is counted under: the IPv4 address, or the /64 of an IPv6 one."""
+    key = _GROUPS.get(host)
+    if key is None:
+        if len(_GROUPS) > 65536:  # a cache of recent addresses, never larger than this
+            _GROUPS.clear()
+        key = _GROUPS[host] = _group_of(host)
+    return key
+
+
+def _group_of(host: str) -> str:
     try:
         ip = ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
@@ -265,7 +279,7 @@ class HttpServer:
     default_limits: ClassVar[ServerLimits] = ServerLimits()
 
     def __init__(self, handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1", port: int = 0, *,
-                 owner: Any = None, name: str = "http", backlog: int = 1024, poll_interval: float = 0.5,
+                 owner: Any = None, name: str = "http", backlog: int = 4096, poll_interval: float = 0.5,
                  limits: ServerLimits | None = None) -> None:
         self.name = name
         self.handler = handler
@@ -276,6 +290,8 @@ class HttpServer:
         self._tick = max(0.01, min(poll_interval, lim.head_timeout / 4, lim.idle_timeout / 4, lim.body_timeout / 4))
         self._conns: dict[int, _Conn] = {}  # by fd; only the I/O thread touches it
         self._per: dict[str, int] = {}
+        #: connections waiting for a request head or body, the longest-waiting first (eviction order)
+        self._order: collections.OrderedDict[int, _Conn] = collections.OrderedDict()
         self._buffered = 0  # body bytes reserved by connections (I/O thread only)
         self._busy: dict[str, int] = {}  # requests being answered, by address
         self._waiting: dict[str, collections.deque[_Conn]] = {}  # complete requests over max_busy_per_address
@@ -289,7 +305,7 @@ class HttpServer:
         self._fd_free_at: tuple[float, int, int] | None = None  # (when, free fds then, connections then)
         self._counts = {"accepted": 0, "shed_per_address": 0, "shed_total": 0, "shed_fd": 0, "evicted": 0,
                         "head_timeouts": 0, "idle_closed": 0, "body_timeouts": 0, "too_large": 0, "bad_head": 0,
-                        "shed_buffer": 0}
+                        "shed_buffer": 0, "fd_low": 0}
         self._count_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -429,7 +445,7 @@ class HttpServer:
         return free - (n - at)
 
     def _accept(self) -> None:
-        for _ in range(128):
+        for _ in range(64):
             try:
                 sock, addr = self._lsock.accept()
             except BlockingIOError:
@@ -445,19 +461,26 @@ class HttpServer:
             self._admit(sock, addr)
 
     def _shed_with_spare(self) -> None:
-        """No descriptor left: give up the spare one to accept and close the next connection."""
-        self._count("shed_fd")
+        """No descriptor left: give up the spare one to accept the next connection, then make room for
+        it by closing the connection that has waited longest for a request (or close it)."""
+        self._count("fd_low")
         if self._spare is not None:
             os.close(self._spare)
             self._spare = None
         try:
-            sock, _ = self._lsock.accept()
-            self._shed(sock)
+            sock, addr = self._lsock.accept()
         except OSError:
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                self._spare = os.open(os.devnull, os.O_RDONLY)
+            sock = None
+        evicted = sock is not None and self._evict_one()
+        with contextlib.suppress(OSError):
+            self._spare = os.open(os.devnull, os.O_RDONLY)
+        if sock is None:
+            return
+        if evicted and self._spare is not None:
+            self._admit(sock, addr)
+        else:
+            self._count("shed_fd")
+            self._shed(sock)
 
     @staticmethod
     def _shed(sock: socket.socket) -> None:
@@ -468,15 +491,17 @@ class HttpServer:
     def _admit(self, sock: socket.socket, addr: Any) -> None:
         lim = self.limits
         group = _group(str(addr[0]))
-        free = self._fd_free()
-        if free is not None and free < lim.fd_reserve:
-            self._count("shed_fd")
-            self._shed(sock)
-            return
         if self._per.get(group, 0) >= lim.max_per_address:
             self._count("shed_per_address")
             self._shed(sock)
             return
+        free = self._fd_free()
+        if free is not None and free < lim.fd_reserve:  # keep the reserve: make room, or refuse
+            self._count("fd_low")
+            if not self._evict_one():
+                self._count("shed_fd")
+                self._shed(sock)
+                return
         if len(self._conns) >= lim.max_connections and not self._evict_one():
             self._count("shed_total")
             self._shed(sock)
@@ -485,18 +510,16 @@ class HttpServer:
         sock.setblocking(False)
         conn = _Conn(sock, addr, group, now, now + lim.head_timeout)
         self._conns[sock.fileno()] = conn
+        self._order[conn.fd] = conn
         self._per[group] = self._per.get(group, 0) + 1
         self._count("accepted")
         self._sel.register(sock, selectors.EVENT_READ, conn)
 
     def _evict_one(self) -> bool:
         """Close the connection that has waited longest for its request (False: all are being answered)."""
-        oldest: _Conn | None = None
-        for c in self._conns.values():
-            if c.state != _BUSY and (oldest is None or c.since < oldest.since):
-                oldest = c
-        if oldest is None:
+        if not self._order:
             return False
+        _, oldest = self._order.popitem(last=False)
         self._count("evicted")
         self._close(oldest, reset=True)
         return True
@@ -504,6 +527,8 @@ class HttpServer:
     def _close(self, conn: _Conn, *, reset: bool = False) -> None:
         self._release(conn)
         fd = conn.fd
+        if self._order.get(fd) is conn:
+            del self._order[fd]
         if conn.state != _BUSY:
             with contextlib.suppress(KeyError, ValueError, OSError):
                 self._sel.unregister(conn.sock)
@@ -543,7 +568,7 @@ class HttpServer:
             return
         if conn.idle:  # the first byte of a keep-alive connection's next request: its head's clock starts
             conn.idle = False
-            conn.since = time.monotonic()
+            self._wait_from(conn, time.monotonic())
             conn.deadline = conn.since + self.limits.head_timeout
         conn.buf += data
         self._advance(conn)
@@ -595,14 +620,21 @@ class HttpServer:
             conn.reserved = length
             self._buffered += length
             conn.state = _BODY
-            conn.since = now
+            self._wait_from(conn, now)
             conn.deadline = now + lim.body_timeout + length / lim.body_min_rate
         if conn.state == _BODY and len(conn.buf) >= conn.body_end:
             self._dispatch(conn)
 
+    def _wait_from(self, conn: _Conn, now: float) -> None:
+        """`conn` starts waiting (for a head, a body) at `now`: it is the newest in eviction order."""
+        conn.since = now
+        self._order[conn.fd] = conn
+        self._order.move_to_end(conn.fd)
+
     def _dispatch(self, conn: _Conn) -> None:
         """A complete request: to a worker, or, with `max_busy_per_address` of its address's being answered,
         behind them."""
+        self._order.pop(conn.fd, None)
         with contextlib.suppress(KeyError, ValueError):
             self._sel.unregister(conn.sock)
         conn.state = _BUSY
@@ -642,7 +674,7 @@ class HttpServer:
                 continue
             now = time.monotonic()
             conn.scan = 0
-            conn.since = now
+            self._wait_from(conn, now)
             try:
                 conn.sock.setblocking(False)
                 self._sel.register(conn.sock, selectors.EVENT_READ, conn)

@@ -208,8 +208,8 @@ class ShardServer(HttpServer):
         self._active = 0  # shard responses being sent
         self._idle_since = time.monotonic()
         self._activity_lock = threading.Lock()
-        # many clients connect at once: a backlog of 5 causes SYN-retry stalls
-        super().__init__(_Handler, host, port, name=f"shardcast-{role}-http", backlog=1024, poll_interval=0.2,
+        # many clients connect at once: the default backlog (4096) spares them SYN-retry stalls
+        super().__init__(_Handler, host, port, name=f"shardcast-{role}-http", poll_interval=0.2,
                          limits=limits or LIMITS)
 
     def activity(self, delta: int) -> None:

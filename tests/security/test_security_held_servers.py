@@ -56,9 +56,9 @@ def _child_limits() -> None:  # runs in the child before exec
 
 
 class Child:
-    def __init__(self, kind: str, work: Path) -> None:
+    def __init__(self, kind: str, work: Path, limits: dict[str, Any] | None = None) -> None:
         self.proc = subprocess.Popen([sys.executable, str(HERE / "held_server.py"), kind, str(work),
-                                      json.dumps(TEST_LIMITS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      json.dumps(limits or TEST_LIMITS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, preexec_fn=_child_limits)
         assert self.proc.stdout is not None and self.proc.stdin is not None
         line = self.proc.stdout.readline()
@@ -127,7 +127,8 @@ class Strangers:
 
     def __init__(self) -> None:
         self.socks: list[socket.socket] = []
-        self.todo: list[bytes] = []  # bytes each socket still has to drip
+        self.first: list[bytes] = []  # bytes each socket sends at once (as soon as it is connected)
+        self.todo: list[bytes] = []  # bytes each socket then drips
         self.failed_connects = 0
 
     def open(self, addr: tuple[str, int], n: int) -> None:
@@ -146,31 +147,23 @@ class Strangers:
                 self.failed_connects += 1
                 continue
             self.socks.append(s)
-            mode = i % 4
-            if mode == 0:
-                self.todo.append(b"")  # idle: connects and says nothing
-            elif mode == 1:
-                self.todo.append(b"")
-                with contextlib.suppress(OSError):
-                    s.send(HALF)  # a head that never ends
-            elif mode == 2:
-                self.todo.append(DRIP)
-            else:
-                head, body = SLOW_BODY
-                with contextlib.suppress(OSError):
-                    s.send(head)
-                self.todo.append(body)
+            # idle (says nothing), a head that never ends, a dripped head, a whole head and a dripped body
+            first, then = [(b"", b""), (HALF, b""), (b"", DRIP), SLOW_BODY][i % 4]
+            self.first.append(first)
+            self.todo.append(then)
+        self.drip()
 
     def drip(self) -> None:
         for i, s in enumerate(self.socks):
-            if self.todo[i]:
-                try:
-                    if s.send(self.todo[i][:1]) == 1:
-                        self.todo[i] = self.todo[i][1:]
-                except (BlockingIOError, InterruptedError):
-                    pass
-                except OSError:
-                    self.todo[i] = b""  # closed by the server
+            try:
+                if self.first[i]:
+                    self.first[i] = self.first[i][s.send(self.first[i]):]
+                elif self.todo[i] and s.send(self.todo[i][:1]) == 1:
+                    self.todo[i] = self.todo[i][1:]
+            except (BlockingIOError, InterruptedError):
+                pass  # still connecting, or the server is not reading
+            except OSError:
+                self.first[i] = self.todo[i] = b""  # closed by the server
 
     def held(self) -> int:
         """Sockets the server still holds open (not closed, not reset, not answered-and-closed)."""
@@ -201,6 +194,17 @@ class Strangers:
         self.socks.clear()
 
 
+def all_taken(child: Child, strangers: Strangers) -> dict[str, int]:
+    """The child's stats once it has taken every stranger's connection off its listen queue (bounded wait)."""
+    stats = child.stats()
+    for _ in range(50):
+        if sum(stats[k] for k in ("accepted", "shed_per_address", "shed_total", "shed_fd")) >= len(strangers.socks):
+            break
+        time.sleep(0.1)
+        stats = child.stats()
+    return stats
+
+
 @pytest.mark.parametrize("kind", ["agent", "gateway", "origin", "relay"])
 def test_two_thousand_idle_and_dripping_connections_do_not_hold_the_server(kind: str, tmp_path: Path) -> None:
     child = Child(kind, tmp_path)
@@ -218,12 +222,7 @@ def test_two_thousand_idle_and_dripping_connections_do_not_hold_the_server(kind:
             answered += honest_fetches(child)
             time.sleep(0.05)
         threads_during = child.threads()
-        stats = child.stats()
-        for _ in range(50):  # bounded: until the server has taken every connection off its listen queue
-            if sum(stats[k] for k in ("accepted", "shed_per_address", "shed_total", "shed_fd")) >= len(strangers.socks):
-                break
-            time.sleep(0.1)
-            stats = child.stats()
+        stats = all_taken(child, strangers)
         held = strangers.held()
         assert answered == 5 * len(child.info["fetch"])
         # workers are started on demand, up to `workers`: never a thread per connection
@@ -246,6 +245,25 @@ def test_two_thousand_idle_and_dripping_connections_do_not_hold_the_server(kind:
         assert stats["head_timeouts"] > 0 and stats["body_timeouts"] > 0, stats
         honest_fetches(child)
         assert child.threads() <= threads_before + child.limits.workers
+    finally:
+        strangers.close()
+        child.close()
+
+
+def test_descriptor_reserve_keeps_room_for_an_honest_request(tmp_path: Path) -> None:
+    # connection caps above what 1,024 descriptors hold: only the descriptor reserve stands before EMFILE
+    child = Child("agent", tmp_path, {**TEST_LIMITS, "max_connections": 5000, "max_per_address": 5000})
+    strangers = Strangers()
+    try:
+        strangers.open(child.addr, CONNECTIONS)
+        for _ in range(3):
+            strangers.drip()
+            honest_fetches(child)
+        stats = all_taken(child, strangers)
+        held = strangers.held()
+        assert stats["fd_low"] > 0, stats  # the reserve was reached: each newcomer took the oldest one's place
+        assert held <= CHILD_NOFILE - child.limits.fd_reserve, held
+        honest_fetches(child)
     finally:
         strangers.close()
         child.close()
