@@ -21,14 +21,14 @@ How a connection is served (so that no stranger can hold the server, issue 32):
   keep-alive connection: `idle_timeout`; a body: `body_timeout` + its length at `body_min_rate`);
 - a complete request goes to a bounded pool of `workers` threads (at most `max_busy_per_address` of
   them for one address at a time; its further requests wait their turn) that run the handler class
-  unchanged (`handle_one_request`, once): `rfile` holds the request's bytes, `wfile` is the socket
-  with a write deadline (`write_timeout` + the write's size at
+  unchanged (its own `__init__` and `setup`, then `handle_one_request` once): `rfile` holds the
+  request's bytes, `wfile` is the socket with a write deadline (`write_timeout` + the write's size at
   `write_min_rate`; the socket keeps `write_timeout` for `sendfile`, which Shardcast calls itself);
   a keep-alive connection then goes back to the I/O thread;
 - at most `max_connections` connections are held, `max_per_address` from one address (an IPv6
   address counts by its /64); a connection over the per-address cap is accepted and closed at once
   (the kernel's backlog never fills with them); over the total cap, the connection that has waited
-  longest for a request head is closed to make room, or, if every one is being answered, the new one;
+  longest for a request is closed to make room, or, if every one is being answered, the new one;
 - below `fd_reserve` free file descriptors (RLIMIT_NOFILE minus /proc/self/fd) a new connection
   takes the place of the one that has waited longest for a request (or is closed at once), so the
   node keeps descriptors for its own files and requests; a spare descriptor held open lets the
