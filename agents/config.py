@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from intellect.agents.hardware import DeviceName, DTypeName
 from intellect.sdk import ConfigError
+from intellect.sdk._http import ServerLimits
 from intellect.sdk.poolrules import ProblemOrder
 
 __all__ = [
@@ -131,6 +132,22 @@ class ServerSettings(_Section):
     limit. Agents on one machine share 127.0.0.1: keep it above what they ask of each other."""
     read_burst: float = Field(40.0, ge=1)
     """Requests a client may make at once before `read_rate` paces it."""
+    # Bounds of every inbound server (issue 32; unset: each server's own, docs/security.md "Inbound servers")
+    max_connections: int | None = Field(None, ge=1)
+    """Connections one server holds at once (status and IPFS gateway 256, Shardcast 512)."""
+    max_per_address: int | None = Field(None, ge=1)
+    """Connections one server holds from one source address, an IPv6 /64 (32; Shardcast 64)."""
+    workers: int | None = Field(None, ge=1)
+    """Threads answering requests per server (32; Shardcast 256: each long-poll holds one)."""
+    head_timeout_s: float | None = Field(None, gt=0)
+    """Deadline for a request line and headers (10 s)."""
+    idle_timeout_s: float | None = Field(None, gt=0)
+    """An idle keep-alive connection is closed after this (5 s; Shardcast 30 s)."""
+
+    def limits(self, base: ServerLimits) -> ServerLimits:
+        """`base` (a server's own bounds) with the bounds set here."""
+        return base.with_(max_connections=self.max_connections, max_per_address=self.max_per_address,
+                          workers=self.workers, head_timeout=self.head_timeout_s, idle_timeout=self.idle_timeout_s)
 
     def is_loopback(self) -> bool:
         h = self.host.strip("[]").lower()

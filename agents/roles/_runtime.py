@@ -497,6 +497,7 @@ class Agent:
 
     def open_ipfs(self) -> None:
         from intellect.sdk.ipfs import EmbeddedIpfs, IpfsGateway, KuboIpfs
+        from intellect.sdk.ipfs._gateway import LIMITS
 
         if self.cfg.ipfs.backend == "kubo":
             self.ipfs = KuboIpfs(str(self.cfg.ipfs.api_url))
@@ -504,7 +505,7 @@ class Agent:
         self.ipfs = EmbeddedIpfs(self.data_dir / "ipfs", timeout=10.0)
         if self.cfg.ipfs.gateway:
             s = self.cfg.server
-            self.gateway = IpfsGateway(self.ipfs, host=s.host, port=s.ipfs_port).start()
+            self.gateway = IpfsGateway(self.ipfs, host=s.host, port=s.ipfs_port, limits=s.limits(LIMITS)).start()
             self._closers.append(self.gateway.stop)
 
     def refresh_ipfs_peers(self, extra: list[str] | None = None) -> None:
@@ -525,7 +526,7 @@ class Agent:
     def start_server(self) -> None:
         s = self.cfg.server
         self.server = AgentServer(self.status, self.metrics, host=s.host, port=s.port, read_rate=s.read_rate,
-                                  read_burst=s.read_burst).start()
+                                  read_burst=s.read_burst, limits=s.limits(AgentServer.default_limits)).start()
         self._closers.append(self.server.stop)
         url_file = self.data_dir / "url"  # where local tools (tests, the demo) find this agent
         url_file.write_text(self.server.url + "\n")

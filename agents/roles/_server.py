@@ -6,8 +6,9 @@
     GET|POST <route>    role-specific routes registered with `AgentServer.route`
                         (the trainer's `POST /attestations`, the validator's `GET /attestations`)
 
-A thread per connection (the SDK's `HttpServer`); handlers get the parsed JSON body and
-return a JSON-serialisable value, or raise `HttpError` for a clear 4xx.
+The SDK's `HttpServer` (deadlines, connection caps, a bounded worker pool: `ServerLimits`, set
+from the agent's `[server]` config); handlers get the parsed JSON body and return a
+JSON-serialisable value, or raise `HttpError` for a clear 4xx.
 
 Reads cost their page, and no client has them all (issue 32): every GET (`/status`, `/metrics`, a role's
 listing such as `/attestations`) takes a token from its source address's bucket (`RateLimiter`; IPv6 by /64)
@@ -30,7 +31,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from intellect.sdk import IntellectError
-from intellect.sdk._http import HttpServer, JsonHandler
+from intellect.sdk._http import HttpServer, JsonHandler, ServerLimits
 
 __all__ = ["MAX_STATUS_LIST", "AgentServer", "Coalesced", "HttpError", "Metrics", "RateLimiter", "bounded_status"]
 
@@ -284,18 +285,22 @@ class _Handler(JsonHandler):
 class AgentServer(HttpServer):
     """Serves `/status`, `/metrics` and role routes on `host:port` (port 0 picks a free one).
 
-    `read_rate` / `read_burst`: each client's budget of GET requests (per second, burst; `read_rate=0`: none).
+    `read_rate` / `read_burst`: each client's budget of GET requests (per second, burst; `read_rate=0`: none);
+    `limits`: the server's bounds (`ServerLimits`; `default_limits` unless given).
     """
 
+    default_limits = ServerLimits(max_body=MAX_BODY)
+
     def __init__(self, status_fn: Callable[[], dict[str, Any]], metrics: Metrics, host: str = "127.0.0.1",
-                 port: int = 0, *, read_rate: float = 0.0, read_burst: float = 1.0):
+                 port: int = 0, *, read_rate: float = 0.0, read_burst: float = 1.0,
+                 limits: ServerLimits | None = None):
         self.status_fn = status_fn
         self.status_doc = Coalesced(status_fn)
         self.metrics = metrics
         self.limiter = RateLimiter(read_rate, read_burst)
         metrics.declare("http_rate_limited_total", "counter", "GET requests answered 429 (a client past its budget)")
         self.routes: dict[tuple[str, str], Handler] = {}
-        super().__init__(_Handler, host, port, name="agent-http")
+        super().__init__(_Handler, host, port, name="agent-http", limits=limits)
 
     def route(self, method: str, path: str, handler: Handler) -> None:
         self.routes[(method.upper(), path)] = handler

@@ -44,12 +44,13 @@ class RelayAgent(Agent):
             self.doing = "waiting for the trainer's shardcast origin"
             return
         from intellect.sdk.shardcast import Relay
+        from intellect.sdk.shardcast._server import LIMITS
 
         if self.relay is not None:
             self.relay.stop()
         self.relay = Relay(upstreams=ups, data_dir=self.data_dir / "shardcast", keep=self.cfg.relay.keep_versions,
                            host=self.cfg.server.host, port=self.cfg.server.shardcast_port, poll_wait=5.0,
-                           ram_bytes=self.cfg.relay.ram_mib * 2**20).start()
+                           ram_bytes=self.cfg.relay.ram_mib * 2**20, limits=self.cfg.server.limits(LIMITS)).start()
         self.upstreams = ups
         log.info("relay serving at %s from %s", self.relay.url, ups)
 

@@ -189,6 +189,7 @@ class Trainer(Agent):
     def start(self) -> None:
         super().start()
         from intellect.sdk.shardcast import Origin
+        from intellect.sdk.shardcast._server import LIMITS
 
         if self.protocol.address.lower() != self.pool.params.trainer.lower():
             raise AgentError(f"this key {self.protocol.address} is not pool {self.pool_id}'s trainer "
@@ -196,7 +197,7 @@ class Trainer(Agent):
         self.origin = Origin(self.data_dir / "shardcast", ipfs=self.ipfs, host=self.cfg.server.host,
                              port=self.cfg.server.shardcast_port,
                              keep=max(self.cfg.trainer.keep_checkpoints, self.pool.params.async_level + 2),
-                             shard_size=self.cfg.trainer.shard_size).start()
+                             shard_size=self.cfg.trainer.shard_size, limits=self.cfg.server.limits(LIMITS)).start()
         self.origin_url = self.cfg.server.advertised("shardcast", self.origin.url)  # what peers are given
         self.origin.relay_hints = [self.origin_url]
         self._closers.append(self.origin.stop)

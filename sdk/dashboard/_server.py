@@ -1,4 +1,4 @@
-"""The dashboard's HTTP server (the SDK's `HttpServer`, a thread per connection).
+"""The dashboard's HTTP server (the SDK's `HttpServer`: bounded, `sdk/_http.py`).
 
     GET /                     overview: nodes, checkpoints, submissions, challenges, reward curve
     GET /node/<address>       one node's path registered → task → proof → verdict → reward / slash

@@ -5,6 +5,7 @@
   as the IPFS trustless-gateway spec does, which is what `EmbeddedIpfs(peers=[...])` fetches.
 
 Only the local store is served (a gateway never fetches from its own peers: no amplification).
+Bounds: `LIMITS` (the SDK's `HttpServer` defaults, GET/HEAD only: no body beyond 1 KiB).
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ import logging
 from urllib.parse import parse_qs, urlsplit
 
 from .._errors import ContentNotFoundError, IpfsError
-from .._http import HttpServer, JsonHandler
+from .._http import HttpServer, JsonHandler, ServerLimits
 from ._cid import RAW, Cid
 from ._embedded import DEFAULT_MAX_SIZE, EmbeddedIpfs
 from ._unixfs import decode_node, read_dag
 
-__all__ = ["IpfsGateway"]
+__all__ = ["LIMITS", "IpfsGateway"]
 
 log = logging.getLogger(__name__)
+
+LIMITS = ServerLimits(max_body=1024)
 
 
 class _Handler(JsonHandler):
@@ -96,6 +99,7 @@ class IpfsGateway(HttpServer):
     Usable as a context manager: `with IpfsGateway(store) as gw: ... gw.url ...`.
     """
 
-    def __init__(self, store: EmbeddedIpfs, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, store: EmbeddedIpfs, host: str = "127.0.0.1", port: int = 0, *,
+                 limits: ServerLimits | None = None) -> None:
         self.store = store
-        super().__init__(_Handler, host, port, name="ipfs-gateway")
+        super().__init__(_Handler, host, port, name="ipfs-gateway", limits=limits or LIMITS)

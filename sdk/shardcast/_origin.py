@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from .._http import ServerLimits
 from ._errors import ManifestError, ShardcastError
 from ._manifest import FileEntry, Manifest, ShardEntry, checkpoint_files, now_utc
 from ._server import ShardServer
@@ -129,6 +130,7 @@ class Origin:
         shard_size: int = DEFAULT_SHARD_SIZE,
         relay_hints: Sequence[str] = (),
         max_rate: int | None = None,
+        limits: ServerLimits | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.ipfs = ipfs
@@ -137,7 +139,7 @@ class Origin:
         self.store = ShardStore(self.data_dir, keep=keep)
         for leftover in self.data_dir.glob("staging-*"):  # a publish interrupted by a crash
             shutil.rmtree(leftover, ignore_errors=True)
-        self.server = ShardServer(self.store, host=host, port=port, role="origin", max_rate=max_rate)
+        self.server = ShardServer(self.store, host=host, port=port, role="origin", max_rate=max_rate, limits=limits)
 
     @property
     def url(self) -> str:

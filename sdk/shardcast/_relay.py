@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._http import ServerLimits
 from ._arena import Arena, Slot
 from ._directio import ALIGN, DirectFile, preallocate
 from ._download import SourcePool, SourceReputation, download_shards, http_get
@@ -124,6 +125,7 @@ class Relay:
         workers: int = 4,
         poll_wait: float = 25.0,
         max_rate: int | None = None,
+        limits: ServerLimits | None = None,
         ram_bytes: int = 0,
         persist_idle: float = 1.0,
     ) -> None:
@@ -140,7 +142,7 @@ class Relay:
         self.persist_idle = persist_idle
         self._pulling = 0  # shard downloads in progress (the write-behind waits for none)
         self._writer: threading.Thread | None = None
-        self.server = ShardServer(self.store, host=host, port=port, role="relay", max_rate=max_rate)
+        self.server = ShardServer(self.store, host=host, port=port, role="relay", max_rate=max_rate, limits=limits)
         self.workers = workers
         self.poll_wait = poll_wait
         self._stop = threading.Event()

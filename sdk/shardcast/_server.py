@@ -11,8 +11,10 @@ Routes (all under `/shardcast/v1`)::
     GET /versions/<id>/shards/<i>?wait=<s>          shard bytes (Range supported); waits up to
                                                     `wait` s for a shard still on its way
 
-A thread per connection (the SDK's `HttpServer`, a `ThreadingHTTPServer`): the work is `sendfile`
-in the kernel and blocking waits, both of which release the GIL.
+The SDK's `HttpServer` (an I/O thread holds idle connections; a bounded pool answers requests):
+the work is `sendfile` in the kernel and blocking waits (long-polls), both of which release the GIL.
+`LIMITS`: more workers and connections than an agent's server (long-polls hold a worker each;
+clients open 4 keep-alive connections per source), GET only (no body).
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .._http import HttpServer, JsonHandler
+from .._http import HttpServer, JsonHandler, ServerLimits
 from ._store import ShardStore
 from ._wire import API_PREFIX, VERSIONS_SCHEMA
 
-__all__ = ["API_PREFIX", "VERSIONS_SCHEMA", "ShardServer"]
+__all__ = ["API_PREFIX", "LIMITS", "VERSIONS_SCHEMA", "ShardServer"]
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +40,12 @@ MAX_WAIT_S = 60.0
 _SHARD = re.compile(r"^/versions/([0-9a-f]{64})/shards/(\d{1,9})$")
 _MANIFEST = re.compile(r"^/versions/([0-9a-f]{64})/manifest$")
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+LIMITS = ServerLimits(max_connections=512, max_per_address=64, workers=256, max_busy_per_address=32,
+                      idle_timeout=30.0, max_body=64 * 1024)
+"""A Shardcast server's bounds (`sdk/_http.py`): idle keep-alive connections are closed after 30 s."""
 
 
 class _Handler(JsonHandler):
-    timeout = 120  # idle keep-alive connections are closed after this
-
     def setup(self) -> None:
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -198,15 +201,16 @@ class ShardServer(HttpServer):
     """Serves a `ShardStore` on (host, port) from a background thread."""
 
     def __init__(self, store: ShardStore, *, host: str = "127.0.0.1", port: int = 0, role: str = "relay",
-                 max_rate: int | None = None) -> None:
+                 max_rate: int | None = None, limits: ServerLimits | None = None) -> None:
         self.store = store
         self.role = role
         self.max_rate = max_rate
         self._active = 0  # shard responses being sent
         self._idle_since = time.monotonic()
         self._activity_lock = threading.Lock()
-        # many clients connect at once: a backlog of 5 causes SYN-retry stalls
-        super().__init__(_Handler, host, port, name=f"shardcast-{role}-http", backlog=256, poll_interval=0.2)
+        # many clients connect at once: the default backlog (4096) spares them SYN-retry stalls
+        super().__init__(_Handler, host, port, name=f"shardcast-{role}-http", poll_interval=0.2,
+                         limits=limits or LIMITS)
 
     def activity(self, delta: int) -> None:
         """Count a shard response in (+1) or out (-1): `idle_for` measures from the last one out."""
