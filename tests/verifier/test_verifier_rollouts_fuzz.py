@@ -189,7 +189,7 @@ def test_rollout_file_non_utf8_column_name_refused_in_from_bytes() -> None:
     size = struct.unpack("<I", data[-8:-4])[0]
     footer = data[-8 - size:-8]
     bad = data[:-8 - size] + footer.replace(b"advantage", b"\xfcdvantage") + data[-8:]
-    with pytest.raises(RolloutFileError, match="rollout file cid-bad: .*'utf-8' codec can't decode"):
+    with pytest.raises(RolloutFileError, match=r"rollout file cid-bad: .*'utf-8' codec can't decode"):
         RolloutFile.from_bytes(bad, name="cid-bad")
 
 
