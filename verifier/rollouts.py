@@ -495,9 +495,17 @@ def _decode_v2(data: bytes, name: str, limits: RolloutLimits) -> RolloutFile:
     for off in ("problem_id_offsets", "worker_offsets"):
         if n and int(np.diff(arr[off]).max()) > _MAX_STRING_BYTES:
             raise fail(f"a row's {off[:-8]} is over {_MAX_STRING_BYTES} bytes")
-    counts = arr["proof_counts"]
-    if bool(np.any(counts < 0)) or int(counts.sum()) != shapes["proofs"][0]:
-        raise fail(f"proof_counts do not add up to the {shapes['proofs'][0]} proofs")
+    counts, n_proofs = arr["proof_counts"], shapes["proofs"][0]
+    if bool(np.any(counts < 0)) or bool(np.any(counts > n_proofs)) or int(counts.sum()) != n_proofs:
+        raise fail(f"proof_counts do not add up to the {n_proofs} proofs")
+    # a row has no proofs or one per proof chunk of its completion: checked here, before a proof becomes a
+    # Python object (bounds them by the token cap, not by the bytes cap)
+    lengths = np.diff(arr["completion_offsets"])
+    want = (lengths + meta.proof_chunk_size - 1) // meta.proof_chunk_size
+    bad = np.flatnonzero((counts != 0) & (counts != want))
+    if len(bad):
+        i = int(bad[0])
+        raise fail(f"row {i}: {int(counts[i])} proofs for {int(lengths[i])} tokens (expected {int(want[i])})")
 
     # -- the rows
     po, co = arr["prompt_offsets"].tolist(), arr["completion_offsets"].tolist()

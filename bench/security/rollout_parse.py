@@ -13,6 +13,7 @@ are against the in-process v1 read measured in the same run.
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import time
 
@@ -24,12 +25,15 @@ SHAPES = [(4, 36), (16, 1024), (128, 4096)]  # (rows, completion tokens per row)
 
 
 def make(rows: int, tokens: int) -> RolloutFile:
+    """Random token ids (a 49k vocabulary, as SmolLM2's) and random proof bytes: compressible about as little as
+    real ones (a patterned file would flatter Parquet's zstd)."""
+    rnd = random.Random(rows * tokens)
     group = 4 if rows >= 4 else rows
     proofs = (tokens + 31) // 32
-    out = [RolloutRow(problem_id=f"p{i // group}", prompt_ids=list(range(100, 300)),
-                      completion_ids=[(7 * i + t) % 50_000 for t in range(tokens)], reward=0.5, task_reward=0.5,
+    out = [RolloutRow(problem_id=f"p{i // group}", prompt_ids=[rnd.randrange(49_152) for _ in range(200)],
+                      completion_ids=[rnd.randrange(49_152) for _ in range(tokens)], reward=0.5, task_reward=0.5,
                       length_penalty=0.0, target_length=None, advantage=0.0, policy_step=3,
-                      proofs=[bytes([i % 256]) * 258] * proofs, worker=WORKER) for i in range(rows)]
+                      proofs=[rnd.randbytes(258) for _ in range(proofs)], worker=WORKER) for i in range(rows)]
     meta = RolloutMeta(task_id="1", seed="ab", model="m", worker=WORKER, policy_step=3, group_size=group)
     return RolloutFile(meta, out)
 

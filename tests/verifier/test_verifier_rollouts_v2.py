@@ -174,6 +174,11 @@ def _poke(key: str, index: int, value: Any) -> Callable[[dict[str, Any], bytearr
     return edit
 
 
+def _proofs_moved(header: dict[str, Any], body: bytearray) -> None:
+    counts = _array(header, body, "proof_counts")
+    counts[0], counts[1] = 1, 3  # the total still adds up
+
+
 @pytest.mark.parametrize(("edit", "message"), [
     (_set(["reward", "dtype"], "F32"), r"array 'reward' is 'F32', expected F64"),
     (_set(["prompt_ids", "dtype"], "I64"), r"array 'prompt_ids' is 'I64', expected I32"),
@@ -202,6 +207,8 @@ def _poke(key: str, index: int, value: Any) -> Callable[[dict[str, Any], bytearr
     (_poke("worker_offsets", 6, 10), r"'worker_offsets' is not row offsets into 'worker' \(from 0, non-decreasing"),
     (_poke("proof_counts", 0, 3), r"proof_counts do not add up to the 12 proofs"),
     (_poke("proof_counts", 0, -2), r"proof_counts do not add up"),
+    (_poke("proof_counts", 0, 2**62), r"proof_counts do not add up"),  # four of them would wrap int64 to 0
+    (_proofs_moved, r"row 0: 1 proofs for 40 tokens \(expected 2\)"),
     (_poke("problem_id", 2, 0xFF), r"row 0: a string is not UTF-8"),
     (_poke("reward", 1, math.nan), r"row 1: .*must be finite"),
     (_poke("completion_ids", 0, -5), r"row 0: .*token ids must be in \[0, 2\^31\)"),
