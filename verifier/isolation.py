@@ -127,6 +127,8 @@ def _outcome(rc: int, out: bytes, err: bytes, limits: ChildLimits) -> bytes:
         return body[len(_OK):]
     if rc == 0 and body.startswith(_REFUSED):
         raise ParseRefused(body[len(_REFUSED):].decode("utf-8", "replace"))
+    if rc == 0:  # our child's framing broke: our bug, not the bytes'
+        raise ParseUnavailable(f"isolated parser ended without a result: {body[:80]!r}")
     if rc == _EXIT_MEMORY:
         raise ParseCrashed(f"ran out of its {limits.memory_bytes >> 20} MiB memory limit")
     if rc < 0:

@@ -263,3 +263,16 @@ def test_rollout_file_v2_not_bytes_refused() -> None:
 def test_rollout_file_to_bytes_unknown_version_refused() -> None:
     with pytest.raises(ValueError, match="version 3"):
         _file().to_bytes(version=3)
+
+
+def test_rollout_file_v2_read_never_loads_pyarrow(tmp_path: Path) -> None:
+    """The node's own process reads v2 without pyarrow even imported: no C++ Parquet code in reach."""
+    import subprocess
+    import sys
+
+    (tmp_path / "r.rollouts").write_bytes(_file().to_bytes())
+    code = ("import sys\nfrom intellect.verifier.rollouts import RolloutFile\n"
+            f"assert len(RolloutFile.read({str(tmp_path / 'r.rollouts')!r})) == 6\n"
+            "assert 'pyarrow' not in sys.modules, 'pyarrow was imported'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
