@@ -20,7 +20,6 @@ any column is decoded → every row valid (pydantic) → cross-row rules (`Rollo
 from __future__ import annotations
 
 import io
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -39,7 +38,7 @@ from intellect.verifier.rollouts import (
 if TYPE_CHECKING:
     from intellect.verifier.rollouts import RolloutFile
 
-__all__ = ["ARROW_SCHEMA", "isolated_v1_to_v2", "read_v1", "table_of", "v1_bytes"]
+__all__ = ["ARROW_SCHEMA", "from_table", "isolated_v1_to_v2", "read_v1", "table_of", "v1_bytes"]
 
 ARROW_SCHEMA = pa.schema(
     [
@@ -133,10 +132,6 @@ def from_rows(table: pa.Table, meta: RolloutMeta, name: str) -> RolloutFile:
         except ValidationError as exc:
             raise RolloutFileError(f"rollout file {name} row {i}: {exc}") from None
     return RolloutFile(meta, rows, name=name)
-
-
-def limits_args(limits: RolloutLimits) -> dict[str, int]:
-    return asdict(limits)
 
 
 def _check_schema(schema: pa.Schema, name: str) -> RolloutMeta:
