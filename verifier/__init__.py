@@ -11,7 +11,8 @@ Submodules (import them directly; this package import stays light and never load
 - `intellect.verifier.tasks`: the task-set schema and `sample_problems`
 - `intellect.verifier.tasksets`: task sets from public datasets (GSM8K, MATH, NuminaMath, MBPP, HumanEval,
   reasoning-gym): `convert`, `split`, `merge`, `stats`; `tasksets_cli`: the `intellect taskset` commands
-- `intellect.verifier.rollouts`: the rollout file (`RolloutFile`, Parquet, schema `intellect.rollouts/v1`)
+- `intellect.verifier.rollouts`: the rollout file (`RolloutFile`, schema `intellect.rollouts/v2`; old Parquet
+  `v1` files are read in a child process: `intellect.verifier.isolation`)
 - `intellect.verifier.submission`: what a valid submission is: prompt format, thinking budgets, group
   scoring and advantages, the staleness rule, `check_submission` (the validator's acceptance rule)
 - `intellect.verifier.completion`: `check_completion_end` (a completion ends where the sampler ended)

@@ -8,7 +8,7 @@ Two threads share the process, as an inference worker and the trainer would shar
 
     inference thread: newest checkpoint → engine.load (hot swap) → sample `prompts_per_step`
         problems × `group_size` completions with TOPLOC proofs → rewards (verifier) → group
-        advantages → a rollout file (Parquet, intellect.rollouts/v1) → queue
+        advantages → a rollout file (intellect.rollouts/v2) → queue
     trainer (main thread): rollout file → RolloutFile.read (validated) → GRPOTrainer.train_step
         (refuses staleness > async_level) → <run>/checkpoints/step-<t+1>
 

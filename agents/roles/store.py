@@ -24,7 +24,8 @@ names before `submitWork`, so it needs no inbound connection and may go offline 
                     group size of the pool's rules, each with the longest prompt and the largest budget)
     store.quota     the worker keeps at most `trainer.store.max_files` files and `max_bytes` bytes pinned
                     at once (one file per lease: a new file for the same lease replaces the old one)
-    store.rollout   the bytes parse as a rollout file (`RolloutFile.from_bytes`, with the claim's row and
+    store.rollout   the bytes parse as a v2 rollout file (Parquet v1 is refused unread: it is read only in a
+                    child process, too dear per push) (`RolloutFile.from_bytes`, with the claim's row and
                     token caps) whose meta names this worker and this task, no completion over the largest
                     budget
 
@@ -307,6 +308,9 @@ def _check_rollout(agent: Any, data: bytes, cid: str, node: str, task_id: int,
                    shape: tuple[int, int, int, int]) -> None:
     from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutLimits
 
+    if data[:4] == b"PAR1":  # v1 is read only in a child process (seconds each): not for a push endpoint
+        raise HttpError(422, "store.rollout: Parquet (intellect.rollouts/v1) files are not kept here; "
+                             "send intellect.rollouts/v2 (`RolloutFile.to_bytes()`)")
     problems, group, max_tokens, prompt = shape
     rows = problems * group
     limits = RolloutLimits(max_rows=rows, max_tokens_per_row=prompt + max_tokens,

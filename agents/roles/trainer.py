@@ -561,6 +561,7 @@ class Trainer(Agent):
         now: not retrievable yet (tried again later) or unusable (left out; the plan is dropped)."""
         from intellect.agents.grpo import UntrustedValueError
         from intellect.sdk import IpfsError
+        from intellect.verifier.isolation import ParseUnavailable
         from intellect.verifier.rollouts import RolloutFileError
 
         if sid in self._verified:  # a plan waiting for more signal re-reads its submissions every poll
@@ -575,12 +576,13 @@ class Trainer(Agent):
                             sid, diffs["max_reward_diff"], diffs["max_advantage_diff"])
             self._verified[sid] = got
             return got
-        except (IpfsError, RolloutFileError, AgentError, UntrustedValueError, KeyError) as exc:
-            # attested but not retrievable (its worker went away) or not what was attested: leave it out
+        except (IpfsError, ParseUnavailable, RolloutFileError, AgentError, UntrustedValueError, KeyError) as exc:
+            # attested but not retrievable (its worker went away), not judged (an old Parquet file whose isolated
+            # reader this node could not run to its end) or not what was attested: leave it out
             rec = self.state.record("submission", sid)
             fails = int((rec or {}).get("data", {}).get("load_failures", 0)) + 1
-            if fails < 3 and isinstance(exc, IpfsError):
-                log.warning("submission %d: rollout file not retrievable yet (%s), try %d", sid, exc, fails)
+            if fails < 3 and isinstance(exc, IpfsError | ParseUnavailable):
+                log.warning("submission %d: rollout file not retrievable or readable yet (%s), try %d", sid, exc, fails)
                 self.state.put("submission", sid, (rec or {}).get("status", "pending"), {"load_failures": fails})
                 return None
             log.warning("submission %d left out of step %d: %s", sid, plan["step"], exc)

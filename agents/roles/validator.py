@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from intellect.agents.roles._inflight import InFlightChecks
 from intellect.agents.roles._runtime import (
     MAX_ATTESTATIONS_PAGE,
     Agent,
@@ -36,6 +37,7 @@ from intellect.agents.roles._runtime import (
 from intellect.agents.roles.accountability import slash_losing_voters
 from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.sdk import IntellectError
+from intellect.verifier.isolation import ParseUnavailable
 from intellect.verifier.submission import (
     Checkpoint,
     Claim,
@@ -51,6 +53,7 @@ log = logging.getLogger(__name__)
 
 EVIDENCE_SCHEMA = "intellect.evidence/v1"
 ATTESTER_CLAIMS_PER_PASS = 32  # due attester rewards asked (one eth_call each) per settle pass, at most
+MAX_CHECK_CRASHES = 2  # a submission whose check ended the validator's process this often is given up
 
 
 class Evidence(BaseModel):
@@ -93,6 +96,7 @@ class Validator(Agent):
         self._published = -1  # newest checkpoint step seen in CheckpointPublished events
         self._preloaded = -1
         self._preloader: threading.Thread | None = None
+        self._checks = InFlightChecks(self.state)
 
     # -- set-up --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -113,6 +117,18 @@ class Validator(Agent):
         self._executor = ThreadPoolExecutor(max_workers=v.concurrency, thread_name_prefix="verify")
         self._closers.append(lambda: self._executor.shutdown(wait=False, cancel_futures=True)
                              if self._executor else None)
+        self._recover_checks()
+
+    def _recover_checks(self) -> None:
+        """Checks in flight when the last process ended ended it (`_inflight`): count them; a submission whose
+        check did so `MAX_CHECK_CRASHES` times is given up: no vote, no challenge, shown in `/status`."""
+        for sid, crashes in self._checks.recover():
+            if crashes >= MAX_CHECK_CRASHES:
+                log.error("submission %d: its check ended this validator's process %d times; given up", sid, crashes)
+                self.state.put("submission", sid, "given_up",
+                               {"given_up": f"its check ended the validator's process {crashes} times"})
+            else:
+                log.warning("submission %d: its check ended the last process; checked again, alone", sid)
 
     def _get_attestations(self, query: dict[str, list[str]], _body: Any) -> Any:
         """`GET /attestations?since=T&after=ID&limit=N`: a page of this validator's attestations
@@ -302,7 +318,18 @@ class Validator(Agent):
             return
         sub = rec["data"]
         try:
-            verdict = self.verify_submission(sid, sub)
+            with self._checks.running(sid):
+                verdict = self.verify_submission(sid, sub)
+        except ParseUnavailable as exc:  # this node could not run the parser to its end: no verdict, later
+            attempts = int(sub.get("parse_attempts", 0)) + 1
+            if int(sub.get("window_end", 0)) > self.protocol.chain_time():
+                log.warning("submission %d: cannot judge the file now (%s); attempt %d", sid, exc, attempts)
+                self.state.put("submission", sid, "queued",
+                               {"parse_attempts": attempts, "retry_at": time.time() + min(10 * attempts, 300)})
+            else:
+                log.error("submission %d: given up, its window closed before this node could judge it: %s", sid, exc)
+                self.state.put("submission", sid, "given_up", {"given_up": f"could not judge it: {exc}"[:300]})
+            return
         except _Unavailable as exc:
             attempts = int(sub.get("attempts", 0)) + 1
             # Keep trying while the window leaves time to challenge: a worker whose IPFS is down for a while
@@ -558,6 +585,10 @@ class Validator(Agent):
         now = time.time()
         queued = self.state.records("submission", "queued")
         queued.sort(key=lambda r: not self._assigned_to_me(int(r["id"])))  # assigned ones first (stable)
+        suspects = self._checks.suspects()
+        waiting = [r for r in queued if int(r["id"]) in suspects and r["data"].get("retry_at", 0) <= now]
+        if waiting or suspects & set(self._inflight):  # a check that ended the process before runs alone
+            queued = waiting[:1] if not self._inflight else []
         for r in queued:
             sid = int(r["id"])
             if sid in self._inflight or r["data"].get("retry_at", 0) > now:
@@ -631,7 +662,7 @@ class Validator(Agent):
         doc.update({
             "backlog": self.state.count("submission", "queued"),
             "verdicts": [{"submission_id": int(r["id"]), "status": r["status"],
-                          "reason": (r["data"].get("verdict") or {}).get("reason"),
+                          "reason": (r["data"].get("verdict") or {}).get("reason") or r["data"].get("given_up"),
                           "node": r["data"].get("node")}
                          for r in self.state.records("submission") if r["status"] != "queued"],
             "challenges": [{"challenge_id": int(r["id"]), "status": r["status"],

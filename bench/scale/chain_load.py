@@ -55,7 +55,7 @@ def main() -> None:
         trainer = net.protocol(0)
         pool = int(dep.default_pool_id or 1)
         store = EmbeddedIpfs(work / "store")
-        files = [p.read_bytes() for p in sorted(RECORDED.glob("*.parquet"))]
+        files = [p.read_bytes() for p in sorted(RECORDED.glob("*.rollouts"))]
         cids = [store.add(b) for b in files]
         units = [sum(len(r.completion_ids) for r in RolloutFile.from_bytes(b).rows) for b in files]
         gw = IpfsGateway(store).start()

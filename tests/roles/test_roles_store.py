@@ -160,7 +160,8 @@ def test_store_refuses_strangers_unstaked_others_leases_closed_leases_and_junk(d
         assert f"leased to {w.address}" in msg
         _refused(trainer, (w, 10**9, _rollouts(w.address, 10**9)), "store.lease", 404)
         # the bytes must be a rollout file of this claim, naming this worker
-        _refused(trainer, (w, claim.task_id, b"PAR1" + os.urandom(4096)), "store.rollout", 422)
+        msg = _refused(trainer, (w, claim.task_id, b"PAR1" + os.urandom(4096)), "store.rollout", 422)
+        assert "send intellect.rollouts/v2" in msg  # Parquet is refused unread: no child process per push
         _refused(trainer, (w, claim.task_id, b"not a rollout file"), "store.rollout", 422)
         msg = _refused(trainer, (w, claim.task_id, _rollouts(w.address, claim.task_id + 1)), "store.rollout", 422)
         assert "answers task" in msg
