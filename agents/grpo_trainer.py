@@ -31,8 +31,8 @@ with the mini-batch's global constant denominator, so the reduced gradient — a
 the one a single process makes on the whole batch (tested with 2 gloo ranks). Rank 0 writes the
 full state dict; the other ranks write nothing. On one process the trainer is a plain module.
 
-    torchrun --nproc-per-node 2 -m intellect.agents.grpo_trainer --model-dir M --out O r0.parquet r1.parquet
-    torchrun --nproc-per-node 8 -m intellect.agents.grpo_trainer --device cuda --bf16 --model-dir M --out O r.parquet
+    torchrun --nproc-per-node 2 -m intellect.agents.grpo_trainer --model-dir M --out O r0.rollouts r1.rollouts
+    torchrun --nproc-per-node 8 -m intellect.agents.grpo_trainer --device cuda --bf16 --model-dir M --out O r.rollouts
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ class OwnOldWorkWorker(_RelabelWorker):
     def source_file(self, task_id: int) -> Any:
         from intellect.verifier.rollouts import RolloutFile
 
-        old = sorted((p for p in self.rollouts_dir.glob("task-*.parquet") if p.stem != f"task-{task_id}"),
+        old = sorted((p for p in self.rollouts_dir.glob("task-*.rollouts") if p.stem != f"task-{task_id}"),
                      key=lambda p: p.stat().st_mtime)
         return RolloutFile.read(old[-1]) if old else None
 

@@ -323,7 +323,7 @@ def run_async_loop(cfg: LearnConfig) -> LearnResult:
                     task_id=f"local-{b}", seed=cfg.seed * 100003 + b, target_lengths=cfg.target_lengths,
                     length_alpha=cfg.length_alpha,
                 )
-                out_q.put(rf.write(rollouts_dir / f"batch-{b}.parquet"))
+                out_q.put(rf.write(rollouts_dir / f"batch-{b}.rollouts"))
         except BaseException as exc:  # surfaced in the trainer thread
             out_q.put(exc)
 

@@ -272,7 +272,7 @@ class CanaryInjector:
             rf = self._build(sid, bytes.fromhex(d["seed"]), step)
             out = Path(self.t.data_dir) / "canary"
             out.mkdir(parents=True, exist_ok=True)
-            path = rf.write(out / f"task-{sid}.parquet")
+            path = rf.write(out / f"task-{sid}.rollouts")
             cid = self.t.ipfs.add(Path(path).read_bytes(), pin=True)  # served by the trainer's gateway, like pushed work
             ph = "0x" + proofs_hash([pr for row in rf.rows for pr in row.proofs]).hex()
             units = sum(len(r.completion_ids) for r in rf.rows)

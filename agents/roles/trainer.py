@@ -542,7 +542,7 @@ class Trainer(Agent):
 
         sub = self._submission(sid)
         assert sub is not None
-        path = self.data_dir / "rollouts" / f"{sid}.parquet"
+        path = self.data_dir / "rollouts" / f"{sid}.rollouts"
         if not path.is_file():
             assert self.directory is not None
             self.refresh_ipfs_peers(extra=[self.directory.service(sub["node"], "ipfs") or ""])

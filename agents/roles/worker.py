@@ -261,7 +261,7 @@ class Worker(Agent):
         """Write the file, add it to IPFS, compute what goes on-chain (hook for adversaries)."""
         from intellect.verifier.toploc import proofs_hash
 
-        path = rf.write(self.rollouts_dir / f"task-{task_id}.parquet")
+        path = rf.write(self.rollouts_dir / f"task-{task_id}.rollouts")
         cid = self.ipfs.add_file(path)
         ph = proofs_hash([p for row in rf.rows for p in row.proofs])
         units = sum(len(r.completion_ids) for r in rf.rows)

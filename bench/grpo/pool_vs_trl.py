@@ -744,7 +744,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
                                       seed=round_seed(cfg, b), problems_per_file=cfg.problems_per_submission,
                                       target_len=cfg.target_len, length_alpha=cfg.length_alpha)
                 for k, part in enumerate(parts):
-                    out_q.put(part.write(rollouts_dir / f"round-{b}-sub-{k}.parquet"))
+                    out_q.put(part.write(rollouts_dir / f"round-{b}-sub-{k}.rollouts"))
             out_q.put(None)  # generation budget spent
         except BaseException as exc:  # surfaced in the trainer thread
             out_q.put(exc)

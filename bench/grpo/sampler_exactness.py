@@ -145,7 +145,7 @@ def score_run(model: Any, run_dir: Path) -> None:
     from intellect.verifier.rollouts import RolloutFile
 
     pool, prompts = [], {}
-    for path in sorted((run_dir / "pool" / "rollouts").glob("round-*.parquet")):
+    for path in sorted((run_dir / "pool" / "rollouts").glob("round-*.rollouts")):
         rf = RolloutFile.read(path)
         for r in rf.rows:
             prompts.setdefault(r.problem_id, list(r.prompt_ids))
@@ -181,7 +181,7 @@ def solve_rates(eng: Any, run_dir: Path, k: int) -> None:
     spec.loader.exec_module(bench)  # type: ignore[union-attr]
     cfg = bench.BenchConfig(**json.loads((run_dir / "pool-vs-trl.json").read_text())["config"])
     by_id = {t.id: t for t in bench.load_tasks(cfg)[0]}  # the training set before the filter: same ids
-    ids = [r.problem_id for path in sorted((run_dir / "pool" / "rollouts").glob("round-0-*.parquet"))
+    ids = [r.problem_id for path in sorted((run_dir / "pool" / "rollouts").glob("round-0-*.rollouts"))
            for r in RolloutFile.read(path).rows]
     tasks = [by_id[i] for i in dict.fromkeys(ids)]
     tok = eng.tokenizer

@@ -19,7 +19,7 @@ def test_run_async_loop_respects_async_level(tmp_path: Path) -> None:
     assert len(lags) == 4 and all(0 <= lag <= 1 for lag in lags)
     assert [s for s, _ in result.curve] == [0, 2, 4]
     assert (cfg.run_dir / "checkpoints" / "step-4" / "model.safetensors").is_file()
-    rf = RolloutFile.read(cfg.run_dir / "rollouts" / "batch-3.parquet")
+    rf = RolloutFile.read(cfg.run_dir / "rollouts" / "batch-3.rollouts")
     assert len(rf) == 8 and all(r.proofs for r in rf)
     assert 0.0 <= result.idle_fraction <= 1.0 and result.gen_tokens > 0
     assert plot_curve(result, tmp_path / "curve.png").stat().st_size > 1000

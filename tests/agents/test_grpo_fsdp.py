@@ -44,7 +44,7 @@ def _state(model_dir: Path) -> dict[str, torch.Tensor]:
 
 
 def test_grpo_trainer_fsdp_two_ranks_match_one_process(tiny_dir: Path, tmp_path: Path) -> None:
-    rollouts = _rollout_file(tiny_dir, tmp_path / "r.parquet")
+    rollouts = _rollout_file(tiny_dir, tmp_path / "r.rollouts")
     cfg = dict(lr=1e-3, optimizer_steps=2, max_completion_tokens=12, seed=3)
 
     # one process, in this one

@@ -133,7 +133,7 @@ def test_real_pool_from_public_data_with_smollm2(swarm: Any, tmp_path: Path) -> 
     assert train.digest() == TaskSet.load(data / "filtered-train.jsonl").digest()
     held = {t.id for t in TaskSet.load(data / "filtered-heldout.jsonl")}
     sampled = set()
-    for f in (trainer.data_dir / "rollouts").glob("*.parquet"):
+    for f in (trainer.data_dir / "rollouts").glob("*.rollouts"):
         sampled |= {r.problem_id for r in RolloutFile.read(f).rows}
     assert sampled and sampled <= {t.id for t in train} and not sampled & held
     assert validator.alive() and worker.alive()

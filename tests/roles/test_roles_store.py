@@ -113,7 +113,7 @@ def test_honest_push_over_http_is_pinned_and_served_by_cid(devnet, pool, tmp_pat
     worker.connect()
     try:
         claim = worker.protocol.claim_task(pool_id)
-        path = tmp_path / "task.parquet"
+        path = tmp_path / "task.rollouts"
         path.write_bytes(_rollouts(worker.protocol.address, claim.task_id))
         cid = compute_cid(path.read_bytes())
 
@@ -299,7 +299,7 @@ def test_worker_pushes_to_any_kubo_node_through_its_rpc_api(tmp_path):
     from intellect.sdk.ipfs import KuboIpfs
     from intellect.sdk.ipfs._daemon import IpfsDaemon
 
-    path = tmp_path / "task-1.parquet"
+    path = tmp_path / "task-1.rollouts"
     path.write_bytes(b"rollouts " * 40_000)
     cid = compute_cid(path.read_bytes())
     with IpfsDaemon(repo=tmp_path / "repo") as daemon:
