@@ -4,7 +4,9 @@ deployment + embedded IPFS + the tiny model). Every cheating submission must end
 slashed, for the reason its variant predicts, and the trainer must never train on it; `stale_step` must be
 refused on-chain. The books must balance afterwards (every token accounted for).
 
-Default run: a representative subset in one pool run. `-m slow`: the whole matrix, in two pool runs."""
+Default run: a representative subset in one pool run, under the profile a pool gets by default (`mixed`).
+`-m slow`: the whole matrix in four pool runs, under both verification profiles (`mixed`, the default, and the
+strict `fp32`): every cheat must be caught under the profile open pools run, not only under the exact one."""
 
 from __future__ import annotations
 
@@ -70,13 +72,15 @@ def challenged(validator: Any) -> set[int]:
                                                                                                    "too_late")}
 
 
-def run_matrix(swarm: Any, devnet: Any, variants: list[str]) -> dict[str, Any]:
+def check_cheater_matrix(swarm: Any, devnet: Any, variants: list[str], profile: str = "mixed") -> dict[str, Any]:
+    """Runs `variants` against an honest validator applying verification profile `profile` and asserts every
+    claim of the module docstring; returns the rejection reasons and the books for the log."""
     p = devnet.protocol(0)
     pool_id = p.deployment.default_pool_id
     params = p.pool(pool_id).params
     trainer = swarm.add("trainer", "trainer", 0, {"trainer": {"max_steps": 2}}).start()
     swarm.add("relay", "relay", 5).start()
-    validator = swarm.add("validator", "validator", 4).start()
+    validator = swarm.add("validator", "validator", 4, {"validator": {"toploc_profile": profile}}).start()
     honest = swarm.add("honest", "worker", 1, {"worker": {"max_tasks": 2}}).start()
     accounts = [a for a in range(2, 24) if a not in (4, 5)]
     cheats = {v: swarm.add(v, "worker", accounts[i], {"worker": {"max_tasks": 1, "adversary": v}}).start()
@@ -161,14 +165,15 @@ def run_matrix(swarm: Any, devnet: Any, variants: list[str]) -> dict[str, Any]:
 
 @pytest.mark.timeout(1200)
 def test_cheater_matrix_fast_subset_slashed_and_never_trained(sec_swarm, big_devnet):
-    out = run_matrix(sec_swarm, big_devnet, FAST)
+    out = check_cheater_matrix(sec_swarm, big_devnet, FAST)
     print("cheater reasons:", out["reasons"], "books:", out["books"])
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
+@pytest.mark.parametrize("profile", ["mixed", "fp32"])
 @pytest.mark.parametrize("variants", [MATRIX_A, MATRIX_B, ["altered_completions"], MATRIX_C],
                          ids=["matrix-a", "matrix-b", "altered", "issue-22"])
-def test_cheater_matrix_full_slashed_and_never_trained(sec_swarm, big_devnet, variants):
-    out = run_matrix(sec_swarm, big_devnet, variants)
-    print("cheater reasons:", out["reasons"], "books:", out["books"])
+def test_cheater_matrix_full_slashed_and_never_trained(sec_swarm, big_devnet, variants, profile):
+    out = check_cheater_matrix(sec_swarm, big_devnet, variants, profile)
+    print(f"cheater reasons ({profile}):", out["reasons"], "books:", out["books"])
