@@ -159,3 +159,23 @@ def test_createPool_window_at_minWindowLength_accepted(net):
     tx = net.ledger.createPool(pool_params(net, windowLength=floor), {"from": accounts[3]})
     assert net.ledger.pool(tx.return_value)["params"]["windowLength"] == floor
 
+
+
+def test_pool_floors_bond_and_quorum_at_the_floor_accepted_one_below_refused(net):
+    """The admin's floors (10 INTL and quorum 3 on public networks): exactly the floor passes, one wei or one
+    voter less is refused (tests/security::test_pool_bond_and_quorum_floors refuses 1 wei and quorum 1)."""
+    net.ledger.setPoolBounds(10 * TOKEN, 3, {"from": accounts[0]})
+    with reverts("TaskLedgerBondTooLow", 10 * TOKEN - 1, 10 * TOKEN):
+        net.ledger.createPool(pool_params(net, challengeBond=10 * TOKEN - 1, quorum=3), {"from": accounts[3]})
+    with reverts("TaskLedgerQuorumTooLow", 2, 3):
+        net.ledger.createPool(pool_params(net, challengeBond=10 * TOKEN, quorum=2), {"from": accounts[3]})
+    tx = net.ledger.createPool(pool_params(net, challengeBond=10 * TOKEN, quorum=3), {"from": accounts[3]})
+    params = net.ledger.pool(tx.return_value)["params"]
+    assert (params["challengeBond"], params["quorum"]) == (10 * TOKEN, 3)
+
+
+def test_challenger_share_at_100_percent_accepted_one_bps_more_refused(net):
+    with reverts("StakeManagerInvalidShare", 10_001):
+        net.stake.setChallengerShareBps(10_001, {"from": accounts[0]})
+    net.stake.setChallengerShareBps(10_000, {"from": accounts[0]})
+    assert net.stake.challengerShareBps() == 10_000
