@@ -98,7 +98,7 @@ MUTANTS: list[Mutant] = [
            (f"{V}/test_verifier_rule_limits.py",)),
     Mutant("toploc-upper-median", "verifier/toploc.py",
            "np.minimum(n_match // 2, idx.shape[1] - 1)", "np.minimum(n_match // 2 - 1, idx.shape[1] - 1)",
-           (f"{V}/test_verifier_toploc.py",)),
+           (f"{V}/test_verifier_toploc.py", f"{V}/test_verifier_rule_limits.py")),
     # -- verifier/replay.py: top-p --------------------------------------------------------------------
     Mutant("replay-top-p-tie", "verifier/replay.py",
            "drop_sorted = (probs.cumsum(dim=-1) - probs) >= top_p",
@@ -138,7 +138,8 @@ MUTANTS: list[Mutant] = [
     Mutant("grpo-zero-filter", "agents/grpo.py", "return advantages.abs().amax(dim=1) > atol",
            "return advantages.abs().amax(dim=1) >= atol", ("tests/agents/test_agents_grpo.py",)),
     Mutant("grpo-stale-future", "agents/grpo.py", "        if policy_step > train_step:",
-           "        if policy_step >= train_step:", ("tests/agents/test_agents_grpo.py",)),
+           "        if policy_step >= train_step:", ("tests/agents/test_agents_grpo.py",),
+           equivalent="reached only when not is_fresh(t, s, a): s == t is always fresh (a >= 0; a < 0 raises first)"),
     # -- verifier/budget_class.py --------------------------------------------------------------------
     Mutant("class-threshold-ge", "verifier/budget_class.py", "if rate >= thresholds.get(c, float(\"inf\")):",
            "if rate > thresholds.get(c, float(\"inf\")):", (f"{V}/test_verifier_budget_class.py",)),
