@@ -235,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--module", action="append", default=None, help="run the mutants of this file (repeatable)")
     ap.add_argument("--changed", metavar="BASE", help="run the mutants of files changed since git BASE")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per mutant's test run")
+    ap.add_argument("--tests", nargs="+", default=None,
+                    help="run these test files for every selected mutant instead of each one's own (a 'before' run "
+                         "against an older test suite)")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     args = ap.parse_args(argv)
     # a SIGTERM unwinds like Ctrl-C: the mutated file is restored by run_mutant's `finally`, the tests are killed
@@ -250,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.changed:
         changed = _changed(args.changed)
         todo = [m for m in todo if m.file in changed]
+    if args.tests:
+        todo = [Mutant(m.id, m.file, m.old, m.new, tuple(args.tests), m.equivalent) for m in todo]
     print("| mutant | file | result | seconds |")
     print("|---|---|---|---|")
     failed = 0
