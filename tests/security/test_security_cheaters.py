@@ -27,6 +27,10 @@ MATRIX_B = ["own_old_work", "chosen_problems", "stale_step", "copied_proofs", "g
 # only where the model draws EOS before the budget, which the random tiny model of this pool almost never does:
 # it is covered by tests/verifier/test_verifier_exact_sampling.py and the calibration (docs/benchmarks-verifier.md)
 MATRIX_C = ["steered_tokens", "best_prefix", "quantised_real_proofs"]
+MIXED_NOT_SEPARATED = {"quantised_real_proofs"}
+"""Cheats the `mixed` profile documents it does not catch: a cheaper model proven with the real one stays inside
+its bf16 tolerance (docs/security.md, issue 22's known limits: 4-bit 0 / 100; docs/benchmarks-verifier.md 1.2).
+The matrix runs them under `fp32` only; under `mixed` the other variants of their pool run."""
 
 
 def assert_books_balance(p: Any) -> dict[str, int]:
@@ -175,5 +179,6 @@ def test_cheater_matrix_fast_subset_slashed_and_never_trained(sec_swarm, big_dev
 @pytest.mark.parametrize("variants", [MATRIX_A, MATRIX_B, ["altered_completions"], MATRIX_C],
                          ids=["matrix-a", "matrix-b", "altered", "issue-22"])
 def test_cheater_matrix_full_slashed_and_never_trained(sec_swarm, big_devnet, variants, profile):
+    variants = [v for v in variants if profile == "fp32" or v not in MIXED_NOT_SEPARATED]
     out = check_cheater_matrix(sec_swarm, big_devnet, variants, profile)
     print(f"cheater reasons ({profile}):", out["reasons"], "books:", out["books"])
