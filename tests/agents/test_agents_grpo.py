@@ -117,3 +117,21 @@ def test_check_staleness_boundaries() -> None:
     assert not is_fresh(4, 3, 0)
     with pytest.raises(ValueError, match="async_level"):
         is_fresh(1, 1, -1)
+
+
+def test_grpo_loss_default_bounds_are_the_documented_ones() -> None:
+    """ε = 0.2 and δ = 4 without passing them (direct callers get the documented bounds, not a test's)."""
+    new = torch.tensor([[math.log(5.0)], [math.log(1.5)]], requires_grad=True)
+    loss, _ = grpo_loss(new, torch.zeros(2, 1), torch.tensor([-2.0, 2.0]), torch.ones(2, 1), loss_denominator=1.0)
+    assert loss.item() == pytest.approx(8.0 + -2.4, rel=1e-5)  # δ·|A| for the first, -(1+ε)·A for the second
+
+
+def test_recompute_advantages_clamped_past_max_abs() -> None:
+    """One solved answer among 300: its advantage (≈ 17.3) is past MAX_ABS_ADVANTAGE (16) and clamped; among 100
+    (≈ 9.9) it is untouched."""
+    from intellect.agents.grpo import MAX_ABS_ADVANTAGE, recompute_advantages
+
+    assert MAX_ABS_ADVANTAGE == 16.0
+    adv = recompute_advantages([1.0] + [0.0] * 299)
+    assert adv[0] == 16.0 and adv[1] == pytest.approx(-1 / math.sqrt(299), rel=1e-2)
+    assert 9.0 < recompute_advantages([1.0] + [0.0] * 99)[0] < 16.0

@@ -67,9 +67,11 @@ def test_rules_made_before_a_field_keep_the_old_rule(tmp_path: Path, field: str,
 
 def test_agreeing_explicit_settings_are_fine(tmp_path: Path) -> None:
     ipfs = EmbeddedIpfs(tmp_path / "ipfs")
-    cid, _ = _publish(ipfs)
+    cid, rules = _publish(ipfs)
     cfg = load_config(None, role="validator", overrides={"worker.group_size": "6", "tasks.length_alpha": "0.001"})
-    apply_pool_rules(cfg, cid, ipfs, pool_id=1)
+    assert apply_pool_rules(cfg, cid, ipfs, pool_id=1) == rules  # no AgentError: the explicit values agree
+    assert (cfg.worker.group_size, cfg.tasks.length_alpha) == (6, 0.001)
+    assert cfg.validator.toploc_profile == "fp32" and cfg.tasks.budgets == {"cpu": [6, 8], "gpu-large": [16]}
 
 
 def test_contradicting_local_settings_stop_the_agent_naming_each_field(tmp_path: Path) -> None:

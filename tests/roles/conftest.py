@@ -22,15 +22,18 @@ ATTACK_KIT = [sys.executable, "-m", "intellect.agents.adversary"]  # the same CL
 POOL_RULES: dict[str, Any] = {
     "tasks": {"source": "synthetic:64:0", "budgets": {"cpu": [6, 8], "gpu-small": [10, 12], "gpu-large": [12, 16]}},
     "worker": {"problems_per_task": 2, "group_size": 4, "poll_interval": 0.5},
-    # every node of these swarms computes in fp32 on CPU: the exact profile. Under the default `mixed` profile
-    # (bf16 workers welcome) a quantised tiny model proven with the real one stays inside bf16's tolerance
-    # (docs/benchmarks-verifier.md, section 1.2), and the cheater matrix tests that it is caught
-    "validator": {"poll_interval": 0.5, "concurrency": 2, "toploc_profile": "fp32"},
+    # the verification profile a pool gets by default (`mixed`: bf16 and fp32 workers welcome), as users run it;
+    # a test about the strict profile adds FP32 (the slow cheater matrix runs under both)
+    "validator": {"poll_interval": 0.5, "concurrency": 2},
     # the random tiny model solves nothing, so every group is flat: with INTELLECT-2's zero-advantage filter on,
     # the trainer would (rightly) wait for signal forever; these protocol tests train on the flat groups instead
     "trainer": {"batch_groups": 2, "max_steps": 3, "poll_interval": 0.5, "learning_rate": 1e-3,
                 "filter_zero_advantage": False},
 }
+
+
+FP32: dict[str, Any] = {"validator": {"toploc_profile": "fp32"}}
+"""`extra` for `Swarm.add` of a validator that applies the strict `fp32` profile (every node computes in fp32)."""
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

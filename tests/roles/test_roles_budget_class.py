@@ -71,8 +71,7 @@ def test_gpu_large_declaration_without_history_is_judged_with_cpu_budgets(devnet
 
     task_set = synthetic_task_set(16, seed=3, max_operand=9, ops=("+",), name="budget-class-test")
     engine = TransformersEngine(tiny_model_dir())
-    rules = SubmissionRules(problems_per_task=2, group_size=2, length_alpha=0.0, temperature=1.0, budgets=BUDGETS,
-                            toploc_profile="fp32")
+    rules = SubmissionRules(problems_per_task=2, group_size=2, length_alpha=0.0, temperature=1.0, budgets=BUDGETS)
 
     def written_with(budgets: list[int]) -> Any:
         return generate_for_claim(engine, task_set, claim.seed, task_id=sid, problems=2, budgets=budgets,

@@ -4,7 +4,9 @@ deployment + embedded IPFS + the tiny model). Every cheating submission must end
 slashed, for the reason its variant predicts, and the trainer must never train on it; `stale_step` must be
 refused on-chain. The books must balance afterwards (every token accounted for).
 
-Default run: a representative subset in one pool run. `-m slow`: the whole matrix, in two pool runs."""
+Default run: a representative subset in one pool run, under the profile a pool gets by default (`mixed`).
+`-m slow`: the whole matrix in four pool runs, under both verification profiles (`mixed`, the default, and the
+strict `fp32`): every cheat must be caught under the profile open pools run, not only under the exact one."""
 
 from __future__ import annotations
 
@@ -25,6 +27,10 @@ MATRIX_B = ["own_old_work", "chosen_problems", "stale_step", "copied_proofs", "g
 # only where the model draws EOS before the budget, which the random tiny model of this pool almost never does:
 # it is covered by tests/verifier/test_verifier_exact_sampling.py and the calibration (docs/benchmarks-verifier.md)
 MATRIX_C = ["steered_tokens", "best_prefix", "quantised_real_proofs"]
+MIXED_NOT_SEPARATED = {"quantised_real_proofs"}
+"""Cheats the `mixed` profile documents it does not catch: a cheaper model proven with the real one stays inside
+its bf16 tolerance (docs/security.md, issue 22's known limits: 4-bit 0 / 100; docs/benchmarks-verifier.md 1.2).
+The matrix runs them under `fp32` only; under `mixed` the other variants of their pool run."""
 
 
 def assert_books_balance(p: Any) -> dict[str, int]:
@@ -70,13 +76,15 @@ def challenged(validator: Any) -> set[int]:
                                                                                                    "too_late")}
 
 
-def run_matrix(swarm: Any, devnet: Any, variants: list[str]) -> dict[str, Any]:
+def check_cheater_matrix(swarm: Any, devnet: Any, variants: list[str], profile: str = "mixed") -> dict[str, Any]:
+    """Runs `variants` against an honest validator applying verification profile `profile` and asserts every
+    claim of the module docstring; returns the rejection reasons and the books for the log."""
     p = devnet.protocol(0)
     pool_id = p.deployment.default_pool_id
     params = p.pool(pool_id).params
     trainer = swarm.add("trainer", "trainer", 0, {"trainer": {"max_steps": 2}}).start()
     swarm.add("relay", "relay", 5).start()
-    validator = swarm.add("validator", "validator", 4).start()
+    validator = swarm.add("validator", "validator", 4, {"validator": {"toploc_profile": profile}}).start()
     honest = swarm.add("honest", "worker", 1, {"worker": {"max_tasks": 2}}).start()
     accounts = [a for a in range(2, 24) if a not in (4, 5)]
     cheats = {v: swarm.add(v, "worker", accounts[i], {"worker": {"max_tasks": 1, "adversary": v}}).start()
@@ -161,14 +169,16 @@ def run_matrix(swarm: Any, devnet: Any, variants: list[str]) -> dict[str, Any]:
 
 @pytest.mark.timeout(1200)
 def test_cheater_matrix_fast_subset_slashed_and_never_trained(sec_swarm, big_devnet):
-    out = run_matrix(sec_swarm, big_devnet, FAST)
+    out = check_cheater_matrix(sec_swarm, big_devnet, FAST)
     print("cheater reasons:", out["reasons"], "books:", out["books"])
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
+@pytest.mark.parametrize("profile", ["mixed", "fp32"])
 @pytest.mark.parametrize("variants", [MATRIX_A, MATRIX_B, ["altered_completions"], MATRIX_C],
                          ids=["matrix-a", "matrix-b", "altered", "issue-22"])
-def test_cheater_matrix_full_slashed_and_never_trained(sec_swarm, big_devnet, variants):
-    out = run_matrix(sec_swarm, big_devnet, variants)
-    print("cheater reasons:", out["reasons"], "books:", out["books"])
+def test_cheater_matrix_full_slashed_and_never_trained(sec_swarm, big_devnet, variants, profile):
+    variants = [v for v in variants if profile == "fp32" or v not in MIXED_NOT_SEPARATED]
+    out = check_cheater_matrix(sec_swarm, big_devnet, variants, profile)
+    print(f"cheater reasons ({profile}):", out["reasons"], "books:", out["books"])

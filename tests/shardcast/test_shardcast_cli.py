@@ -64,4 +64,5 @@ def test_import_shardcast_pulls_no_torch() -> None:
     code = ("import sys, intellect.sdk.shardcast, intellect.sdk.shardcast.cli; "
             "bad = [m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]; "
             "assert not bad, bad")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr

@@ -81,3 +81,13 @@ def test_lower_class_and_rate() -> None:
     assert lower_class("cpu", "gpu-large") == "cpu" and lower_class("unknown", "gpu-large") == "unknown"
     assert verified_rate([]) == 0.0
     assert verified_rate([ok(100, 10), LeaseOutcome(1, 999, 10, False)]) == pytest.approx(5.0)
+
+
+def test_class_earned_at_exactly_its_threshold_one_token_less_is_the_class_below() -> None:
+    """A full-length gpu-small submission (512 tokens x 8 x 4 = 16384) in exactly half the lease (300 s), four
+    times: the rate equals the gpu-small threshold to the bit (the same quotient), which earns the class."""
+    at = [ok(16384, 300, k) for k in range(4)]
+    assert verified_rate(at) == TH["gpu-small"]
+    assert earned_class(at, TH, 4) == "gpu-small"
+    short = [ok(16383, 300, 0), *at[1:]]  # one verified token fewer
+    assert earned_class(short, TH, 4) == "cpu"

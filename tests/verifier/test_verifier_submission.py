@@ -334,3 +334,46 @@ def test_code_runs_only_after_toploc(code_task_set: Any, code_honest: RolloutFil
     verdict = _check(forged, code_task_set, checkpoint)
     assert not verdict.accepted and verdict.reason.startswith("toploc_"), (verdict.reason, verdict.detail)
     assert runs == [], "no code ran for a file the replay rejected"
+
+
+TOL = 1e-4
+"""The documented reward tolerance (docs/security.md, "Rules at their limits"), pinned here by value."""
+
+
+@pytest.mark.parametrize(("tamper", "refused"), [
+    ({"task_reward": 1.0, "length_penalty": 0.5, "reward": 0.5}, ["task_reward"]),
+    ({"length_penalty": 1.0, "task_reward": 0.5, "reward": -0.5}, ["length_penalty"]),
+    ({"advantage": 1.0}, ["advantage"]),
+    ({"reward": 1.0, "task_reward": 1.0}, ["reward", "task_reward"]),
+], ids=["task_reward", "length_penalty", "advantage", "reward"])
+def test_reward_tolerance_just_under_accepted_just_over_refused(honest: RolloutFile, task_set: Any,
+                                                                checkpoint: Checkpoint, tamper: dict[str, float],
+                                                                refused: list[str]) -> None:
+    """A worker's rewards may differ from the recomputed ones by float noise, not by a chosen amount. The file
+    itself pins reward = task_reward - length_penalty (to 1e-6), so a tampered field moves the others with it:
+    each case moves one field by x·TOL and the others by at most x/2·TOL, so that field alone crosses the
+    tolerance (the reward together with the task reward: the honest rows' length penalty is 0 and cannot go
+    lower). x = 0.5 passes, x = 1.5 is refused naming exactly the fields past the tolerance."""
+    from intellect.verifier.submission import REWARD_TOL
+
+    assert REWARD_TOL == TOL
+    r0 = honest.rows[0]
+
+    def moved(x: float) -> RolloutFile:
+        return _edit(honest, 0, **{f: getattr(r0, f) + k * x * TOL for f, k in tamper.items()})
+
+    under = _check(moved(0.5), task_set, checkpoint)
+    assert under.accepted, under.detail
+    over = _check(moved(1.5), task_set, checkpoint)
+    assert (over.accepted, over.reason) == (False, RejectReason.REWARD_MISMATCH), over.detail
+    assert f"{refused} differ from recomputed" in over.detail
+
+
+def test_target_length_of_a_later_row_must_be_the_assignment(honest: RolloutFile, task_set: Any,
+                                                              checkpoint: Checkpoint) -> None:
+    """Row 0 of a group is checked with the problem list; every later row of the group is checked on its own."""
+    r0, r1 = honest.rows[0], honest.rows[1]
+    assert r1.problem_id == r0.problem_id and r1.target_length == r0.target_length  # one group, one assignment
+    verdict = _check(_edit(honest, 1, target_length=r1.target_length + 1), task_set, checkpoint)
+    assert (verdict.accepted, verdict.reason) == (False, RejectReason.WRONG_PROBLEMS), verdict.detail
+    assert "row 1 of" in verdict.detail

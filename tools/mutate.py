@@ -1,0 +1,283 @@
+"""Scripted mutation testing of the protocol's core rules (issue 39).
+
+Each mutant is one exact text replacement in one file (it must occur exactly once): the file is
+rewritten, the named test files run (`pytest -x -q`), and the file is restored, whatever happens.
+A mutant is *killed* when the tests fail, *survived* when they pass. Equivalent mutants (no test can
+tell them apart from today's code) are listed with the reason and not run. Solidity mutants are
+recompiled by brownie when its test session loads the project (the build cache is keyed by source).
+
+Usage:
+    python tools/mutate.py                       # every mutant, a markdown table on stdout
+    python tools/mutate.py --only prefill-tie-margin toploc-agg-default
+    python tools/mutate.py --module verifier/toploc.py --timeout 600
+    python tools/mutate.py --list                # the mutants, without running anything
+    python tools/mutate.py --changed main        # only mutants of files changed since `main` (CI)
+
+Exit status 1 when a non-equivalent mutant survived (or could not be applied).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+V = "tests/verifier"
+C = "tests/contracts"
+S = "tests/security/test_security_contracts.py"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    equivalent: str | None = None
+    """why no test can distinguish it from today's code (then it is listed, not run)"""
+
+
+MUTANTS: list[Mutant] = [
+    # -- verifier/prefill.py: the sampler replay --------------------------------------------------------
+    Mutant("prefill-tie-margin", "verifier/prefill.py",
+           "differing=int((margins > thresholds.replay_tie_margin).sum())",
+           "differing=int((margins > thresholds.max_replay_margin).sum())",
+           (f"{V}/test_verifier_rule_limits.py",)),
+    Mutant("prefill-per-token-le", "verifier/prefill.py",
+           "if not stats.max_margin <= thresholds.max_replay_margin:",
+           "if not stats.max_margin < thresholds.max_replay_margin:",
+           (f"{V}/test_verifier_rule_limits.py",)),
+    Mutant("prefill-logprob-floor", "verifier/prefill.py",
+           "if float(lp[worst]) < min_token_logprob:", "if float(lp[worst]) <= min_token_logprob:",
+           (f"{V}/test_verifier_rule_limits.py",)),
+    Mutant("prefill-seeded-skips-replay", "verifier/prefill.py",
+           "if seed is not None and thresholds.max_replay_margin is not None:",
+           "if False:",
+           (f"{V}/test_verifier_rule_limits.py", f"{V}/test_verifier_prefill.py")),
+    Mutant("prefill-empty-completion", "verifier/prefill.py",
+           'if len(completion) == 0:\n        raise PrefillError("empty completion")',
+           "if False:\n        pass",
+           (f"{V}/test_verifier_prefill.py",)),
+    # -- verifier/toploc.py: per chunk, per submission -------------------------------------------------
+    Mutant("toploc-exp-mismatch", "verifier/toploc.py",
+           "if s.exp_mismatches > thresholds.max_exp_mismatches:",
+           "if s.exp_mismatches > thresholds.max_exp_mismatches + 1:",
+           (f"{V}/test_verifier_rule_limits.py",)),
+    Mutant("toploc-skip-mean", "verifier/toploc.py",
+           "elif s.mant_err_mean > thresholds.max_mant_err_mean:",
+           "elif False:",
+           (f"{V}/test_verifier_rule_limits.py", f"{V}/test_verifier_toploc.py")),
+    Mutant("toploc-median-ge", "verifier/toploc.py",
+           "elif s.mant_err_median > thresholds.max_mant_err_median:",
+           "elif s.mant_err_median >= thresholds.max_mant_err_median:",
+           (f"{V}/test_verifier_rule_limits.py",)),
+    Mutant("toploc-agg-default", "verifier/toploc.py",
+           "DEFAULT_MAX_AGG_MANT_ERR_MEAN: float | None = 2.5", "DEFAULT_MAX_AGG_MANT_ERR_MEAN: float | None = 25",
+           (f"{V}/test_verifier_rule_limits.py", f"{V}/test_verifier_toploc.py")),
+    Mutant("toploc-agg-ge", "verifier/toploc.py", "    if mean > bound:", "    if mean >= bound:",
+           (f"{V}/test_verifier_rule_limits.py",)),
+    Mutant("toploc-agg-min-chunks", "verifier/toploc.py",
+           "len(means) < thresholds.min_agg_chunks:", "len(means) <= thresholds.min_agg_chunks:",
+           (f"{V}/test_verifier_rule_limits.py",)),
+    Mutant("toploc-budget-ge", "verifier/toploc.py", "    if differing > allowed:", "    if differing >= allowed:",
+           (f"{V}/test_verifier_rule_limits.py",)),
+    Mutant("toploc-budget-rate", "verifier/toploc.py",
+           "return thresholds.max_replay_differing + int(thresholds.max_replay_differing_rate * tokens)",
+           "return thresholds.max_replay_differing + int(thresholds.max_replay_differing_rate * tokens) + 1",
+           (f"{V}/test_verifier_rule_limits.py",)),
+    Mutant("toploc-default-tie", "verifier/toploc.py",
+           "DEFAULT_REPLAY_TIE_MARGIN = 0.25", "DEFAULT_REPLAY_TIE_MARGIN = 1.0",
+           (f"{V}/test_verifier_rule_limits.py",)),
+    Mutant("toploc-upper-median", "verifier/toploc.py",
+           "np.minimum(n_match // 2, idx.shape[1] - 1)", "np.minimum(n_match // 2 - 1, idx.shape[1] - 1)",
+           (f"{V}/test_verifier_toploc.py", f"{V}/test_verifier_rule_limits.py")),
+    # -- verifier/replay.py: top-p --------------------------------------------------------------------
+    Mutant("replay-top-p-tie", "verifier/replay.py",
+           "drop_sorted = (probs.cumsum(dim=-1) - probs) >= top_p",
+           "drop_sorted = (probs.cumsum(dim=-1) - probs) > top_p",
+           (f"{V}/test_verifier_rule_limits.py",)),
+    # -- verifier/submission.py: rewards, assignment, staleness ---------------------------------------
+    Mutant("submission-reward-tol", "verifier/submission.py", "REWARD_TOL = 1e-4", "REWARD_TOL = 1e-1",
+           (f"{V}/test_verifier_submission.py",)),
+    Mutant("submission-reward-tol-ge", "verifier/submission.py",
+           "bad = {k: v for k, v in diffs.items() if v > REWARD_TOL}",
+           "bad = {k: v for k, v in diffs.items() if v > REWARD_TOL and k != 'length_penalty'}",
+           (f"{V}/test_verifier_submission.py",)),
+    Mutant("submission-row-target", "verifier/submission.py",
+           "if r.target_length != a.target_len:", "if i == 0 and r.target_length != a.target_len:",
+           (f"{V}/test_verifier_submission.py",)),
+    Mutant("submission-stale", "verifier/submission.py",
+           "return train_step - policy_step > async_level", "return train_step - policy_step >= async_level",
+           (f"{V}/test_verifier_submission.py",)),
+    Mutant("submission-fresh-future", "verifier/submission.py",
+           "return policy_step <= train_step and not too_stale", "return not too_stale",
+           (f"{V}/test_verifier_submission.py",)),
+    # -- agents/grpo.py: the loss and the trainer's trust in rewards -------------------------------------
+    Mutant("grpo-epsilon", "agents/grpo.py", "    epsilon: float = 0.2,", "    epsilon: float = 0.3,",
+           ("tests/agents/test_agents_grpo.py",)),
+    Mutant("grpo-delta", "agents/grpo.py", "    delta: float = 4.0,", "    delta: float = 5.0,",
+           ("tests/agents/test_agents_grpo.py",)),
+    Mutant("grpo-two-sided", "agents/grpo.py",
+           "token_loss = torch.where(advantages < 0, torch.minimum(pg_max, pg3), pg_max)",
+           "token_loss = pg_max",
+           ("tests/agents/test_agents_grpo.py",)),
+    Mutant("grpo-pessimistic", "agents/grpo.py", "pg_max = torch.maximum(pg1, pg2)", "pg_max = torch.minimum(pg1, pg2)",
+           ("tests/agents/test_agents_grpo.py",)),
+    Mutant("grpo-reward-range", "agents/grpo.py", "if not math.isfinite(v) or not lo <= v <= hi:",
+           "if not math.isfinite(v):", ("tests/agents/test_agents_grpo.py", "tests/agents/test_grpo_untrusted.py")),
+    Mutant("grpo-advantage-clamp", "agents/grpo.py", "return adv.clamp(-max_abs, max_abs).tolist()",
+           "return adv.tolist()", ("tests/agents/test_agents_grpo.py", "tests/agents/test_grpo_untrusted.py")),
+    Mutant("grpo-zero-filter", "agents/grpo.py", "return advantages.abs().amax(dim=1) > atol",
+           "return advantages.abs().amax(dim=1) >= atol", ("tests/agents/test_agents_grpo.py",)),
+    Mutant("grpo-stale-future", "agents/grpo.py", "        if policy_step > train_step:",
+           "        if policy_step >= train_step:", ("tests/agents/test_agents_grpo.py",),
+           equivalent="reached only when not is_fresh(t, s, a): s == t is always fresh (a >= 0; a < 0 raises first)"),
+    # -- verifier/budget_class.py --------------------------------------------------------------------
+    Mutant("class-threshold-ge", "verifier/budget_class.py", "if rate >= thresholds.get(c, float(\"inf\")):",
+           "if rate > thresholds.get(c, float(\"inf\")):", (f"{V}/test_verifier_budget_class.py",)),
+    Mutant("class-history", "verifier/budget_class.py", "    if len(last) < history:", "    if len(last) < history - 1:",
+           (f"{V}/test_verifier_budget_class.py",)),
+    # -- contracts: the rule functions ----------------------------------------------------------------
+    Mutant("stake-withdraw-early", "contracts/StakeManager.sol",
+           "if (block.timestamp < info.releaseAt)", "if (block.timestamp + 1 < info.releaseAt)",
+           (f"{C}/test_contracts_rule_limits.py",)),
+    Mutant("ledger-challenge-window", "contracts/TaskLedger.sol",
+           "if (block.timestamp >= windowEnd) revert TaskLedgerWindowClosed",
+           "if (block.timestamp > windowEnd) revert TaskLedgerWindowClosed",
+           (f"{S}::test_challenge_last_second_of_window_beats_claim", f"{S}::test_claim_first_second_after_window_ends_challenges")),
+    Mutant("ledger-claim-window", "contracts/TaskLedger.sol",
+           "if (block.timestamp < s.windowEnd) revert TaskLedgerWindowOpen",
+           "if (block.timestamp + 1 < s.windowEnd) revert TaskLedgerWindowOpen",
+           (f"{S}::test_challenge_last_second_of_window_beats_claim", f"{S}::test_claim_first_second_after_window_ends_challenges")),
+    Mutant("ledger-vote-period", "contracts/TaskLedger.sol",
+           "if (block.timestamp >= c.voteEnd) revert TaskLedgerVotePeriodOver",
+           "if (block.timestamp > c.voteEnd) revert TaskLedgerVotePeriodOver",
+           (f"{C}/test_contracts_rule_limits.py",)),
+    Mutant("ledger-lease-expired", "contracts/TaskLedger.sol",
+           "if (block.timestamp > t.leaseExpiry) revert TaskLedgerLeaseExpired",
+           "if (block.timestamp >= t.leaseExpiry) revert TaskLedgerLeaseExpired",
+           (f"{C}/test_contracts_rule_limits.py",)),
+    Mutant("ledger-lease-not-expired", "contracts/TaskLedger.sol",
+           "if (block.timestamp <= t.leaseExpiry) revert TaskLedgerLeaseNotExpired",
+           "if (block.timestamp < t.leaseExpiry) revert TaskLedgerLeaseNotExpired",
+           (f"{C}/test_contracts_rule_limits.py",)),
+    Mutant("ledger-open-leases", "contracts/TaskLedger.sol",
+           "if (book.openLeases >= hot.maxOpenLeases)", "if (book.openLeases > hot.maxOpenLeases)",
+           (f"{S}::test_lease_hoarding_capped_and_expired_leases_count",)),
+    Mutant("ledger-max-units", "contracts/TaskLedger.sol",
+           "workUnits > hot.maxUnits)", "workUnits >= hot.maxUnits)",
+           (f"{C}/test_contracts_rule_limits.py::test_submitWork_at_maxUnits_accepted",)),
+    Mutant("ledger-budget", "contracts/TaskLedger.sol",
+           "if (funds.budget < reward) revert", "if (funds.budget <= reward) revert",
+           (f"{C}/test_contracts_rule_limits.py",)),
+    Mutant("ledger-reservation-cap", "contracts/TaskLedger.sol",
+           "if (reserved > cap) revert", "if (reserved >= cap) revert",
+           (f"{C}/test_contracts_rule_limits.py",)),
+    Mutant("ledger-stale-step", "contracts/TaskLedger.sol",
+           "if (policyStep < minStep) revert", "if (policyStep <= minStep) revert",
+           (f"{C}/test_contracts_ledger.py::test_submitWork_policy_step_window",)),
+    Mutant("ledger-future-step", "contracts/TaskLedger.sol",
+           "if (policyStep > latest) revert", "if (policyStep >= latest) revert",
+           (f"{C}/test_contracts_ledger.py::test_submitWork_policy_step_window",)),
+    Mutant("ledger-bond-floor", "contracts/libraries/PoolRules.sol", "if (params.challengeBond < minChallengeBond) {",
+           "if (params.challengeBond <= minChallengeBond) {", (f"{C}/test_contracts_rule_limits.py",)),
+    Mutant("ledger-quorum-floor", "contracts/libraries/PoolRules.sol", "if (params.quorum < minQuorum) revert",
+           "if (params.quorum <= minQuorum) revert", (f"{C}/test_contracts_rule_limits.py",)),
+    Mutant("ledger-slash-cap", "contracts/libraries/PoolRules.sol", "if (params.slashAmount > workerMinStake) revert",
+           "if (params.slashAmount >= workerMinStake) revert",
+           (f"{S}::test_honeypot_pool_slash_above_min_stake_refused",)),
+    Mutant("ledger-min-window", "contracts/libraries/PoolRules.sol", "if (params.windowLength < minWindowLength) {",
+           "if (params.windowLength <= minWindowLength) {", (f"{C}/test_contracts_rule_limits.py",)),
+    Mutant("stake-share-cap", "contracts/StakeManager.sol", "if (bps > _BPS) revert StakeManagerInvalidShare(bps);",
+           "if (bps >= _BPS) revert StakeManagerInvalidShare(bps);", (f"{C}/test_contracts_rule_limits.py",)),
+]
+
+
+def _changed(base: str) -> set[str]:
+    out = subprocess.run(["git", "diff", "--name-only", base, "--"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    return set(out.split())
+
+
+def run_mutant(m: Mutant, timeout: int) -> tuple[str, float]:
+    """'killed', 'survived', 'timeout' or 'not-applied: ...', and the seconds the tests took."""
+    path = ROOT / m.file
+    original = path.read_text()
+    if original.count(m.old) != 1:
+        return f"not-applied: {original.count(m.old)} matches", 0.0
+    t0 = time.monotonic()
+    try:
+        path.write_text(original.replace(m.old, m.new))
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *m.tests],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        verdict = "survived" if proc.returncode == 0 else "killed"
+        if proc.returncode not in (0, 1):  # collection or compile error: still a failing run, say so
+            verdict = f"killed (pytest exit {proc.returncode})"
+    except subprocess.TimeoutExpired:
+        verdict = "timeout"
+    finally:
+        path.write_text(original)
+    return verdict, time.monotonic() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", nargs="*", default=None, help="mutant ids to run")
+    ap.add_argument("--module", action="append", default=None, help="run the mutants of this file (repeatable)")
+    ap.add_argument("--changed", metavar="BASE", help="run the mutants of files changed since git BASE")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per mutant's test run")
+    ap.add_argument("--tests", nargs="+", default=None,
+                    help="run these test files for every selected mutant instead of each one's own (a 'before' run "
+                         "against an older test suite)")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    args = ap.parse_args(argv)
+    # a SIGTERM unwinds like Ctrl-C: the mutated file is restored by run_mutant's `finally`, the tests are killed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    todo = MUTANTS
+    if args.only is not None:
+        unknown = set(args.only) - {m.id for m in MUTANTS}
+        if unknown:
+            ap.error(f"unknown mutant ids: {', '.join(sorted(unknown))}")
+        todo = [m for m in todo if m.id in args.only]
+    if args.module:
+        todo = [m for m in todo if m.file in args.module]
+    if args.changed:
+        changed = _changed(args.changed)
+        todo = [m for m in todo if m.file in changed]
+    if args.tests:
+        todo = [Mutant(m.id, m.file, m.old, m.new, tuple(args.tests), m.equivalent) for m in todo]
+    print("| mutant | file | result | seconds |")
+    print("|---|---|---|---|")
+    failed = 0
+    counts: dict[str, list[int]] = {}
+    for m in todo:
+        if args.list or m.equivalent:
+            print(f"| {m.id} | {m.file} | {'equivalent: ' + m.equivalent if m.equivalent else 'listed'} | |")
+            continue
+        verdict, secs = run_mutant(m, args.timeout)
+        killed = verdict.startswith("killed")
+        failed += not killed
+        c = counts.setdefault(m.file, [0, 0])
+        c[0] += killed
+        c[1] += 1
+        print(f"| {m.id} | {m.file} | {verdict} | {secs:.0f} |", flush=True)
+    if counts:
+        print()
+        for f, (k, n) in counts.items():
+            print(f"{f}: {k}/{n} killed ({100 * k / n:.0f} %)")
+        k, n = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
+        print(f"all: {k}/{n} killed ({100 * k / n:.0f} %)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
