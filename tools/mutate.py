@@ -11,7 +11,8 @@ Usage:
     python tools/mutate.py --only prefill-tie-margin toploc-agg-default
     python tools/mutate.py --module verifier/toploc.py --timeout 600
     python tools/mutate.py --list                # the mutants, without running anything
-    python tools/mutate.py --changed main        # only mutants of files changed since `main` (CI)
+    python tools/mutate.py --changed main        # only mutants of files changed since `main`
+    python tools/mutate.py --changed HEAD~1 --timeout 300 --budget 600   # .ci/run: the last commit's rule files
 
 Exit status 1 when a non-equivalent mutant survived (or could not be applied).
 """
@@ -239,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="run these test files for every selected mutant instead of each one's own (a 'before' run "
                          "against an older test suite)")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                    help="start no mutant after this many seconds (CI's time-bounded run); the rest are listed as "
+                         "'not run (budget)' and do not fail the run")
     args = ap.parse_args(argv)
     # a SIGTERM unwinds like Ctrl-C: the mutated file is restored by run_mutant's `finally`, the tests are killed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -259,9 +263,13 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|")
     failed = 0
     counts: dict[str, list[int]] = {}
+    start = time.monotonic()
     for m in todo:
         if args.list or m.equivalent:
             print(f"| {m.id} | {m.file} | {'equivalent: ' + m.equivalent if m.equivalent else 'listed'} | |")
+            continue
+        if args.budget is not None and time.monotonic() - start > args.budget:
+            print(f"| {m.id} | {m.file} | not run (budget of {args.budget:g} s spent) | |")
             continue
         verdict, secs = run_mutant(m, args.timeout)
         killed = verdict.startswith("killed")
