@@ -19,6 +19,7 @@ class _Executor:
 
 
 def test_validator_dispatches_its_assigned_submissions_first(devnet, tmp_path):
+    from intellect.agents.roles._inflight import InFlightChecks
     from intellect.agents.roles._state import StateStore
     from intellect.agents.roles.validator import Validator
     from intellect.sdk import Role
@@ -51,6 +52,7 @@ def test_validator_dispatches_its_assigned_submissions_first(devnet, tmp_path):
     val = Validator.__new__(Validator)  # the parts of a started validator that dispatch
     val.protocol, val.pool, val.rules = me, me.pool(pool_id), None
     val.state = StateStore(tmp_path / "state.sqlite")
+    val._checks = InFlightChecks(val.state)  # no check ended a process: nothing is a suspect
     val._executor, val._inflight = _Executor(), {}
     val.cfg = SimpleNamespace(validator=SimpleNamespace(concurrency=8))
     val.metrics = SimpleNamespace(set=lambda *a, **k: None)
