@@ -23,7 +23,8 @@ from urllib.parse import parse_qs, urlsplit
 from intellect.sdk import IntellectError
 from intellect.sdk._http import HttpServer, JsonHandler
 
-__all__ = ["MAX_STATUS_LIST", "AgentServer", "HttpError", "Metrics", "bounded_status"]
+__all__ = ["MAX_STATUS_LIST", "AgentServer", "HttpError", "Metrics", "bounded_status", "content_length",
+           "parse_json_body"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,29 @@ def bounded_status(doc: dict[str, Any], limit: int = MAX_STATUS_LIST) -> dict[st
         out["truncated"] = cut
     return out
 
+
+
+def content_length(value: str | None) -> int:
+    """A request's `Content-Length` (0 when absent); `HttpError` 400 unless it is a plain decimal (a negative
+    one would read the connection to its end, unbounded), 413 over `MAX_BODY`."""
+    value = (value or "0").strip()
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+        raise HttpError(400, f"Content-Length must be a decimal byte count, got {value[:40]!r}")
+    length = int(value)
+    if length > MAX_BODY:
+        raise HttpError(413, f"body of {length} bytes exceeds {MAX_BODY}")
+    return length
+
+
+def parse_json_body(raw: bytes) -> Any:
+    """A POST body as JSON (None when empty); `HttpError` 400 for anything else: not UTF-8, not JSON, nested
+    past the recursion limit, an integer over 4,300 digits (each was a 500 with a logged traceback)."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise HttpError(400, f"body is not JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 class HttpError(IntellectError):
@@ -151,14 +175,8 @@ class _Handler(JsonHandler):
                 raise HttpError(404, f"no route {method} {parts.path}")
             body: Any = None
             if method == "POST":
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY:
-                    raise HttpError(413, f"body of {length} bytes exceeds {MAX_BODY}")
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else None
-                except json.JSONDecodeError as exc:
-                    raise HttpError(400, f"body is not JSON: {exc}") from None
+                length = content_length(self.headers.get("Content-Length"))
+                body = parse_json_body(self.rfile.read(length) if length else b"")
             self.reply_json(200, handler(query, body))
         except HttpError as exc:
             self.reply_json(exc.status, {"error": exc.message})

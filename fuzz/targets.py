@@ -1,0 +1,607 @@
+"""The fuzz targets: one function per reader of bytes that arrive from another node.
+
+Each `Reader.target(data)` feeds `data` to the reader the way the node does and returns normally when the
+reader accepted it or refused it with one of its documented errors (`Reader.expected`). Anything else that
+escapes — another exception type, an accepted document that does not survive its own round trip — is a
+finding: the harnesses (fuzz/fuzz_<reader>.py, under atheris) report it as a crash, and the default tests
+(tests/fuzz_regressions/test_fuzz_replay.py, no atheris needed) replay every seed and regression input through
+the same functions.
+
+`Reader.seeds()` makes the seed corpus (fuzz/corpus/<reader>/) with the project's own writers
+(`python fuzz/make_corpus.py` rewrites it). Rollout files of the Parquet format (v1) are not fuzzed in-process:
+pyarrow can abort the process, so that path runs in a child (issue 32); the v2 reader is pure Python.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# Module-level imports of `intellect` on purpose: a harness imports this module inside
+# `atheris.instrument_imports()`, so that every reader's Python code is instrumented for coverage.
+from pydantic import ValidationError
+
+from intellect.agents.attestation import Attestation, AttestationError, sign_attestation
+from intellect.agents.roles._runtime import PeerDocumentError, parse_status, peer_service
+from intellect.agents.roles._server import HttpError, parse_json_body
+from intellect.agents.roles.store import accept_pushed_file, store_request
+from intellect.sdk._errors import IpfsError, SchemaVersionError
+from intellect.sdk.ipfs._cid import DAG_PB, RAW, Cid
+from intellect.sdk.ipfs._unixfs import Link, decode_node, encode_node, read_dag
+from intellect.sdk.poolrules import PoolRules, PoolRulesError
+from intellect.sdk.shardcast._errors import ManifestError
+from intellect.sdk.shardcast._manifest import Manifest
+from intellect.verifier import rewards as _rewards
+from intellect.verifier.tasks import Task, TaskSet, TaskSetError, assign_problems
+from intellect.verifier.toploc import ProofFormatError, decode_proof, encode_proof
+
+__all__ = ["READERS", "Finding", "Reader"]
+
+#: a fixed, public test key (anvil's first account): seeds only, never a secret
+TEST_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
+CHAIN_ID = 31337
+LEDGER = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+
+
+class Finding(AssertionError):
+    """An accepted input broke an invariant the reader promises (e.g. its own round trip)."""
+
+
+@dataclass(frozen=True)
+class Reader:
+    name: str
+    what: str
+    target: Callable[[bytes], None]
+    expected: tuple[type[BaseException], ...]
+    seeds: Callable[[], dict[str, bytes]]
+
+
+def _refused(fn: Callable[[], Any], expected: tuple[type[BaseException], ...]) -> Any:
+    """`fn()`, or None when it raised one of `expected` (with a message: a refusal must say why)."""
+    try:
+        return fn()
+    except expected as exc:
+        if not str(exc):
+            raise Finding(f"{type(exc).__name__} raised without a message") from exc
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- manifests
+
+MANIFEST_ERRORS = (ManifestError,)
+
+
+def manifest_target(data: bytes) -> None:
+    m = _refused(lambda: Manifest.from_bytes(data, source="fuzz"), MANIFEST_ERRORS)
+    if m is None:
+        return
+    again = Manifest.from_bytes(m.to_bytes())
+    if again != m or again.id != m.id:
+        raise Finding("an accepted manifest does not round-trip through to_bytes")
+    for shard in m.shards:  # what a downloader does with it
+        if sum(n for _, _, n in m.segments(shard)) != shard.size:
+            raise Finding(f"segments of shard {shard.index} do not add up to its size")
+
+
+def manifest_seeds() -> dict[str, bytes]:
+    import random
+    import tempfile
+    from pathlib import Path
+
+    from intellect.sdk.shardcast import build_shards
+
+    out: dict[str, bytes] = {}
+    rnd = random.Random(32)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, files, shard in [
+            ("one_file", {"model.safetensors": 3000}, 1000),
+            ("nested", {"config.json": 40, "sub/a.bin": 700, "sub/b.bin": 0, "tok/vocab.txt": 90}, 256),
+            ("single_shard", {"w": 10}, 4096),
+            ("empty_file", {"empty": 0}, 64),
+        ]:
+            ckpt = Path(tmp) / name
+            for rel, size in files.items():
+                (ckpt / rel).parent.mkdir(parents=True, exist_ok=True)
+                (ckpt / rel).write_bytes(rnd.randbytes(size))
+            m = build_shards(ckpt, Path(tmp) / f"{name}.shards", step=3, model_name="tiny", shard_size=shard,
+                             relay_hints=["http://127.0.0.1:8000"] if name == "nested" else ())
+            out[name] = m.to_bytes()
+    doc = json.loads(out["one_file"])
+    out["wrong_schema"] = json.dumps({**doc, "schema": "intellect.shardcast.manifest/v2"}).encode()
+    out["deep"] = b'{"schema":"intellect.shardcast.manifest/v1","files":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    out["huge_int"] = json.dumps({**doc, "step": 0}).encode().replace(b'"step":0', b'"step":' + b"9" * 5000)
+    return out
+
+
+# --------------------------------------------------------------------------------------------- pool rules
+
+POOLRULES_ERRORS = (PoolRulesError, SchemaVersionError)
+
+
+def poolrules_target(data: bytes) -> None:
+    rules = _refused(lambda: PoolRules.from_bytes(data, source="fuzz"), POOLRULES_ERRORS)
+    PoolRules.is_rules_document(data)
+    if rules is None:
+        return
+    again = PoolRules.from_bytes(rules.to_bytes(), source="fuzz round trip")
+    if again != rules:
+        raise Finding("accepted pool rules do not round-trip through to_bytes")
+    # what agents compute from the rules at start
+    for cls in ("cpu", "gpu-small", "gpu-large", "unknown"):
+        rules.budgets_for(cls)
+    _ = (rules.full_submission_units, rules.effective_class_history, rules.effective_class_lease_share)
+    rules.new_document_problems()
+
+
+def poolrules_seeds() -> dict[str, bytes]:
+    from intellect.sdk.poolrules import ModelRules
+
+    base = dict(taskset_cid="bafkreicysg23kiwv34eg2d7qweipxwosdo2py4ldv42nbauguluen5v6am",
+                model=ModelRules(family="smollm2-135m"), group_size=8, problems_per_task=2,
+                budgets={"cpu": [64, 128]}, length_alpha=0.001, max_units_per_submission=4096)
+    out = {
+        "minimal": PoolRules(**base).to_bytes(),
+        "all_fields": PoolRules(**{**base, "heldout_cid": "bafkreiheldout", "budgets": {
+            "cpu": [64], "gpu-small": [128, 256], "gpu-large": [512]}, "max_units_per_submission": 8192,
+            "assigned_validators": 3, "class_history": 0, "class_lease_share": 0.25, "length_scope": "all",
+            "problem_order": "random", "toploc_profile": "fp32"}).to_bytes(),
+    }
+    doc = json.loads(out["minimal"])
+    doc.pop("length_scope", None)
+    out["stored_old"] = json.dumps(doc, sort_keys=True).encode()
+    out["other_schema"] = out["minimal"].replace(b"poolrules/v1", b"poolrules/v9")
+    out["not_object"] = b'["intellect.poolrules/v1"]'
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- task sets
+
+TASKSET_ERRORS = (TaskSetError,)
+
+
+def taskset_target(data: bytes) -> None:
+    ts = _refused(lambda: TaskSet.from_bytes(data, name="fuzz"), TASKSET_ERRORS)
+    if ts is None:
+        return
+    again = TaskSet.from_bytes(ts.to_jsonl_bytes(), name="fuzz round trip")
+    if [t.model_dump() for t in again] != [t.model_dump() for t in ts] or again.digest() != ts.digest():
+        raise Finding("an accepted task set does not round-trip through to_jsonl_bytes")
+    seed = hashlib.sha256(data).digest()
+    n = min(len(ts), 2)
+    for order in ("random", "epochs"):  # what a worker and a validator do with a claim's seed
+        got = assign_problems(ts, order, seed=seed, task_id=7, n=n, target_lengths=[64, 128])
+        if len(got) != n:
+            raise Finding(f"assign_problems({order}) gave {len(got)} problems, asked {n}")
+
+
+def taskset_seeds() -> dict[str, bytes]:
+    math = Task(id="m1", prompt="What is 2+3?", verifier="math", answer="5", source="synthetic")
+    code = Task(id="c1", prompt="def add(a, b):\n", verifier="code", tests=["assert add(1, 2) == 3"],
+                entry_point="add", difficulty=0.5)
+    return {
+        "math_and_code": TaskSet([math, code], name="mixed").to_jsonl_bytes(),
+        "three_math": TaskSet([math, *(Task(id=f"m{i}", prompt=f"{i}*{i}?", verifier="math", answer=str(i * i))
+                                      for i in range(2, 4))], name="sq").to_jsonl_bytes(),
+        "header_only": b'{"name": "x", "schema": "intellect.taskset/v1"}\n',
+        "duplicate_ids": TaskSet([math], name="d").to_jsonl_bytes() + json.dumps(math.model_dump(
+            mode="json", exclude_none=True)).encode() + b"\n",
+        "crlf_blank_lines": TaskSet([math], name="crlf").to_jsonl_bytes().replace(b"\n", b"\r\n\r\n"),
+    }
+
+
+# ------------------------------------------------------------------------------------------- attestations
+
+ATTESTATION_ERRORS = (ValidationError, AttestationError)
+
+
+def _json_body(raw: bytes) -> Any:
+    """What an agent server hands a POST route: `parse_json_body` (HttpError 400 on anything not JSON)."""
+    return parse_json_body(raw)
+
+
+def attestation_target(data: bytes) -> None:
+    """`POST /attestations` at the trainer (the body parsed by the agent server, then validated and its
+    signature checked: `Trainer.accept_attestation`'s first step), and `Attestation.from_json`."""
+    try:
+        body = _json_body(data)
+    except HttpError as exc:
+        if exc.status != 400:
+            raise Finding(f"agent server answered {exc.status} for a body: {exc.message}") from exc
+        body = None
+    else:
+        def check() -> Attestation:
+            att = Attestation.model_validate(body)
+            att.verify()
+            return att
+
+        _refused(check, ATTESTATION_ERRORS)
+    att = _refused(lambda: Attestation.from_json(data, source="fuzz"), (AttestationError,))
+    if att is not None and Attestation.from_json(att.model_dump_json(by_alias=True)) != att:
+        raise Finding("an accepted attestation does not round-trip through JSON")
+
+
+def attestation_seeds() -> dict[str, bytes]:
+    good = sign_attestation(TEST_KEY, chain_id=CHAIN_ID, ledger=LEDGER, submission_id=3,
+                            rollouts_cid="bafkreicysg23kiwv34eg2d7qweipxwosdo2py4ldv42nbauguluen5v6am",
+                            proofs_hash="0x" + "ab" * 32, policy_step=1)
+    rejected = sign_attestation(TEST_KEY, chain_id=CHAIN_ID, ledger=LEDGER, submission_id=2**64,
+                                rollouts_cid="Qm" + "x" * 44, proofs_hash="cd" * 32, policy_step=0, accepted=False)
+    raw = good.model_dump_json(by_alias=True).encode()
+    return {
+        "accepted": raw,
+        "rejected": rejected.model_dump_json(by_alias=True).encode(),
+        "wrong_signer": raw.replace(b'"submission_id":3', b'"submission_id":4'),
+        "big_chain": raw.replace(b'"chain_id":31337', b'"chain_id":' + b"9" * 80),
+        "not_object": b"[1, 2, 3]",
+    }
+
+
+# ------------------------------------------------------------------------------------------------- CIDs
+
+CID_ERRORS = (IpfsError,)  # InvalidCidError
+
+
+def cid_target(data: bytes) -> None:
+    """CID text (a URL path segment, a JSON field, an on-chain string) and binary CIDs (in dag-pb links)."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    for parse, arg in ((Cid.parse, text), (Cid.from_bytes, data)):
+        cid = _refused(lambda parse=parse, arg=arg: parse(arg), CID_ERRORS)
+        if cid is None:
+            continue
+        if Cid.parse(str(cid)) != cid or Cid.from_bytes(cid.to_bytes()) != cid:
+            raise Finding(f"accepted CID {cid} does not round-trip")
+        if cid.to_v1() != Cid.parse(str(cid.to_v1())):
+            raise Finding(f"CID {cid} does not round-trip as v1")
+
+
+def cid_seeds() -> dict[str, bytes]:
+    raw = Cid.of(b"hello\n", RAW)
+    pb = Cid.of(b"node", DAG_PB)
+    v0 = Cid(0, DAG_PB, pb.digest)
+    return {
+        "v1_raw_text": str(raw).encode(),
+        "v1_dag_pb_text": str(pb).encode(),
+        "v0_text": str(v0).encode(),
+        "v1_upper": str(raw).upper().encode(),
+        "v1_raw_binary": raw.to_bytes(),
+        "v0_binary": v0.to_bytes(),
+        "base58_z": b"z" + str(v0).encode(),
+    }
+
+
+# -------------------------------------------------------------------------------------- UnixFS / dag-pb
+
+UNIXFS_ERRORS = (IpfsError,)  # CidMismatchError, ContentTooLargeError, InvalidCidError
+_LEAVES = [b"", b"hello\n", bytes(range(256)) * 4]
+_BLOCKS: dict[bytes, bytes] = {}
+
+
+def _known_blocks() -> dict[bytes, bytes]:
+    """Blocks a fuzzed root may link to (by digest): raw leaves and dag-pb nodes over them, one of which
+    links one node many times over (the shape of a DAG bomb)."""
+    if not _BLOCKS:
+        links = []
+        for leaf in _LEAVES:
+            cid = Cid.of(leaf, RAW)
+            _BLOCKS[cid.digest] = leaf
+            links.append(Link(cid, len(leaf), len(leaf)))
+        inner = encode_node(links)
+        inner_cid = Cid.of(inner, DAG_PB)
+        _BLOCKS[inner_cid.digest] = inner
+        inner_link = Link(inner_cid, len(inner) + sum(x.tsize for x in links), sum(x.filesize for x in links))
+        fan = encode_node([inner_link] * 174)
+        _BLOCKS[Cid.of(fan, DAG_PB).digest] = fan
+    return _BLOCKS
+
+
+def unixfs_target(data: bytes) -> None:
+    """A dag-pb block as a peer or gateway serves it: `decode_node`, then `read_dag` with the block as the
+    root of a DAG whose other blocks are the known ones (a fetch that verifies every block's CID)."""
+    node = _refused(lambda: decode_node(data), UNIXFS_ERRORS)
+    if node is not None and node.blocksizes and len(node.blocksizes) != len(node.links):
+        raise Finding("decode_node accepted blocksizes that do not match the links")
+    root = Cid.of(data, DAG_PB)
+    known = _known_blocks()
+
+    def get_block(cid: Cid) -> bytes:
+        if cid.digest == root.digest:
+            return data
+        block = known.get(cid.digest)
+        if block is None:
+            raise IpfsError(f"block {cid} not found")
+        return block
+
+    def read() -> int:
+        return sum(len(chunk) for chunk in read_dag(root, get_block, max_size=64 * 1024, source="fuzz"))
+
+    total = _refused(read, UNIXFS_ERRORS)
+    if total is not None and total > 64 * 1024:
+        raise Finding(f"read_dag yielded {total} bytes past its max_size")
+
+
+def unixfs_seeds() -> dict[str, bytes]:
+    known = _known_blocks()
+    leaves = [Cid.of(leaf, RAW) for leaf in _LEAVES]
+    inner = next(d for d, b in known.items() if b.startswith(b"\x12") and len(b) < 400)
+    fan = next(d for d, b in known.items() if len(b) > 2000)
+    inner_cid, fan_cid = Cid(1, DAG_PB, inner), Cid(1, DAG_PB, fan)
+    return {
+        "two_leaves": encode_node([Link(c, 10, len(x)) for c, x in zip(leaves[1:], _LEAVES[1:], strict=True)]),
+        "one_empty_leaf": encode_node([Link(leaves[0], 0, 0)]),
+        "inner_node": known[inner],
+        "links_to_node": encode_node([Link(inner_cid, 2000, 1030), Link(leaves[1], 6, 6)]),
+        "bomb": encode_node([Link(fan_cid, 10**6, 174 * 1030)] * 8),
+        "no_links": encode_node([]),
+        "packed_blocksizes": bytes.fromhex("0a0a08021806220401020304"),
+    }
+
+
+# ------------------------------------------------------------------------------------------ POST /store
+
+STORE_ERRORS = (HttpError,)
+
+
+class _Node:
+    role = 1  # Role.WORKER
+    status = 1  # NodeStatus.ACTIVE
+
+
+class _StoreProtocol:
+    """The chain as `accept_pushed_file` asks it: every signer is an active worker (so that the fuzzer
+    reaches past the signature to the file's checks)."""
+
+    chain_id = CHAIN_ID
+
+    def node(self, _address: str) -> _Node:
+        return _Node()
+
+
+class _MemoryIpfs:
+    """A store that keeps nothing (the fuzzer must not fill a disk): answers the CID `ipfs add` gives."""
+
+    def add(self, data: bytes, *, pin: bool = True) -> str:
+        from intellect.sdk.ipfs import compute_cid
+
+        return compute_cid(data)
+
+
+class _StoreAgent:
+    def __init__(self) -> None:
+        self.protocol = _StoreProtocol()
+        self.ipfs = _MemoryIpfs()
+        self.counts: dict[str, int] = {}
+
+    def count(self, name: str, amount: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + amount
+
+
+_AGENT = _StoreAgent()
+
+
+def store_target(data: bytes) -> None:
+    """The trainer's `POST /store`: the agent server's body parse, then `accept_pushed_file`."""
+    try:
+        body = _json_body(data)
+    except HttpError as exc:
+        if exc.status != 400:
+            raise Finding(f"agent server answered {exc.status} for a body: {exc.message}") from exc
+        return
+    try:
+        accept_pushed_file(_AGENT, body)
+    except HttpError as exc:
+        if not 400 <= exc.status < 500:
+            raise Finding(f"/store answered {exc.status} for a client's body: {exc.message}") from exc
+
+
+def store_seeds() -> dict[str, bytes]:
+    from intellect.sdk.ipfs import compute_cid
+
+    out = {}
+    for name, blob in [("small", b"rollouts\n" * 8), ("empty", b""), ("binary", bytes(range(256)))]:
+        out[name] = json.dumps(store_request(TEST_KEY, CHAIN_ID, compute_cid(blob), blob)).encode()
+    body = json.loads(out["small"])
+    out["wrong_cid"] = json.dumps({**body, "cid": compute_cid(b"other")}).encode()
+    out["bad_base64"] = json.dumps({**body, "data": "!!" + body["data"]}).encode()
+    out["short_signature"] = json.dumps({**body, "signature": "0x1234"}).encode()
+    return out
+
+
+# ------------------------------------------------------------------------------------------ TOPLOC proofs
+
+TOPLOC_ERRORS = (ProofFormatError,)
+
+
+def toploc_target(data: bytes) -> None:
+    """One proof of a rollout file's `proofs` column (`decode_proof`)."""
+    got = _refused(lambda: decode_proof(data), TOPLOC_ERRORS)
+    if got is not None and encode_proof(*got) != bytes(data):
+        raise Finding("an accepted proof does not re-encode to its bytes")
+
+
+def toploc_seeds() -> dict[str, bytes]:
+    import numpy as np
+
+    from intellect.verifier.toploc import PRIME, TOPK
+
+    rnd = np.random.default_rng(32)
+    return {
+        "random": encode_proof(12345, rnd.integers(0, PRIME, TOPK)),
+        "zeros": encode_proof(1, np.zeros(TOPK, dtype=np.int64)),
+        "max": encode_proof(PRIME, np.full(TOPK, PRIME - 1)),
+        "short": encode_proof(7, np.arange(5)),
+    }
+
+
+# ---------------------------------------------------------------------------------------- peers' /status
+
+STATUS_ERRORS = (PeerDocumentError,)
+
+
+def status_target(data: bytes) -> None:
+    """A peer's `/status` document (`parse_status`, then the service URLs an agent takes from it)."""
+    doc = _refused(lambda: parse_status(data, "fuzz"), STATUS_ERRORS)
+    if doc is None:
+        return
+    for name in ("ipfs_gateway", "shardcast", "attestations", "store"):
+        url = peer_service(doc, name)
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise Finding(f"peer_service gave a non-http URL {url!r}")
+
+
+def status_seeds() -> dict[str, bytes]:
+    from intellect.agents.roles._server import bounded_status
+
+    doc = {"schema": "intellect.agent.status/v1", "role": "validator", "address": LEDGER,
+           "services": {"ipfs_gateway": "http://127.0.0.1:8080", "shardcast": "https://relay.example:443"},
+           "counters": {"attestations_signed": 3}, "recent": [{"sid": i} for i in range(5)]}
+    return {
+        "validator": json.dumps(bounded_status(doc, 3)).encode(),
+        "no_services": b'{"role":"worker"}',
+        "services_not_object": b'{"services":["http://x"]}',
+        "service_not_http": b'{"services":{"ipfs_gateway":"file:///etc/passwd"}}',
+    }
+
+
+# ------------------------------------------------------------------------------- completions (rewards)
+
+
+def completion_target(data: bytes) -> None:
+    """A completion's text (decoded tokens of a rollout file) through the validator's in-process reward
+    steps: answer extraction and normalisation, the plain-number comparison, code extraction. (The sympy
+    comparison and the code run in a child process/sandbox: not here.) These must never raise nor stall."""
+    text = data.decode("utf-8", errors="replace")
+    answer = _rewards.extract_answer(text)
+    # `compare_answers` up to the math judge: only answers of at most MAX_ANSWER_CHARS are normalised
+    if answer is not None and len(answer) <= _rewards.MAX_ANSWER_CHARS:
+        norm = _rewards._normalize(answer)
+        _rewards._numbers_equal(norm, _rewards._normalize("5"))
+        _rewards._numbers_equal(norm, norm)
+    _rewards.extract_code(text)
+
+
+def completion_seeds() -> dict[str, bytes]:
+    return {
+        "boxed": b"<think>2+3 is 5</think> The answer is \\boxed{5}.",
+        "frac": b"so x = \\boxed{\\frac{1}{2}}",
+        "nested_boxed": b"\\boxed{\\text{\\textbf{12}}} and \\fbox{3}",
+        "last_number": b"first 1,000 then 2.5 then -3/4",
+        "sqrt": b"\\boxed{2\\sqrt{3} + \\sqrt[3]{8}}",
+        "code": b"<think>hmm</think>\n```python\ndef add(a, b):\n    return a + b\n```\n",
+        "unclosed": b"\\boxed{\\boxed{\\boxed{1",
+    }
+
+
+# ------------------------------------------------------------------------------------ agent HTTP server
+
+
+class _Conn:
+    """A connection whose bytes are `data` (what a client sent) and whose replies are kept."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.sent = bytearray()
+
+    def makefile(self, mode: str, *_args: Any, **_kw: Any) -> Any:
+        import io
+
+        return io.BytesIO(self.data) if "r" in mode else io.BytesIO()
+
+    def sendall(self, b: bytes) -> None:
+        self.sent += b
+
+    def settimeout(self, _t: float | None) -> None:
+        pass
+
+    def setsockopt(self, *_a: Any) -> None:
+        pass
+
+
+_SERVER: list[Any] = []
+
+
+def _agent_server() -> Any:
+    """One real `AgentServer` (bound, never started: requests are handed to its handler in memory) with the
+    trainer's POST routes."""
+    if not _SERVER:
+        import logging
+
+        from intellect.agents.roles._server import AgentServer, Metrics
+
+        logging.getLogger("intellect.agents.roles._server").setLevel(logging.CRITICAL)
+        metrics = Metrics()
+        metrics.declare("files_stored", "counter", "files stored")
+        server = AgentServer(lambda: {"role": "trainer", "recent": list(range(300))}, metrics)
+
+        def attestation_route(_q: Any, body: Any) -> Any:
+            try:
+                att = Attestation.model_validate(body)
+                att.verify()
+            except (ValidationError, AttestationError) as exc:
+                raise HttpError(400, f"invalid attestation: {exc}") from None
+            return {"ok": True}
+
+        server.route("POST", "/attestations", attestation_route)
+        server.route("POST", "/store", lambda _q, body: accept_pushed_file(_AGENT, body))
+        _SERVER.append(server)
+    return _SERVER[0]
+
+
+def agent_http_target(data: bytes) -> None:
+    """Raw bytes on a connection to an agent's HTTP server (request line, headers, Content-Length, body,
+    `/status?limit=`, the trainer's POST routes): every request is answered, never with a 500."""
+    server = _agent_server()
+    conn = _Conn(data)
+    handler_cls = server._httpd.RequestHandlerClass
+    handler_cls(conn, ("127.0.0.1", 1), server._httpd)  # handles the request(s) in its constructor
+    out = bytes(conn.sent)
+    for line in out.split(b"\r\n"):
+        if line.startswith(b"HTTP/") and b" 500 " in line + b" ":
+            raise Finding(f"agent server answered 500: {out[-300:]!r}")
+
+
+def agent_http_seeds() -> dict[str, bytes]:
+    def post(path: str, body: bytes, extra: bytes = b"") -> bytes:
+        return (f"POST {path} HTTP/1.1\r\nHost: trainer\r\nContent-Type: application/json\r\n".encode()
+                + extra + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    return {
+        "status": b"GET /status?limit=5 HTTP/1.1\r\nHost: t\r\n\r\n",
+        "status_bad_limit": b"GET /status?limit=x HTTP/1.1\r\nHost: t\r\n\r\n",
+        "metrics": b"GET /metrics HTTP/1.0\r\n\r\n",
+        "attestation": post("/attestations", attestation_seeds()["accepted"]),
+        "store": post("/store", store_seeds()["small"]),
+        "keepalive_two": post("/attestations", b"{}") + b"GET /status HTTP/1.1\r\nHost: t\r\n\r\n",
+        "no_route": post("/nope", b"[]"),
+    }
+
+
+# -------------------------------------------------------------------------------------------------- all
+
+READERS: dict[str, Reader] = {r.name: r for r in [
+    Reader("manifest", "Shardcast manifest (`Manifest.from_bytes`)", manifest_target, MANIFEST_ERRORS,
+           manifest_seeds),
+    Reader("poolrules", "pool-rules document (`PoolRules.from_bytes`)", poolrules_target, POOLRULES_ERRORS,
+           poolrules_seeds),
+    Reader("taskset", "task set, JSONL (`TaskSet.from_bytes`)", taskset_target, TASKSET_ERRORS, taskset_seeds),
+    Reader("attestation", "trainer's POST /attestations body (`Attestation`, `verify`)", attestation_target,
+           ATTESTATION_ERRORS, attestation_seeds),
+    Reader("cid", "CID text and binary (`Cid.parse`, `Cid.from_bytes`)", cid_target, CID_ERRORS, cid_seeds),
+    Reader("unixfs", "dag-pb/UnixFS block (`decode_node`, `read_dag`)", unixfs_target, UNIXFS_ERRORS,
+           unixfs_seeds),
+    Reader("store", "trainer's POST /store body (`accept_pushed_file`)", store_target, STORE_ERRORS, store_seeds),
+    Reader("toploc", "TOPLOC proof (`decode_proof`)", toploc_target, TOPLOC_ERRORS, toploc_seeds),
+    Reader("status", "peer's /status document (`parse_status`, `peer_service`)", status_target, STATUS_ERRORS,
+           status_seeds),
+    Reader("completion", "completion text in the validator's reward steps (`extract_answer`, ...)",
+           completion_target, (), completion_seeds),
+    Reader("agent_http", "raw HTTP request to an agent server (`/status`, POST routes)", agent_http_target,
+           (), agent_http_seeds),
+]}
+
+
+def b64(data: bytes) -> str:  # for reports
+    return base64.b64encode(data).decode()
