@@ -57,11 +57,14 @@ def run_one(reader: str, args: argparse.Namespace) -> Result:
            f"-rss_limit_mb={args.rss_limit_mb}", f"-timeout={args.timeout}",
            f"-max_len={MAX_LEN.get(reader, 4096)}", f"-artifact_prefix={crashes}/", "-print_final_stats=1",
            f"-seed={args.seed}" if args.seed is not None else "-seed=0"]
-    cmd.append(f"-runs={args.runs}" if args.runs else f"-max_total_time={args.seconds}")
+    if args.runs:
+        cmd.append(f"-runs={args.runs}")
+    if args.seconds:
+        cmd.append(f"-max_total_time={args.seconds}")
     cmd += [str(work), str(HERE / "corpus" / reader)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     started = time.monotonic()
-    limit = None if args.runs else args.seconds + 120  # startup and seed loading on a busy machine
+    limit = None if not args.seconds else args.seconds + 120  # startup and seed loading on a busy machine
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", env=env, timeout=limit)
         out, rc = proc.stdout + proc.stderr, proc.returncode
@@ -95,9 +98,8 @@ def main() -> int:
     ap.add_argument("--reader", action="append", choices=READERS, help="a reader to fuzz (repeatable)")
     ap.add_argument("--all", action="store_true", help="every reader")
     ap.add_argument("--list", action="store_true", help="list the readers and exit")
-    limit = ap.add_mutually_exclusive_group()
-    limit.add_argument("--seconds", type=int, default=20, help="wall-clock seconds per reader (default 20)")
-    limit.add_argument("--runs", type=int, help="executions per reader instead of --seconds")
+    ap.add_argument("--seconds", type=int, help="wall-clock seconds per reader (default 20 unless --runs)")
+    ap.add_argument("--runs", type=int, help="executions per reader (with --seconds: whichever comes first)")
     ap.add_argument("--jobs", type=int, default=1, help="readers fuzzed at once (default 1)")
     ap.add_argument("--timeout", type=int, default=10, help="libFuzzer -timeout: seconds one input may take")
     ap.add_argument("--rss-limit-mb", type=int, default=2048, help="libFuzzer -rss_limit_mb")
@@ -115,7 +117,10 @@ def main() -> int:
     if not readers:
         ap.error("name a --reader or --all")
     args.crashes, args.work = args.crashes.resolve(), args.work.resolve()
-    what = f"{args.runs} runs" if args.runs else f"{args.seconds} s"
+    if not args.runs and not args.seconds:
+        args.seconds = 20
+    what = " or ".join(x for x in (f"{args.runs} runs" if args.runs else "",
+                                    f"{args.seconds} s" if args.seconds else "") if x)
     print(f"fuzzing {len(readers)} reader(s), {what} each, {args.jobs} at a time", flush=True)
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         results = []

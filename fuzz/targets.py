@@ -90,6 +90,7 @@ def manifest_target(data: bytes) -> None:
 def manifest_seeds() -> dict[str, bytes]:
     import random
     import tempfile
+    from datetime import UTC, datetime
     from pathlib import Path
 
     from intellect.sdk.shardcast import build_shards
@@ -109,7 +110,7 @@ def manifest_seeds() -> dict[str, bytes]:
                 (ckpt / rel).write_bytes(rnd.randbytes(size))
             m = build_shards(ckpt, Path(tmp) / f"{name}.shards", step=3, model_name="tiny", shard_size=shard,
                              relay_hints=["http://127.0.0.1:8000"] if name == "nested" else ())
-            out[name] = m.to_bytes()
+            out[name] = m.model_copy(update={"created_at": datetime(2026, 11, 27, tzinfo=UTC)}).to_bytes()
     doc = json.loads(out["one_file"])
     out["wrong_schema"] = json.dumps({**doc, "schema": "intellect.shardcast.manifest/v2"}).encode()
     out["deep"] = b'{"schema":"intellect.shardcast.manifest/v1","files":' + b"[" * 5000 + b"]" * 5000 + b"}"

@@ -179,6 +179,8 @@ class _Handler(JsonHandler):
                 body = parse_json_body(self.rfile.read(length) if length else b"")
             self.reply_json(200, handler(query, body))
         except HttpError as exc:
+            if method == "POST":  # its body may be unread: never parse it as the next request
+                self.close_connection = True
             self.reply_json(exc.status, {"error": exc.message})
         except ConnectionError:  # the client went away (timed out): nothing to answer
             log.debug("client of %s %s disconnected", method, parts.path)
