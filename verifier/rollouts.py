@@ -1,17 +1,36 @@
-"""Rollout files: what a worker submits and a validator / trainer reads (Parquet, versioned).
+"""Rollout files: what a worker submits and a validator / trainer reads (versioned).
 
-One row per completion (`RolloutRow`); submission-level facts (`RolloutMeta`) live in the
-Parquet file's key-value metadata next to the schema id `intellect.rollouts/v1`:
+`intellect.rollouts/v2` (written by `to_bytes`, `write`): a safetensors-layout file that a pure
+Python + numpy reader parses, so no byte of it reaches C++ that could abort the node's process:
 
-    schema         "intellect.rollouts/v1"
-    meta           JSON of RolloutMeta (task id, seed hex, model / checkpoint id, worker, ...)
+    8 bytes        N, the header's length (unsigned little-endian), N <= MAX_HEADER_BYTES
+    N bytes        JSON header (UTF-8, space-padded to 8 bytes): for each array its "dtype", "shape" and
+                   "data_offsets" [begin, end) in the data section, plus "__metadata__":
+                   {"schema": "intellect.rollouts/v2", "meta": JSON of RolloutMeta}
+    data section   the arrays, raw little-endian, contiguous, in offset order, nothing between or after
 
-Readers check, in order: Parquet readable → schema id known → exact column names and Arrow
-types → size caps (`RolloutLimits`: rows, tokens per row and in all, decoded bytes) from the
-footer and page headers, before any column is decoded → every row valid (pydantic) → cross-row
-rules (one worker, proofs count matching the completion length, group sizes). Anything wrong
-raises `RolloutFileError` naming the file and what was wrong, whatever pyarrow raised
-underneath; nothing is half-read and nothing fails later on first use.
+    one value per row [n]:   reward, task_reward, length_penalty F64; advantage F32; policy_step I64;
+                             target_length I64 (-1: None); proof_counts I64 (proofs of the row)
+    row offsets [n + 1] I64: prompt_offsets, completion_offsets (into the token arrays below),
+                             problem_id_offsets, worker_offsets (into the UTF-8 string arrays below)
+    flat:                    prompt_ids, completion_ids I32 [tokens]; problem_id, worker U8 [bytes];
+                             proofs U8 [n_proofs, 2 + 2 * meta.proof_topk] (row after row)
+
+The file is also a valid safetensors file (`safetensors.numpy.load` reads it, handy for tooling; the
+node never uses that library for strangers' bytes). The reader checks, before it makes a Python
+object of any cell: the header's size against its cap, then its JSON, the schema id, every array's
+name, dtype and rank, every count against `RolloutLimits` (rows, tokens, decoded bytes), that the
+arrays' byte ranges are exactly their shapes' sizes, contiguous and covering the data section, then
+the row offsets (from 0, non-decreasing, ending at the array's length), per-row token caps; then
+each row (pydantic) and the cross-row rules (one worker, proofs count matching the completion
+length, group sizes). Anything wrong raises `RolloutFileError` naming the file and what was wrong.
+
+`intellect.rollouts/v1` (Parquet, `_rollouts_v1`) is still read, but never in the node's process:
+pyarrow's C++ reader can abort the process on crafted input, so it is not safe for strangers. Bytes
+starting with Parquet's magic `PAR1` are read in a child (`intellect.verifier.isolation`) that hands
+the rows back as v2 bytes. A child that dies on the file (a signal, its CPU or memory limit) is a
+verdict: `RolloutFileError("... the Parquet reader aborted on this file (signal 6, SIGABRT)")`; a child
+the node could not run to the end (its deadline, the OOM killer) raises `ParseUnavailable`: try later.
 
     data = RolloutFile(meta, rows).to_bytes()       # a worker adds these bytes to IPFS
     rf = RolloutFile.from_bytes(data, name=cid)     # a validator / trainer reads them back
@@ -19,29 +38,40 @@ underneath; nothing is half-read and nothing fails later on first use.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from intellect.sdk import IntellectError
+from intellect.verifier.isolation import (
+    ChildLimits,
+    ParseCrashed,
+    ParseRefused,
+    ParseUnavailable,
+    run_isolated,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
-    "ARROW_SCHEMA",
     "MAX_DECODED_BYTES",
+    "MAX_HEADER_BYTES",
     "MAX_ROWS",
     "MAX_TOKENS_PER_ROW",
     "MAX_TOTAL_TOKENS",
     "ROLLOUTS_SCHEMA",
+    "ROLLOUTS_SCHEMA_V1",
+    "V1_CHILD_LIMITS",
+    "ParseUnavailable",
     "RolloutFile",
     "RolloutFileError",
     "RolloutLimits",
@@ -49,31 +79,15 @@ __all__ = [
     "RolloutRow",
 ]
 
-ROLLOUTS_SCHEMA = "intellect.rollouts/v1"
+ROLLOUTS_SCHEMA = "intellect.rollouts/v2"
+ROLLOUTS_SCHEMA_V1 = "intellect.rollouts/v1"
 
 _HEX_ADDRESS = r"^0x[0-9a-fA-F]{40}$"
 
-ARROW_SCHEMA = pa.schema(
-    [
-        pa.field("problem_id", pa.string(), nullable=False),
-        pa.field("prompt_ids", pa.list_(pa.int32()), nullable=False),
-        pa.field("completion_ids", pa.list_(pa.int32()), nullable=False),
-        pa.field("reward", pa.float64(), nullable=False),
-        pa.field("task_reward", pa.float64(), nullable=False),
-        pa.field("length_penalty", pa.float64(), nullable=False),
-        pa.field("target_length", pa.int32(), nullable=True),
-        pa.field("advantage", pa.float32(), nullable=False),
-        pa.field("policy_step", pa.int64(), nullable=False),
-        pa.field("proofs", pa.list_(pa.binary()), nullable=False),
-        pa.field("worker", pa.string(), nullable=False),
-    ]
-)
-
-
-# Caps on what one rollout file may decode to, checked before anything is materialised (a few KB of
-# Parquet can RLE-encode tens of millions of tokens). They must stay above what the pool's rules let
-# an honest worker submit, or honest work is refused (and challenged): INTELLECT-2's largest shape,
-# 8 problems x 16 completions x 32k tokens, is 4.2 M tokens, half of MAX_TOTAL_TOKENS.
+# Caps on what one rollout file may decode to, checked before anything is materialised. They must stay
+# above what the pool's rules let an honest worker submit, or honest work is refused (and challenged):
+# INTELLECT-2's largest shape, 8 problems x 16 completions x 32k tokens, is 4.2 M tokens, half of
+# MAX_TOTAL_TOKENS.
 MAX_ROWS = 4096
 """completions per file"""
 MAX_TOKENS_PER_ROW = 131_072
@@ -81,17 +95,14 @@ MAX_TOKENS_PER_ROW = 131_072
 MAX_TOTAL_TOKENS = 8 * 1024 * 1024
 """prompt + completion tokens of the whole file (as Python ints: ~300 MB at the cap)"""
 MAX_DECODED_BYTES = 512 * 1024 * 1024
-"""Arrow memory the columns may decode to (pages, values, levels, expanded strings and proofs); the
-agents' default `max_fetch_bytes` is the same 512 MiB"""
-MAX_PAGES = 65_536
-"""Parquet pages in the whole file (each costs a header walk before anything is decoded)"""
+"""bytes the arrays may hold (v2: the data section; v1: Arrow memory of pages, values, levels, expanded
+strings and proofs); the agents' default `max_fetch_bytes` is the same 512 MiB"""
 MAX_META_BYTES = 64 * 1024
-"""the JSON of RolloutMeta in the file's key-value metadata"""
-
-# String and binary columns are read still dictionary-encoded, so that a small dictionary referenced
-# many times is measured before it is expanded.
-_DICT_COLUMNS = ["problem_id", "proofs.list.element", "worker"]
-_NON_NULL = [f.name for f in ARROW_SCHEMA if not f.nullable]
+"""the JSON of RolloutMeta in the file's metadata"""
+MAX_HEADER_BYTES = 256 * 1024
+"""a v2 file's JSON header: ~1.5 KB of array entries plus the metadata (JSON in JSON: escaped, < 2x)"""
+_MAX_STRING_BYTES = 1024
+"""one problem id or worker in UTF-8 (a problem id is at most 256 characters)"""
 
 
 @dataclass(frozen=True)
@@ -214,23 +225,24 @@ class RolloutFile:
 
     # -- encoding ------------------------------------------------------------------------------
 
-    def to_table(self) -> pa.Table:
-        cols: dict[str, list[Any]] = {f.name: [] for f in ARROW_SCHEMA}
-        for row in self.rows:
-            for key, value in row.model_dump().items():
-                cols[key].append(value)
-        table = pa.Table.from_pydict(cols, schema=ARROW_SCHEMA)
-        return table.replace_schema_metadata(
-            {"schema": ROLLOUTS_SCHEMA, "meta": self.meta.model_dump_json()}
-        )
+    def to_bytes(self, version: int = 2) -> bytes:
+        """The file's bytes: `intellect.rollouts/v2` (default), or v1 (Parquet) for an old reader."""
+        if version == 1:
+            from intellect.verifier._rollouts_v1 import v1_bytes
 
-    def to_bytes(self) -> bytes:
-        buf = io.BytesIO()
-        pq.write_table(self.to_table(), buf, compression="zstd")
-        return buf.getvalue()
+            return v1_bytes(self)
+        if version != 2:
+            raise ValueError(f"rollout file format version {version} is not one this writer knows (1, 2)")
+        return _encode_v2(self)
+
+    def to_table(self) -> pa.Table:
+        """The rows as an Arrow table (the v1 columns and metadata)."""
+        from intellect.verifier._rollouts_v1 import table_of
+
+        return table_of(self)
 
     def write(self, path: str | Path) -> Path:
-        """Write atomically (temp file + rename)."""
+        """Write atomically (temp file + rename), as v2."""
         path = Path(path)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
@@ -248,30 +260,16 @@ class RolloutFile:
     def from_bytes(cls, data: bytes, name: str = "rollouts", limits: RolloutLimits | None = None) -> RolloutFile:
         """Parse and validate a rollout file from another machine; `RolloutFileError` on anything wrong.
 
-        Order: footer and schema (every name and type decoded here, not later on first use) → size
-        caps from the page headers (nothing decoded yet) → the columns, with strings and proofs
-        still dictionary-encoded → per-row token caps and decoded sizes → rows (pydantic).
-        """
+        v2 bytes are parsed here (nothing of them reaches code that can abort the process). v1 (Parquet,
+        recognised by its magic `PAR1`) is parsed in a child process; `ParseUnavailable` when the node
+        could not run that child to its end (retry later: it says nothing about the bytes)."""
         limits = limits or RolloutLimits()
         if not isinstance(data, bytes | bytearray | memoryview):
             raise RolloutFileError(f"rollout file {name}: expected bytes, got {type(data).__name__}")
-        try:
-            pf = pq.ParquetFile(pa.BufferReader(data))
-            md = pf.metadata
-        except Exception as exc:  # pyarrow raises several error types (ArrowInvalid, OSError, ...) on corrupt input
-            raise RolloutFileError(f"rollout file {name}: not a readable Parquet file: {exc}") from exc
-        try:
-            schema = pf.schema_arrow
-        except Exception as exc:  # UnicodeDecodeError (a column name that is not UTF-8), ArrowInvalid, ...
-            raise RolloutFileError(f"rollout file {name}: unreadable schema: {exc}") from exc
-        meta = _check_schema(schema, name)
-        _check_caps(memoryview(data), md, name, limits)
-        try:  # the footer parsed above is reused: only the columns are read now
-            table = pq.ParquetFile(pa.BufferReader(data), metadata=md, read_dictionary=_DICT_COLUMNS).read()
-            table.validate(full=True)  # UTF-8 of strings, offsets inside their buffers
-        except Exception as exc:  # pyarrow raises several error types on corrupt pages
-            raise RolloutFileError(f"rollout file {name}: not a readable Parquet file: {exc}") from exc
-        return cls._from_rows(_decoded(table, name, limits), meta, name)
+        data = bytes(data)
+        if data[:4] == b"PAR1":
+            return _read_v1_isolated(data, name, limits)
+        return _decode_v2(data, name, limits)
 
     @classmethod
     def read(cls, path: str | Path, limits: RolloutLimits | None = None) -> RolloutFile:
@@ -286,22 +284,10 @@ class RolloutFile:
 
     @classmethod
     def from_table(cls, table: pa.Table, name: str = "rollouts") -> RolloutFile:
-        return cls._from_rows(table, _check_schema(table.schema, name), name)
+        """The rows of an Arrow table already in memory (the v1 columns and metadata)."""
+        from intellect.verifier._rollouts_v1 import from_table
 
-    @classmethod
-    def _from_rows(cls, table: pa.Table, meta: RolloutMeta, name: str) -> RolloutFile:
-        """The rows of a table whose schema `_check_schema` accepted (as `meta`)."""
-        try:
-            records = table.to_pylist()
-        except Exception as exc:  # invalid UTF-8 in a string cell, a corrupt buffer
-            raise RolloutFileError(f"rollout file {name}: unreadable cells: {exc}") from exc
-        rows = []
-        for i, rec in enumerate(records):
-            try:
-                rows.append(RolloutRow.model_validate(rec))
-            except ValidationError as exc:
-                raise RolloutFileError(f"rollout file {name} row {i}: {exc}") from None
-        return cls(meta, rows, name=name)
+        return from_table(table, name)
 
     def summary(self) -> dict[str, Any]:
         rewards = [r.reward for r in self.rows]
@@ -314,236 +300,254 @@ class RolloutFile:
         }
 
 
+def __getattr__(attr: str) -> Any:  # ARROW_SCHEMA without importing pyarrow for a v2 reader
+    if attr == "ARROW_SCHEMA":
+        from intellect.verifier._rollouts_v1 import ARROW_SCHEMA
+
+        return ARROW_SCHEMA
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
 # ---------------------------------------------------------------------------------------------
-# Reading bytes from another machine: schema, caps, decoding
+# v2: the arrays
+
+_I64, _I32, _F64, _F32, _U8 = "I64", "I32", "F64", "F32", "U8"
+_NUMPY = {_I64: np.dtype("<i8"), _I32: np.dtype("<i4"), _F64: np.dtype("<f8"), _F32: np.dtype("<f4"),
+          _U8: np.dtype("u1")}
+# name -> (dtype, shape kind): "n" one per row, "n+1" row offsets, "flat" any length, "proofs" [count, length]
+_ARRAYS: dict[str, tuple[str, str]] = {
+    "reward": (_F64, "n"),
+    "task_reward": (_F64, "n"),
+    "length_penalty": (_F64, "n"),
+    "advantage": (_F32, "n"),
+    "policy_step": (_I64, "n"),
+    "target_length": (_I64, "n"),
+    "proof_counts": (_I64, "n"),
+    "prompt_offsets": (_I64, "n+1"),
+    "completion_offsets": (_I64, "n+1"),
+    "problem_id_offsets": (_I64, "n+1"),
+    "worker_offsets": (_I64, "n+1"),
+    "prompt_ids": (_I32, "flat"),
+    "completion_ids": (_I32, "flat"),
+    "problem_id": (_U8, "flat"),
+    "worker": (_U8, "flat"),
+    "proofs": (_U8, "proofs"),
+}
+_NO_TARGET = -1
+"""target_length of a row without one (a real target is >= 1)"""
 
 
-def _check_schema(schema: pa.Schema, name: str) -> RolloutMeta:
-    """Schema id, metadata and the exact column names/types, all decoded now (names may not be UTF-8)."""
+def _offsets(lengths: list[int]) -> np.ndarray:
+    out = np.zeros(len(lengths) + 1, dtype=_NUMPY[_I64])
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+def _encode_v2(rf: RolloutFile) -> bytes:
+    rows = rf.rows
+    proof_len = 2 + 2 * rf.meta.proof_topk
+    pids = [r.problem_id.encode() for r in rows]
+    workers = [r.worker.encode() for r in rows]
+    proofs = [p for r in rows for p in r.proofs]
+    arrays: dict[str, np.ndarray] = {
+        "reward": np.array([r.reward for r in rows], _NUMPY[_F64]),
+        "task_reward": np.array([r.task_reward for r in rows], _NUMPY[_F64]),
+        "length_penalty": np.array([r.length_penalty for r in rows], _NUMPY[_F64]),
+        "advantage": np.array([r.advantage for r in rows], _NUMPY[_F32]),
+        "policy_step": np.array([r.policy_step for r in rows], _NUMPY[_I64]),
+        "target_length": np.array([_NO_TARGET if r.target_length is None else r.target_length for r in rows],
+                                  _NUMPY[_I64]),
+        "proof_counts": np.array([len(r.proofs) for r in rows], _NUMPY[_I64]),
+        "prompt_offsets": _offsets([len(r.prompt_ids) for r in rows]),
+        "completion_offsets": _offsets([len(r.completion_ids) for r in rows]),
+        "problem_id_offsets": _offsets([len(p) for p in pids]),
+        "worker_offsets": _offsets([len(w) for w in workers]),
+        "prompt_ids": np.fromiter((t for r in rows for t in r.prompt_ids), _NUMPY[_I32]),
+        "completion_ids": np.fromiter((t for r in rows for t in r.completion_ids), _NUMPY[_I32]),
+        "problem_id": np.frombuffer(b"".join(pids), _NUMPY[_U8]),
+        "worker": np.frombuffer(b"".join(workers), _NUMPY[_U8]),
+        "proofs": np.frombuffer(b"".join(proofs), _NUMPY[_U8]).reshape(len(proofs), proof_len),
+    }
+    # widest dtypes first: with the header padded to 8 bytes every array is aligned
+    order = sorted(arrays, key=lambda k: (-arrays[k].dtype.itemsize, k))
+    header: dict[str, Any] = {"__metadata__": {"schema": ROLLOUTS_SCHEMA, "meta": rf.meta.model_dump_json()}}
+    pos = 0
+    for k in order:
+        header[k] = {"dtype": _ARRAYS[k][0], "shape": list(arrays[k].shape), "data_offsets": [pos, pos + arrays[k].nbytes]}
+        pos += arrays[k].nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-(8 + len(text)) % 8)
+    return len(text).to_bytes(8, "little") + text + b"".join(arrays[k].tobytes() for k in order)
+
+
+def _decode_v2(data: bytes, name: str, limits: RolloutLimits) -> RolloutFile:
+    def fail(what: str) -> RolloutFileError:
+        return RolloutFileError(f"rollout file {name}: {what}")
+
+    # -- the header: its size before its JSON, its JSON before anything it names
+    if len(data) < 8:
+        raise fail(f"truncated: {len(data)} bytes, not even the 8-byte header length")
+    hlen = int.from_bytes(data[:8], "little")
+    if hlen > MAX_HEADER_BYTES:
+        raise fail(f"header of {hlen} bytes, over the cap of {MAX_HEADER_BYTES} (not a rollout file?)")
+    if 8 + hlen > len(data):
+        raise fail(f"truncated: the header is {hlen} bytes, the file holds {len(data) - 8} after its length")
     try:
-        got = {f.name: f.type for f in schema}
-        raw_meta = schema.metadata or {}
-    except Exception as exc:  # UnicodeDecodeError (a column name that is not UTF-8), ArrowInvalid, ...
-        raise RolloutFileError(f"rollout file {name}: unreadable schema: {exc}") from exc
-    meta = _check_metadata(raw_meta, name)
-    _check_columns(got, name)
-    return meta
-
-
-def _check_metadata(raw: dict[bytes, bytes], name: str) -> RolloutMeta:
-    try:
-        meta = {k.decode(): v.decode() for k, v in raw.items()}
-    except UnicodeDecodeError as exc:
-        raise RolloutFileError(f"rollout file {name}: metadata is not UTF-8: {exc}") from exc
-    schema = meta.get("schema")
+        header = json.loads(data[8:8 + hlen].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise fail(f"header is not UTF-8 JSON: {str(exc)[:200]}") from None
+    if not isinstance(header, dict):
+        raise fail(f"header is a JSON {type(header).__name__}, not an object")
+    md = header.pop("__metadata__", None)
+    if not isinstance(md, dict):
+        raise fail("header has no __metadata__ object")
+    schema = md.get("schema")
     if schema != ROLLOUTS_SCHEMA:
-        shown = schema if schema is None or len(schema) <= 80 else schema[:80] + "..."
-        raise RolloutFileError(f"rollout file {name}: unknown schema {shown!r} (this reader knows {ROLLOUTS_SCHEMA})")
-    text = meta.get("meta", "")
+        shown = schema if not isinstance(schema, str) or len(schema) <= 80 else schema[:80] + "..."
+        raise fail(f"unknown schema {shown!r} (this reader knows {ROLLOUTS_SCHEMA}, and {ROLLOUTS_SCHEMA_V1} "
+                   "as Parquet)")
+    if set(md) != {"schema", "meta"}:
+        raise fail(f"unexpected metadata keys {sorted(set(md) - {'schema', 'meta'})[:10]}")
+    text = md["meta"]
+    if not isinstance(text, str):
+        raise fail("metadata 'meta' is not a string")
     if len(text) > MAX_META_BYTES:
-        raise RolloutFileError(f"rollout file {name}: metadata is {len(text)} bytes, over {MAX_META_BYTES}")
+        raise fail(f"metadata is {len(text)} bytes, over {MAX_META_BYTES}")
     try:
-        return RolloutMeta.model_validate_json(text)
+        meta = RolloutMeta.model_validate_json(text)
     except ValidationError as exc:
-        raise RolloutFileError(f"rollout file {name}: bad metadata: {exc}") from exc
+        raise fail(f"bad metadata: {exc}") from None
+
+    # -- the arrays' names, dtypes and shapes, and every count against the caps: nothing is read yet
+    if set(header) != set(_ARRAYS):
+        missing, extra = sorted(set(_ARRAYS) - set(header)), sorted(set(header) - set(_ARRAYS))
+        raise fail(f"arrays missing {missing}, unexpected {[e[:40] for e in extra[:10]]}")
+    shapes: dict[str, list[int]] = {}
+    spans: list[tuple[int, int, str]] = []
+    for key, (dtype, _kind) in _ARRAYS.items():
+        entry = header[key]
+        if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
+            raise fail(f"array {key!r}: entry must have exactly dtype, shape and data_offsets")
+        if entry["dtype"] != dtype:
+            shown = str(entry["dtype"])[:20]
+            raise fail(f"array {key!r} is {shown!r}, expected {dtype}")
+        shape, span = entry["shape"], entry["data_offsets"]
+        rank = 2 if key == "proofs" else 1
+        if not (isinstance(shape, list) and len(shape) == rank and all(_is_count(d) for d in shape)):
+            raise fail(f"array {key!r}: shape must be {rank} non-negative integers")
+        if not (isinstance(span, list) and len(span) == 2 and all(_is_count(d) for d in span) and span[0] <= span[1]):
+            raise fail(f"array {key!r}: data_offsets must be [begin, end] with 0 <= begin <= end")
+        shapes[key] = shape
+        spans.append((span[0], span[1], key))
+    n = shapes["reward"][0]
+    if n > limits.max_rows:
+        raise fail(f"{n} rows, over the cap of {limits.max_rows}")
+    for key, (_dtype, kind) in _ARRAYS.items():
+        want = {"n": n, "n+1": n + 1}.get(kind)
+        if want is not None and shapes[key][0] != want:
+            raise fail(f"array {key!r} has {shapes[key][0]} values for {n} rows (expected {want})")
+    proof_len = 2 + 2 * meta.proof_topk
+    if shapes["proofs"][1] != proof_len:
+        raise fail(f"proofs are {shapes['proofs'][1]} bytes each, expected {proof_len} (proof_topk "
+                   f"{meta.proof_topk})")
+    tokens = shapes["prompt_ids"][0] + shapes["completion_ids"][0]
+    if tokens > limits.max_total_tokens:
+        raise fail(f"{tokens} tokens, over the cap of {limits.max_total_tokens}")
+    for key in ("problem_id", "worker"):
+        if shapes[key][0] > n * _MAX_STRING_BYTES:
+            raise fail(f"array {key!r} holds {shapes[key][0]} bytes, over {_MAX_STRING_BYTES} per row")
+    total = 0
+    for begin, end, key in spans:
+        size = math.prod(shapes[key]) * _NUMPY[_ARRAYS[key][0]].itemsize
+        if end - begin != size:
+            raise fail(f"array {key!r} spans {end - begin} bytes, its shape and dtype need {size}")
+        total += size
+        if total > limits.max_decoded_bytes:
+            raise fail(f"decodes to more than {limits.max_decoded_bytes} bytes (cap)")
+    body = len(data) - 8 - hlen
+    pos = 0
+    for begin, end, key in sorted(spans):
+        if begin != pos:
+            what = "overlaps the array before it" if begin < pos else f"leaves {begin - pos} bytes unused before it"
+            raise fail(f"array {key!r} starts at byte {begin} of the data and {what}")
+        pos = end
+    if pos != body:
+        raise fail(f"truncated: the arrays need {pos} bytes of data, the file holds {body}" if pos > body else
+                   f"{body - pos} bytes after the last array")
+
+    # -- views over the validated ranges (no copy), then the offsets inside them
+    base = 8 + hlen
+    arr: dict[str, np.ndarray] = {}
+    for begin, _end, key in spans:
+        dt = _NUMPY[_ARRAYS[key][0]]
+        arr[key] = np.frombuffer(data, dtype=dt, count=math.prod(shapes[key]), offset=base + begin)
+    arr["proofs"] = arr["proofs"].reshape(shapes["proofs"])
+    for off, flat in (("prompt_offsets", "prompt_ids"), ("completion_offsets", "completion_ids"),
+                      ("problem_id_offsets", "problem_id"), ("worker_offsets", "worker")):
+        o = arr[off]
+        if o[0] != 0 or o[-1] != len(arr[flat]) or bool(np.any(o[1:] < o[:-1])):
+            raise fail(f"array {off!r} is not row offsets into {flat!r} (from 0, non-decreasing, to "
+                       f"{len(arr[flat])})")
+    per_row = np.diff(arr["prompt_offsets"]) + np.diff(arr["completion_offsets"])
+    worst = int(per_row.max()) if n else 0
+    if worst > limits.max_tokens_per_row:
+        raise fail(f"a row holds {worst} tokens, over the cap of {limits.max_tokens_per_row}")
+    for off in ("problem_id_offsets", "worker_offsets"):
+        if n and int(np.diff(arr[off]).max()) > _MAX_STRING_BYTES:
+            raise fail(f"a row's {off[:-8]} is over {_MAX_STRING_BYTES} bytes")
+    counts = arr["proof_counts"]
+    if bool(np.any(counts < 0)) or int(counts.sum()) != shapes["proofs"][0]:
+        raise fail(f"proof_counts do not add up to the {shapes['proofs'][0]} proofs")
+
+    # -- the rows
+    po, co = arr["prompt_offsets"].tolist(), arr["completion_offsets"].tolist()
+    so, wo = arr["problem_id_offsets"].tolist(), arr["worker_offsets"].tolist()
+    reward, task, pen = arr["reward"].tolist(), arr["task_reward"].tolist(), arr["length_penalty"].tolist()
+    adv, step, target = arr["advantage"].tolist(), arr["policy_step"].tolist(), arr["target_length"].tolist()
+    pstart = _offsets(counts.tolist()).tolist()
+    rows = []
+    for i in range(n):
+        try:
+            rec = {
+                "problem_id": arr["problem_id"][so[i]:so[i + 1]].tobytes().decode("utf-8"),
+                "prompt_ids": arr["prompt_ids"][po[i]:po[i + 1]].tolist(),
+                "completion_ids": arr["completion_ids"][co[i]:co[i + 1]].tolist(),
+                "reward": reward[i], "task_reward": task[i], "length_penalty": pen[i],
+                "target_length": None if target[i] == _NO_TARGET else target[i],
+                "advantage": adv[i], "policy_step": step[i],
+                "proofs": [arr["proofs"][j].tobytes() for j in range(pstart[i], pstart[i + 1])],
+                "worker": arr["worker"][wo[i]:wo[i + 1]].tobytes().decode("utf-8"),
+            }
+            rows.append(RolloutRow.model_validate(rec))
+        except UnicodeDecodeError as exc:
+            raise fail(f"row {i}: a string is not UTF-8: {exc}") from None
+        except ValidationError as exc:
+            raise RolloutFileError(f"rollout file {name} row {i}: {exc}") from None
+    return RolloutFile(meta, rows, name=name)
 
 
-def _check_columns(got: dict[str, pa.DataType], name: str) -> None:
-    want = {f.name: f.type for f in ARROW_SCHEMA}
-    if set(got) != set(want):
-        missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
-        raise RolloutFileError(f"rollout file {name}: columns missing {missing}, unexpected {extra[:20]}")
-    for col, typ in want.items():
-        if got[col] != typ:
-            raise RolloutFileError(f"rollout file {name}: column {col!r} is {got[col]}, expected {typ}")
+def _is_count(v: Any) -> bool:
+    return type(v) is int and 0 <= v < 2**62
 
 
-class _Thrift:
-    """Just enough of Thrift's compact protocol to read a Parquet `PageHeader` (parquet.thrift).
-
-    Structs come back as {field id: value} with integers and nested structs kept and every other
-    value skipped. Anything malformed raises ValueError; every read is bounds-checked.
-    """
-
-    def __init__(self, buf: memoryview, pos: int, end: int) -> None:
-        self.buf, self.pos, self.end = buf, pos, end
-
-    def byte(self) -> int:
-        if self.pos >= self.end:
-            raise ValueError("truncated page header")
-        b = self.buf[self.pos]
-        self.pos += 1
-        return b
-
-    def varint(self) -> int:
-        out = shift = 0
-        while True:
-            b = self.byte()
-            out |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return out
-            shift += 7
-            if shift > 63:
-                raise ValueError("varint longer than 64 bits in a page header")
-
-    def zigzag(self) -> int:
-        n = self.varint()
-        return (n >> 1) ^ -(n & 1)
-
-    def skip_bytes(self, n: int) -> None:
-        if n < 0 or self.pos + n > self.end:
-            raise ValueError("truncated page header")
-        self.pos += n
-
-    def value(self, ttype: int, depth: int) -> Any:
-        if ttype in (1, 2):  # bool inside a struct: the value is the type nibble
-            return ttype == 1
-        if ttype == 3:
-            return self.byte()
-        if ttype in (4, 5, 6):
-            return self.zigzag()
-        if ttype == 7:
-            self.skip_bytes(8)
-        elif ttype == 8:
-            self.skip_bytes(self.varint())
-        elif ttype in (9, 10):
-            head = self.byte()
-            size, etype = head >> 4, head & 0x0F
-            if size == 15:
-                size = self.varint()
-            for _ in range(size):  # every element takes >= 1 byte: bounded by the buffer
-                if etype in (1, 2):
-                    self.byte()
-                else:
-                    self.value(etype, depth + 1)
-        elif ttype == 11:
-            size = self.varint()
-            if size:
-                kv = self.byte()
-                for _ in range(size):
-                    self.value(kv >> 4, depth + 1)
-                    self.value(kv & 0x0F, depth + 1)
-        elif ttype == 12:
-            return self.struct(depth + 1)
-        else:
-            raise ValueError(f"unknown thrift type {ttype} in a page header")
-        return None
-
-    def struct(self, depth: int = 0) -> dict[int, Any]:
-        if depth > 16:
-            raise ValueError("page header nested too deeply")
-        out: dict[int, Any] = {}
-        fid = 0
-        while True:
-            head = self.byte()
-            if head == 0:
-                return out
-            delta, ttype = head >> 4, head & 0x0F
-            fid = fid + delta if delta else self.zigzag()
-            out[fid] = self.value(ttype, depth)
+# ---------------------------------------------------------------------------------------------
+# v1: Parquet, read in a child
 
 
-_PAGE_DICTIONARY = 2
+V1_CHILD_LIMITS = ChildLimits()
+"""the limits of the child that reads a v1 file (its memory and CPU limits make the verdict)"""
 
 
-def _check_caps(data: memoryview, md: pq.FileMetaData, name: str, limits: RolloutLimits) -> None:
-    """Refuse a file whose decoded size is over the caps, from its footer and page headers only.
-
-    The footer's own counts (num_rows, num_values, total_uncompressed_size) are what an honest
-    writer says; a crafted file can lie in them (pyarrow decodes what the pages hold), so the
-    counts that bound memory are read from every page header, the ones the decoder obeys.
-    """
-    fail = lambda what: RolloutFileError(f"rollout file {name}: {what}")  # noqa: E731
-    if md.num_rows > limits.max_rows:
-        raise fail(f"{md.num_rows} rows, over the cap of {limits.max_rows}")
-    if md.num_row_groups > limits.max_rows:  # empty row groups cost a walk each and hold nothing
-        raise fail(f"{md.num_row_groups} row groups, over the cap of {limits.max_rows}")
-    values: dict[str, int] = {}
-    decoded = pages = 0
+def _read_v1_isolated(data: bytes, name: str, limits: RolloutLimits) -> RolloutFile:
     try:
-        for g in range(md.num_row_groups):
-            rg = md.row_group(g)
-            for c in range(rg.num_columns):
-                col = rg.column(c)
-                path = col.path_in_schema.split(".")[0]
-                start = col.data_page_offset
-                if col.has_dictionary_page and col.dictionary_page_offset and 0 < col.dictionary_page_offset < start:
-                    start = col.dictionary_page_offset
-                end = start + col.total_compressed_size
-                if start < 0 or col.total_compressed_size < 0 or end > len(data):
-                    raise fail(f"column {path!r} pages lie outside the file")
-                pos = start
-                while pos < end:
-                    pages += 1
-                    if pages > MAX_PAGES:  # an honest writer makes ~1 page per MiB of a column
-                        raise fail(f"more than {MAX_PAGES} pages")
-                    reader = _Thrift(data, pos, end)
-                    header = reader.struct()
-                    ptype, size, csize = header.get(1), header.get(2), header.get(3)
-                    if not isinstance(size, int) or not isinstance(csize, int) or size < 0 or csize < 0:
-                        raise fail(f"column {path!r}: malformed page header at byte {pos}")
-                    n = 0
-                    for sub in (5, 7, 8):  # data page, dictionary page, data page v2: field 1 is num_values
-                        if isinstance(header.get(sub), dict):
-                            n = header[sub].get(1, 0)
-                    if not isinstance(n, int) or n < 0:
-                        raise fail(f"column {path!r}: malformed page header at byte {pos}")
-                    if ptype != _PAGE_DICTIONARY:
-                        values[path] = values.get(path, 0) + n
-                    # decoded: the page itself plus up to 8 bytes of value and 4 of levels per value
-                    decoded += size + 12 * n
-                    pos = reader.pos + csize
-                    if decoded > limits.max_decoded_bytes:
-                        raise fail(f"decodes to more than {limits.max_decoded_bytes} bytes (cap)")
-    except RolloutFileError:
-        raise
-    except (ValueError, TypeError, IndexError, OverflowError, OSError, pa.ArrowException) as exc:
-        # _Thrift's ValueError (a truncated or malformed page header), pyarrow's on a corrupt footer entry
-        raise fail(f"malformed page header or column metadata: {exc}") from exc
-    rows = max((values.get(f.name, 0) for f in ARROW_SCHEMA if not pa.types.is_list(f.type)), default=0)
-    if rows > limits.max_rows:
-        raise fail(f"pages hold {rows} rows, over the cap of {limits.max_rows}")
-    tokens = values.get("prompt_ids", 0) + values.get("completion_ids", 0)
-    if tokens > limits.max_total_tokens + 2 * rows:  # an empty list takes one value slot
-        raise fail(f"pages hold {tokens} tokens, over the cap of {limits.max_total_tokens}")
-
-
-def _decoded(table: pa.Table, name: str, limits: RolloutLimits) -> pa.Table:
-    """Check the token caps per row and the decoded size of the dictionary columns, then decode them."""
-    import pyarrow.compute as pc
-
-    fail = lambda what: RolloutFileError(f"rollout file {name}: {what}")  # noqa: E731
-    if table.num_rows > limits.max_rows:
-        raise fail(f"{table.num_rows} rows, over the cap of {limits.max_rows}")
+        v2 = run_isolated("intellect.verifier._rollouts_v1:isolated_v1_to_v2", data,
+                          {"name": name, "limits": asdict(limits)}, V1_CHILD_LIMITS)
+    except ParseRefused as exc:
+        raise RolloutFileError(str(exc)) from None
+    except ParseCrashed as exc:
+        raise RolloutFileError(f"rollout file {name}: the Parquet reader {exc} (a v1 file this node "
+                               "cannot read safely; rejected)") from None
     try:
-        if any(table.column(c).null_count for c in _NON_NULL):
-            bad = next(c for c in _NON_NULL if table.column(c).null_count)
-            raise fail(f"column {bad!r} has null cells")
-        per_row = pc.add(pc.list_value_length(table.column("prompt_ids")),
-                         pc.list_value_length(table.column("completion_ids")))
-        worst, total = pc.max(per_row).as_py() or 0, pc.sum(per_row).as_py() or 0
-        if worst > limits.max_tokens_per_row:
-            raise fail(f"a row holds {worst} tokens, over the cap of {limits.max_tokens_per_row}")
-        if total > limits.max_total_tokens:
-            raise fail(f"{total} tokens, over the cap of {limits.max_total_tokens}")
-        out = table
-        expanded = 0
-        for col in _DICT_COLUMNS:
-            top = col.split(".")[0]
-            chunks = []
-            for chunk in table.column(top).chunks:
-                dict_arr = chunk.values if pa.types.is_list(chunk.type) else chunk
-                lengths = pc.binary_length(dict_arr.dictionary)
-                expanded += pc.sum(pc.take(lengths, dict_arr.indices)).as_py() or 0
-                if expanded > limits.max_decoded_bytes:
-                    raise fail(f"column {top!r} decodes to more than {limits.max_decoded_bytes} bytes (cap)")
-                plain = dict_arr.dictionary_decode()
-                chunks.append(pa.ListArray.from_arrays(chunk.offsets, plain) if pa.types.is_list(chunk.type) else plain)
-            typ = ARROW_SCHEMA.field(top).type
-            out = out.set_column(out.schema.get_field_index(top), ARROW_SCHEMA.field(top),
-                                 pa.chunked_array(chunks, type=typ))
-        return out.replace_schema_metadata(table.schema.metadata)
-    except RolloutFileError:
-        raise
-    except Exception as exc:  # pyarrow on corrupt arrays (ArrowInvalid, ArrowIndexError, ...)
-        raise fail(f"unreadable columns: {exc}") from exc
+        return _decode_v2(v2, name, limits)
+    except RolloutFileError as exc:  # our own child's bytes: a bug, not the sender's
+        raise ParseUnavailable(f"rollout file {name}: the v1 reader's result did not parse: {exc}") from exc

@@ -11,6 +11,7 @@ import pytest
 
 from intellect.verifier.rollouts import (
     ROLLOUTS_SCHEMA,
+    ROLLOUTS_SCHEMA_V1,
     RolloutFile,
     RolloutFileError,
     RolloutMeta,
@@ -46,9 +47,21 @@ def test_rollout_file_round_trip_bytes_and_path(tmp_path: Path) -> None:
     back = RolloutFile.from_bytes(rf.to_bytes())
     assert back.meta == rf.meta
     assert back.rows == rf.rows
-    path = rf.write(tmp_path / "r.parquet")
+    path = rf.write(tmp_path / "r.rollouts")
     assert RolloutFile.read(path).rows == rf.rows
-    assert pq.read_schema(path).metadata[b"schema"] == ROLLOUTS_SCHEMA.encode()
+    assert ROLLOUTS_SCHEMA.encode() in path.read_bytes()[:2000]
+
+
+def test_rollout_file_v1_still_read_through_the_child(tmp_path: Path) -> None:
+    """Old Parquet files (`intellect.rollouts/v1`) read back the same rows, parsed in a child process."""
+    rf = _file()
+    data = rf.to_bytes(version=1)
+    assert data[:4] == b"PAR1"
+    assert pq.read_schema(pa.BufferReader(data)).metadata[b"schema"] == ROLLOUTS_SCHEMA_V1.encode()
+    back = RolloutFile.from_bytes(data, name="cid-old")
+    assert back.meta == rf.meta and back.rows == rf.rows and back.name == "cid-old"
+    (tmp_path / "old.parquet").write_bytes(data)
+    assert RolloutFile.read(tmp_path / "old.parquet").rows == rf.rows
 
 
 def test_rollout_file_unknown_schema_refused() -> None:
@@ -75,9 +88,12 @@ def test_rollout_file_wrong_column_type_refused() -> None:
 
 
 def test_rollout_file_corrupt_bytes_refused() -> None:
-    data = _file().to_bytes()
-    with pytest.raises(RolloutFileError, match="not a readable Parquet file"):
+    data = _file().to_bytes(version=1)
+    with pytest.raises(RolloutFileError, match="rollout file cid-x: not a readable Parquet file"):
         RolloutFile.from_bytes(data[: len(data) // 2], name="cid-x")
+    data = _file().to_bytes()
+    with pytest.raises(RolloutFileError, match="rollout file cid-y: truncated"):
+        RolloutFile.from_bytes(data[: len(data) // 2], name="cid-y")
 
 
 def test_rollout_file_inconsistent_rows_refused() -> None:
