@@ -9,7 +9,7 @@ the same functions.
 
 `Reader.seeds()` makes the seed corpus (fuzz/corpus/<reader>/) with the project's own writers
 (`python fuzz/make_corpus.py` rewrites it). Rollout files of the Parquet format (v1) are not fuzzed in-process:
-pyarrow can abort the process, so that path runs in a child (issue 32); the v2 reader is pure Python.
+pyarrow can abort the process, so the node reads them in a child (issue 32); the v2 reader is pure Python.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from intellect.sdk.poolrules import PoolRules, PoolRulesError
 from intellect.sdk.shardcast._errors import ManifestError
 from intellect.sdk.shardcast._manifest import Manifest
 from intellect.verifier import rewards as _rewards
+from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutMeta, RolloutRow
 from intellect.verifier.tasks import Task, TaskSet, TaskSetError, assign_problems
 from intellect.verifier.toploc import ProofFormatError, decode_proof, encode_proof
 
@@ -68,6 +69,51 @@ def _refused(fn: Callable[[], Any], expected: tuple[type[BaseException], ...]) -
         if not str(exc):
             raise Finding(f"{type(exc).__name__} raised without a message") from exc
         return None
+
+
+# ------------------------------------------------------------------------------------------ rollout files
+
+ROLLOUT_ERRORS = (RolloutFileError,)
+
+
+def rollouts_target(data: bytes) -> None:
+    """A rollout file as a validator or the trainer fetches it (`RolloutFile.from_bytes`), format v2: parsed
+    in-process by pure Python + numpy. Bytes that start with Parquet's magic go to the v1 reader in a child
+    process (pyarrow can abort its process: it is not fuzzed in this one)."""
+    if bytes(data[:4]) == b"PAR1":
+        return
+    rf = _refused(lambda: RolloutFile.from_bytes(data, name="fuzz"), ROLLOUT_ERRORS)
+    if rf is None:
+        return
+    again = RolloutFile.from_bytes(rf.to_bytes(), name="fuzz round trip")
+    if again.meta != rf.meta or again.rows != rf.rows:
+        raise Finding("an accepted rollout file does not round-trip through to_bytes")
+    rf.summary()
+
+
+def rollouts_seeds() -> dict[str, bytes]:
+    worker = "0x" + "ab" * 20
+
+    def make(groups: int, size: int, tokens: int, *, proofs: bool = True, topk: int = 4, pid: str = "p",
+             target: int | None = 64, chunk: int = 8) -> bytes:
+        rows = [RolloutRow(problem_id=f"{pid}{g}", prompt_ids=[1, 2, 3], completion_ids=list(range(4, 4 + tokens)),
+                           reward=0.9, task_reward=1.0, length_penalty=0.1, target_length=target if k else None,
+                           advantage=0.5 * (k - 1), policy_step=7, worker=worker,
+                           proofs=[bytes([g, k]) + bytes(2 * topk)] * ((tokens + chunk - 1) // chunk) if proofs else [])
+                for g in range(groups) for k in range(size)]
+        meta = RolloutMeta(task_id="42", seed="0xdeadbeef", model="step-7", worker=worker, policy_step=7,
+                           group_size=size, proof_chunk_size=chunk, proof_topk=topk, length_alpha=0.001)
+        return RolloutFile(meta, rows, name="seed").to_bytes()
+
+    return {
+        "two_groups_of_three": make(2, 3, 20),
+        "one_row": make(1, 1, 5, target=None),
+        "no_proofs": make(2, 2, 12, proofs=False),
+        "empty_completion": make(1, 2, 0, proofs=False),
+        "unicode_ids": make(2, 2, 9, pid="é-問題-"),
+        "not_rollouts": b"\x10\x00\x00\x00\x00\x00\x00\x00" + b'{"a": 1}        ',
+        "huge_header_length": b"\xff" * 8 + b"{}",
+    }
 
 
 # ---------------------------------------------------------------------------------------------- manifests
@@ -583,6 +629,8 @@ def agent_http_seeds() -> dict[str, bytes]:
 # -------------------------------------------------------------------------------------------------- all
 
 READERS: dict[str, Reader] = {r.name: r for r in [
+    Reader("rollouts", "rollout file, v2 (`RolloutFile.from_bytes`; v1 Parquet runs in a child)", rollouts_target,
+           ROLLOUT_ERRORS, rollouts_seeds),
     Reader("manifest", "Shardcast manifest (`Manifest.from_bytes`)", manifest_target, MANIFEST_ERRORS,
            manifest_seeds),
     Reader("poolrules", "pool-rules document (`PoolRules.from_bytes`)", poolrules_target, POOLRULES_ERRORS,
