@@ -56,7 +56,7 @@ def run_one(reader: str, args: argparse.Namespace) -> Result:
     cmd = [sys.executable, str(HERE / f"fuzz_{reader}.py"),
            f"-rss_limit_mb={args.rss_limit_mb}", f"-timeout={args.timeout}",
            f"-max_len={MAX_LEN.get(reader, 4096)}", f"-artifact_prefix={crashes}/", "-print_final_stats=1",
-           f"-seed={args.seed}" if args.seed is not None else "-seed=0"]
+           *([f"-seed={args.seed}"] if args.seed is not None else [])]
     if args.runs:
         cmd.append(f"-runs={args.runs}")
     if args.seconds:
@@ -64,7 +64,7 @@ def run_one(reader: str, args: argparse.Namespace) -> Result:
     cmd += [str(work), str(HERE / "corpus" / reader)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     started = time.monotonic()
-    limit = None if not args.seconds else args.seconds + 120  # startup and seed loading on a busy machine
+    limit = None if not args.seconds else 2 * args.seconds + 180  # startup and seed loading on a busy machine
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", env=env, timeout=limit)
         out, rc = proc.stdout + proc.stderr, proc.returncode
@@ -103,7 +103,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=1, help="readers fuzzed at once (default 1)")
     ap.add_argument("--timeout", type=int, default=10, help="libFuzzer -timeout: seconds one input may take")
     ap.add_argument("--rss-limit-mb", type=int, default=2048, help="libFuzzer -rss_limit_mb")
-    ap.add_argument("--seed", type=int, help="libFuzzer -seed (default 0: reproducible mutations)")
+    ap.add_argument("--seed", type=int, help="libFuzzer -seed (default: a random one, printed in the log)")
     ap.add_argument("--crashes", type=Path, default=HERE / "crashes", help="where crash inputs go (per reader)")
     ap.add_argument("--work", type=Path, default=HERE / ".work", help="scratch corpus the fuzzers grow")
     ap.add_argument("--log", type=Path, help="keep each harness's libFuzzer output here")

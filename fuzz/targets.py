@@ -545,6 +545,23 @@ def completion_seeds() -> dict[str, bytes]:
 # ------------------------------------------------------------------------------------ agent HTTP server
 
 
+_ERRORS: list[Any] = []
+
+
+def _quiet(*names: str) -> None:
+    """Keep the servers' error records (a finding when a request caused one) instead of printing them."""
+    import logging
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            _ERRORS.append(record)
+
+    for name in names:
+        log = logging.getLogger(name)
+        log.handlers[:] = [_Keep(logging.ERROR)]
+        log.propagate = False
+
+
 class _Conn:
     """A connection whose bytes are `data` (what a client sent) and whose replies are kept."""
 
@@ -566,6 +583,12 @@ class _Conn:
     def setsockopt(self, *_a: Any) -> None:
         pass
 
+    def sendfile(self, f: Any, offset: int = 0, count: int | None = None) -> int:
+        f.seek(offset)
+        data = f.read(count) if count is not None else f.read()
+        self.sent += data
+        return len(data)
+
 
 _SERVER: list[Any] = []
 
@@ -574,11 +597,9 @@ def _agent_server() -> Any:
     """One real `AgentServer` (bound, never started: requests are handed to its handler in memory) with the
     trainer's POST routes."""
     if not _SERVER:
-        import logging
-
         from intellect.agents.roles._server import AgentServer, Metrics
 
-        logging.getLogger("intellect.agents.roles._server").setLevel(logging.CRITICAL)
+        _quiet("intellect.agents.roles._server", "intellect.sdk._http")
         metrics = Metrics()
         metrics.declare("files_stored", "counter", "files stored")
         server = AgentServer(lambda: {"role": "trainer", "recent": list(range(300))}, metrics)
@@ -600,14 +621,7 @@ def _agent_server() -> Any:
 def agent_http_target(data: bytes) -> None:
     """Raw bytes on a connection to an agent's HTTP server (request line, headers, Content-Length, body,
     `/status?limit=`, the trainer's POST routes): every request is answered, never with a 500."""
-    server = _agent_server()
-    conn = _Conn(data)
-    handler_cls = server._httpd.RequestHandlerClass
-    handler_cls(conn, ("127.0.0.1", 1), server._httpd)  # handles the request(s) in its constructor
-    out = bytes(conn.sent)
-    for line in out.split(b"\r\n"):
-        if line.startswith(b"HTTP/") and b" 500 " in line + b" ":
-            raise Finding(f"agent server answered 500: {out[-300:]!r}")
+    _no_500("the agent server", _serve(_agent_server(), data))  # the handler serves in its constructor
 
 
 def agent_http_seeds() -> dict[str, bytes]:
@@ -623,6 +637,97 @@ def agent_http_seeds() -> dict[str, bytes]:
         "store": post("/store", store_seeds()["small"]),
         "keepalive_two": post("/attestations", b"{}") + b"GET /status HTTP/1.1\r\nHost: t\r\n\r\n",
         "no_route": post("/nope", b"[]"),
+    }
+
+
+# ----------------------------------------------------------------------- IPFS gateway, Shardcast server
+
+_SERVED: dict[str, Any] = {}
+
+
+def _served() -> dict[str, Any]:
+    """A real `IpfsGateway` over an `EmbeddedIpfs` store and a real Shardcast `ShardServer` over a `ShardStore`
+    with one published version (both bound, never started; in a temporary folder kept for the process)."""
+    if not _SERVED:
+        import tempfile
+        from datetime import UTC, datetime
+        from pathlib import Path
+
+        from intellect.sdk.ipfs import EmbeddedIpfs, IpfsGateway
+        from intellect.sdk.shardcast import _server as shard_server
+        from intellect.sdk.shardcast import build_shards
+        from intellect.sdk.shardcast._store import ShardStore
+
+        _quiet("intellect.sdk.ipfs._gateway", "intellect.sdk.shardcast._server", "intellect.sdk._http")
+        shard_server.MAX_WAIT_S = 0.0  # a long poll is a wait, not a hang: the fuzzer must not sit in one
+        tmp = Path(tempfile.mkdtemp(prefix="intellect-fuzz-"))
+        ipfs = EmbeddedIpfs(tmp / "ipfs")
+        _SERVED["cids"] = [ipfs.add(b"hello\n"), ipfs.add(bytes(range(256)) * 1100)]  # a leaf and a 2-leaf DAG
+        _SERVED["gateway"] = IpfsGateway(ipfs)
+        ckpt = tmp / "ckpt"
+        ckpt.mkdir()
+        (ckpt / "w.bin").write_bytes(bytes(range(256)) * 12)
+        store = ShardStore(tmp / "shards")
+        manifest = build_shards(ckpt, tmp / "shards" / "out", step=1, model_name="tiny", shard_size=1024)
+        manifest = manifest.model_copy(update={"created_at": datetime(2026, 11, 27, tzinfo=UTC)})  # a fixed id
+        state = store.add_version(manifest, present={s.index for s in manifest.shards})
+        for shard in manifest.shards:  # the shard files, where the store serves them from
+            state.shard_path(shard.index).write_bytes((tmp / "shards" / "out" / str(shard.index)).read_bytes())
+        _SERVED["vid"] = manifest.id
+        _SERVED["shardcast"] = shard_server.ShardServer(store, role="origin")
+    return _SERVED
+
+
+def _serve(server: Any, data: bytes) -> bytes:
+    conn = _Conn(data)
+    _ERRORS.clear()
+    server._httpd.RequestHandlerClass(conn, ("127.0.0.1", 1), server._httpd)
+    return bytes(conn.sent)
+
+
+def _no_500(what: str, out: bytes) -> None:
+    """A server's answer must not be a 500, nor may the server have logged an error: its handlers catch
+    everything (so that a bad request cannot take a server thread down) and log what was unexpected."""
+    for line in out.split(b"\r\n"):
+        if line.startswith(b"HTTP/") and b" 500 " in line + b" ":
+            raise Finding(f"{what} answered 500: {out[-300:]!r}")
+    if _ERRORS:
+        record = _ERRORS[0]
+        raise Finding(f"{what} logged an error: {record.getMessage()} {record.exc_info[1] if record.exc_info else ''!r}")
+
+
+def gateway_target(data: bytes) -> None:
+    """Raw bytes on a connection to the IPFS gateway (`GET|HEAD /ipfs/<cid>`, `?format=raw`, Accept)."""
+    _no_500("the IPFS gateway", _serve(_served()["gateway"], data))
+
+
+def gateway_seeds() -> dict[str, bytes]:
+    leaf, dag = _served()["cids"]
+    return {
+        "leaf": f"GET /ipfs/{leaf} HTTP/1.1\r\nHost: g\r\n\r\n".encode(),
+        "dag_head": f"HEAD /ipfs/{dag} HTTP/1.1\r\nHost: g\r\n\r\n".encode(),
+        "raw_block": f"GET /ipfs/{dag}?format=raw HTTP/1.1\r\nAccept: application/vnd.ipld.raw\r\n\r\n".encode(),
+        "missing": b"GET /ipfs/bafkreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n\r\n",
+        "not_ipfs": b"GET /ipns/x HTTP/1.0\r\n\r\n",
+    }
+
+
+def shardcast_http_target(data: bytes) -> None:
+    """Raw bytes on a connection to a Shardcast origin or relay (`/health`, `/versions`, a manifest, a shard
+    with or without Range)."""
+    _no_500("the Shardcast server", _serve(_served()["shardcast"], data))
+
+
+def shardcast_http_seeds() -> dict[str, bytes]:
+    vid = _served()["vid"]
+    base = "/shardcast/v1"
+    return {
+        "health": f"GET {base}/health HTTP/1.1\r\nHost: s\r\n\r\n".encode(),
+        "versions": f"GET {base}/versions?wait=0&after={vid} HTTP/1.1\r\n\r\n".encode(),
+        "manifest": f"GET {base}/versions/{vid}/manifest HTTP/1.1\r\n\r\n".encode(),
+        "shard_range": f"GET {base}/versions/{vid}/shards/1 HTTP/1.1\r\nRange: bytes=10-99\r\n\r\n".encode(),
+        "shard_suffix": f"HEAD {base}/versions/{vid}/shards/2 HTTP/1.1\r\nRange: bytes=-5\r\n\r\n".encode(),
+        "shard_missing": f"GET {base}/versions/{vid}/shards/99 HTTP/1.1\r\n\r\n".encode(),
     }
 
 
@@ -649,6 +754,9 @@ READERS: dict[str, Reader] = {r.name: r for r in [
            completion_target, (), completion_seeds),
     Reader("agent_http", "raw HTTP request to an agent server (`/status`, POST routes)", agent_http_target,
            (), agent_http_seeds),
+    Reader("gateway", "raw HTTP request to the IPFS gateway (`/ipfs/<cid>`)", gateway_target, (), gateway_seeds),
+    Reader("shardcast_http", "raw HTTP request to a Shardcast origin/relay", shardcast_http_target, (),
+           shardcast_http_seeds),
 ]}
 
 
