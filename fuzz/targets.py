@@ -649,6 +649,8 @@ def _served() -> dict[str, Any]:
     """A real `IpfsGateway` over an `EmbeddedIpfs` store and a real Shardcast `ShardServer` over a `ShardStore`
     with one published version (both bound, never started; in a temporary folder kept for the process)."""
     if not _SERVED:
+        import atexit
+        import shutil
         import tempfile
         from datetime import UTC, datetime
         from pathlib import Path
@@ -661,6 +663,7 @@ def _served() -> dict[str, Any]:
         _quiet("intellect.sdk.ipfs._gateway", "intellect.sdk.shardcast._server", "intellect.sdk._http")
         shard_server.MAX_WAIT_S = 0.0  # a long poll is a wait, not a hang: the fuzzer must not sit in one
         tmp = Path(tempfile.mkdtemp(prefix="intellect-fuzz-"))
+        atexit.register(shutil.rmtree, tmp, True)
         ipfs = EmbeddedIpfs(tmp / "ipfs")
         _SERVED["cids"] = [ipfs.add(b"hello\n"), ipfs.add(bytes(range(256)) * 1100)]  # a leaf and a 2-leaf DAG
         _SERVED["gateway"] = IpfsGateway(ipfs)
