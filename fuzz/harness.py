@@ -15,6 +15,8 @@ def main(reader: str) -> None:
     with atheris.instrument_imports(include=["intellect"]):
         import targets  # imports every reader under instrumentation
 
+        if targets.READERS[reader].prepare is not None:
+            targets.READERS[reader].prepare()
     target = targets.READERS[reader].target
 
     def one_input(data: bytes) -> None:

@@ -59,6 +59,8 @@ class Reader:
     target: Callable[[bytes], None]
     expected: tuple[type[BaseException], ...]
     seeds: Callable[[], dict[str, bytes]]
+    prepare: Callable[[], Any] | None = None
+    """Imports a harness makes under instrumentation besides this module's (readers whose module is heavy)."""
 
 
 def _refused(fn: Callable[[], Any], expected: tuple[type[BaseException], ...]) -> Any:
@@ -542,6 +544,68 @@ def completion_seeds() -> dict[str, bytes]:
     }
 
 
+# ------------------------------------------------------------------- a validator's GET /attestations page
+
+
+def _trainer() -> Any:
+    from intellect.agents.roles.trainer import Trainer  # imports torch: only for this reader
+
+    return Trainer
+
+
+class _PageResponse:
+    ok = True
+    status = 200
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def attestation_page_target(data: bytes) -> None:
+    """A page of a validator's `GET /attestations` as the trainer pulls it (`Trainer.pull_attestations`, the
+    real method): the page's JSON, each item's cursor fields, then each item's validation and signature check
+    (the first step of `accept_attestation`; the chain's part is not run). The validator directory, the state
+    store and the HTTP fetch are stand-ins; the method must neither raise nor stop advancing its cursor."""
+    import types
+
+    import intellect.sdk._fetch as fetch_module
+
+    def accept(item: Any) -> None:
+        try:
+            Attestation.model_validate(item).verify()
+        except (ValidationError, AttestationError) as exc:
+            raise HttpError(400, f"invalid attestation: {exc}") from None
+
+    node = types.SimpleNamespace(endpoint="http://validator", address="0x" + "11" * 20)
+    state: dict[str, Any] = {}
+    trainer = types.SimpleNamespace(
+        directory=types.SimpleNamespace(by_role=lambda _role: [node], benched=lambda _a: False,
+                                        penalise=lambda _a, _e="": 0.0),
+        state=types.SimpleNamespace(get=lambda k, d=None: state.get(k, d), set=state.__setitem__),
+        accept_attestation=accept)
+    real = fetch_module.fetch
+    fetch_module.fetch = lambda *_a, **_k: _PageResponse(data)
+    try:
+        _trainer().pull_attestations(trainer, max_pages=1)
+    finally:
+        fetch_module.fetch = real
+
+
+def attestation_page_seeds() -> dict[str, bytes]:
+    att = json.loads(attestation_seeds()["accepted"])
+    return {
+        "one": json.dumps([{**att, "_updated_at": 1764201600.25, "_id": 3}]).encode(),
+        "two_and_junk": json.dumps([{**att, "_updated_at": 1.5, "_id": 1}, {"_updated_at": "x"}, 7,
+                                    {**att, "submission_id": 9, "_updated_at": 2.0}]).encode(),
+        "empty": b"[]",
+        "not_list": b'{"items": []}',
+        "cursor_overflow": b'[{"_updated_at": 1' + b"0" * 400 + b', "_id": 1}]',
+    }
+
+
 # ------------------------------------------------------------------------------------ agent HTTP server
 
 
@@ -746,6 +810,8 @@ READERS: dict[str, Reader] = {r.name: r for r in [
     Reader("taskset", "task set, JSONL (`TaskSet.from_bytes`)", taskset_target, TASKSET_ERRORS, taskset_seeds),
     Reader("attestation", "trainer's POST /attestations body (`Attestation`, `verify`)", attestation_target,
            ATTESTATION_ERRORS, attestation_seeds),
+    Reader("attestation_page", "a validator's GET /attestations page (`Trainer.pull_attestations`)",
+           attestation_page_target, (HttpError,), attestation_page_seeds, prepare=_trainer),
     Reader("cid", "CID text and binary (`Cid.parse`, `Cid.from_bytes`)", cid_target, CID_ERRORS, cid_seeds),
     Reader("unixfs", "dag-pb/UnixFS block (`decode_node`, `read_dag`)", unixfs_target, UNIXFS_ERRORS,
            unixfs_seeds),
