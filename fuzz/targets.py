@@ -606,6 +606,39 @@ def attestation_page_seeds() -> dict[str, bytes]:
     }
 
 
+# ------------------------------------------------------------------------ the dashboard's view of /status
+
+
+def dashboard_target(data: bytes) -> None:
+    """A node's `/status` answer as the dashboard reads it (`StatusFetcher.fetch_one`, the real method, with the
+    HTTP fetch a stand-in that returns `data`), then the trainer's steps and the reward curve built from it
+    (`_trainer_steps`, `_reward_curve`): a bad document is reported for its node, never fatal to the page."""
+    from intellect.sdk.dashboard import _collect
+
+    real = _collect.fetch
+    _collect.fetch = lambda *_a, **_k: _PageResponse(data)
+    try:
+        doc, err = _collect.StatusFetcher().fetch_one("http://node")
+    finally:
+        _collect.fetch = real
+    if (doc is None) == (err is None):
+        raise Finding(f"fetch_one gave both or neither of a document and an error: {doc!r}, {err!r}")
+    if doc is not None:
+        _collect._reward_curve(_collect._trainer_steps(doc), [], [])
+
+
+def dashboard_seeds() -> dict[str, bytes]:
+    doc = {"schema": "intellect.agent.status/v1", "role": "trainer", "steps": [
+        {"step": 1, "mean_reward": 0.25, "rollouts_used": 48, "eval_pass_at_1": 0.5},
+        {"step": 2, "mean_reward": None, "rollouts": 16.0}]}
+    return {
+        "trainer": json.dumps(doc).encode(),
+        "steps_as_dict": json.dumps({"trainer": {"steps": {"3": {"mean_reward": 1}}}}).encode(),
+        "other_schema": b'{"schema": "intellect.agent.status/v9"}',
+        "huge_numbers": b'{"steps": [{"step": 1e999, "mean_reward": 1' + b"0" * 400 + b', "rollouts": 1e999}]}',
+    }
+
+
 # ------------------------------------------------------------------------------------ agent HTTP server
 
 
@@ -812,6 +845,8 @@ READERS: dict[str, Reader] = {r.name: r for r in [
            ATTESTATION_ERRORS, attestation_seeds),
     Reader("attestation_page", "a validator's GET /attestations page (`Trainer.pull_attestations`)",
            attestation_page_target, (HttpError,), attestation_page_seeds, prepare=_trainer),
+    Reader("dashboard", "a node's /status as the dashboard reads it (`StatusFetcher.fetch_one`, steps, curve)",
+           dashboard_target, (), dashboard_seeds, prepare=lambda: __import__("intellect.sdk.dashboard._collect")),
     Reader("cid", "CID text and binary (`Cid.parse`, `Cid.from_bytes`)", cid_target, CID_ERRORS, cid_seeds),
     Reader("unixfs", "dag-pb/UnixFS block (`decode_node`, `read_dag`)", unixfs_target, UNIXFS_ERRORS,
            unixfs_seeds),
