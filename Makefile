@@ -22,7 +22,7 @@ test: bootstrap
 
 ## coverage-guided fuzzing (atheris) of every reader of network bytes (docs/fuzzing.md): the short run CI does
 fuzz: bootstrap
-	python fuzz/run.py --all --seconds 18 --jobs 2
+	python fuzz/run.py --all --seconds 15 --jobs 2
 
 ## the long run recorded in docs/fuzzing.md: 1,000,000 executions per reader (FUZZ_ARGS="--reader NAME" for one)
 fuzz-long: bootstrap
