@@ -34,6 +34,7 @@ __all__ = [
     "RelaySettings",
     "Role",
     "ServerSettings",
+    "StoreSettings",
     "TaskSettings",
     "TrainerSettings",
     "ValidatorSettings",
@@ -124,6 +125,12 @@ class ServerSettings(_Section):
     """False: this node has no inbound route (behind NAT, a firewall): it registers an empty endpoint and
     names no service, so no peer tries to reach it; its status server is for its own operator (keep `host`
     on loopback). A worker then pushes its rollout files to the pool's store (`worker.push_to`)."""
+    read_rate: float = Field(20.0, ge=0)
+    """GET requests per second each client (source address; IPv6 by /64) may make of the status server
+    (`/status`, `/metrics`, `/attestations`); past its budget it is answered 429 with Retry-After. 0: no
+    limit. Agents on one machine share 127.0.0.1: keep it above what they ask of each other."""
+    read_burst: float = Field(40.0, ge=1)
+    """Requests a client may make at once before `read_rate` paces it."""
 
     def is_loopback(self) -> bool:
         h = self.host.strip("[]").lower()
@@ -310,6 +317,18 @@ class CanarySettings(_Section):
         return self
 
 
+class StoreSettings(_Section):
+    """What the trainer's `POST /store` keeps per worker (`intellect.agents.roles.store`, issue 32)."""
+
+    max_files: int = Field(64, ge=1)
+    """Files one worker may keep pinned here at once (its open leases' files and its submissions still in
+    their window; a new file for the same lease replaces the old one)."""
+    max_bytes: int = Field(256 * 1024 * 1024, ge=1)
+    """Bytes one worker may keep pinned here at once."""
+    pushes_per_minute: int = Field(30, ge=1)
+    """Pushes one signer may make in any 60 s, refused ones included."""
+
+
 class TrainerSettings(_Section):
     model: str = "tiny"
     """`tiny` (config-built, for tests), `tiny-warm` (the tiny model warm-started on the pool's synthetic
@@ -361,6 +380,8 @@ class TrainerSettings(_Section):
     poll_interval: float = Field(1.0, gt=0)
     canary: CanarySettings = Field(default_factory=CanarySettings)
     """Canary submissions that make lazy validation lose (off by default)."""
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    """Per-worker quota and rate of the trainer's `POST /store`."""
 
 
 class RelaySettings(_Section):

@@ -34,6 +34,9 @@ setuptools==84.2.1
 wheel==0.47.0
 IN
 
+# The committed lock is uv's starting point: a package keeps its pinned version unless the change needs
+# another, so adding one dependency does not move every other package to PyPI's newest release.
+[[ -f requirements.lock ]] && grep -v '^--find-links' requirements.lock > "$tmp/requirements.lock"
 "$UV" pip compile pyproject.toml "$tmp/extra.in" --extra ml --extra dev \
   --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
   --find-links "$WHEELS" --generate-hashes --emit-find-links --no-header --quiet \

@@ -8,15 +8,18 @@ parent (this module, in the worker's or validator's process) is trusted.
 
 What holds, and why:
 - **Nothing of the host is reachable.** Every run is two processes, each under bubblewrap
-  (`bwrap --unshare-all`: new user, pid, network, ipc, uts and cgroup namespaces), uid/gid 65534 inside,
-  a read-only `/usr` and the interpreter's prefix, a private `/tmp` tmpfs as the only writable place,
-  `/proc` of its own pid namespace, a minimal `/dev`, an empty environment, no network but its own
+  (new user, pid, network, uts and cgroup namespaces from bwrap, an ipc one of ours), uid/gid 65534 inside,
+  a read-only `/usr` and the interpreter's prefix, one private tmpfs on `/tmp` and `/dev/shm` as the only
+  writable place, `/proc` of its own pid namespace, a minimal read-only `/dev`, an empty environment, no network but its own
   loopback. The repository, `/root`, home directories and the agent's data dir are not in the sandbox's
   filesystem at all. When the parent runs as root, bwrap itself is started under a throw-away
   unprivileged uid (so no capability of the host's root ever reaches the sandbox, and RLIMIT_NPROC
   applies: root is exempt from it). Resource limits: RLIMIT_CPU, RLIMIT_AS (memory), RLIMIT_FSIZE
   (output), RLIMIT_NOFILE, no core dumps, RLIMIT_NPROC counted inside the sandbox's own user
-  namespace (fork bombs), and a wall-clock deadline after which both sandboxes are SIGKILLed
+  namespace (fork bombs), a tmpfs of `tmp_bytes` and `tmp_inodes` (pages RLIMIT_AS does not count),
+  no SysV IPC, POSIX message queue, memfd, socket buffer beyond the default or nested user namespace
+  (`_enter_private_fs`, `_seccomp_program`: each could hold memory outside both bounds), and a wall-clock deadline after which
+  both sandboxes are SIGKILLed
   (bwrap's `--die-with-parent` tears down the pid namespace with everything in it). None of these can
   be undone from inside: they are kernel state, not interpreter state, so patching the interpreter,
   walking frames or clearing an audit hook gains nothing.
@@ -46,7 +49,9 @@ What holds, and why:
 
 Residual risks, none of them a way to a reward: a kernel bug reachable from an unprivileged user
 namespace (shared with every container runtime; keep the kernel patched), host facts any process may
-read (`/proc/cpuinfo`, the kernel version), and load bounded by the limits above. What a test checks is
+read (`/proc/cpuinfo`, the kernel version), and load bounded by the limits above. Without a cgroup (none
+here: no cgroup v2 memory controller) a sandbox's memory is bounded by `max_processes` × `memory_bytes` +
+`tmp_bytes` + inodes and the buffers its descriptors can hold, for `wall_seconds` (docs/verifier.md). What a test checks is
 the task's business: a run must call the completion at least once, but a test that accepts a wrong
 answer is a weak task, not a hole in the sandbox.
 """
@@ -59,6 +64,7 @@ import functools
 import json
 import logging
 import os
+import platform
 import secrets
 import select
 import shutil
@@ -69,7 +75,7 @@ import tempfile
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -118,6 +124,13 @@ class SandboxLimits(BaseModel):
     """RLIMIT_NPROC, counted inside the sandbox's own user namespace."""
     max_output_bytes: int = Field(default=1 * 2**20, ge=1024)
     """RLIMIT_FSIZE: cap on stdout+stderr (one file) and on any file the code writes."""
+    tmp_bytes: int = Field(default=64 * 2**20, ge=2**20, le=16 * 2**30)
+    """Size of the sandbox's only writable filesystem: one tmpfs, mounted at /tmp with /dev/shm on it, so
+    files, `multiprocessing.shared_memory` and mmaps of a file there share it. tmpfs pages are not counted by
+    RLIMIT_AS: this is their bound. A full one gives ENOSPC (or SIGBUS through an mmap): `tmp_limit`."""
+    tmp_inodes: int = Field(default=4096, ge=64, le=2**20)
+    """nr_inodes of that tmpfs: files, directories and symlinks together (each costs kernel memory that
+    neither RLIMIT_AS nor `tmp_bytes` counts)."""
     network: bool = False
     """Kept for compatibility; must stay False (the sandbox has no network at all)."""
 
@@ -130,6 +143,7 @@ class SandboxReason(StrEnum):
     CPU_LIMIT = "cpu_limit"
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"
+    TMP_LIMIT = "tmp_limit"  # the sandbox's tmpfs (/tmp, /dev/shm) is full: bytes or inodes
     FORBIDDEN = "forbidden"  # a result that does not serialise exactly (custom objects)
     EARLY_EXIT = "early_exit"  # the completion's process ended while a test still needed it
     NO_CODE = "no_code"
@@ -269,8 +283,8 @@ def _main():
         _send({"load": "memory_limit", "detail": "MemoryError"})
         return
     except BaseException as e:
-        _send({"load": "output_limit" if isinstance(e, OSError) and e.errno == 27 else "failed",
-               "detail": _describe(e)})
+        errno = e.errno if isinstance(e, OSError) else None
+        _send({"load": {27: "output_limit", 28: "tmp_limit"}.get(errno, "failed"), "detail": _describe(e)})
         return
     _send({"load": "ok"})
     while True:
@@ -419,24 +433,99 @@ def _interpreters() -> list[tuple[str, str]]:
     return out
 
 
-def _bwrap_argv(bwrap: str, python: str, prefix: str) -> list[str]:
-    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--ro-bind", "/usr", "/usr"]
+class _Runtime(NamedTuple):
+    """How sandboxes start here, found once by `_probe`."""
+
+    bwrap: str
+    python: str
+    prefix: str
+    own_fs: bool
+    """True: `_enter_private_fs` mounts the sandbox's tmpfs (sized, inode-bounded) in a mount namespace of our
+    own and bounds SysV IPC and nested user namespaces there; False: bwrap's `--size --tmpfs` (no inode bound),
+    where an unprivileged process may not create a user namespace but bwrap may (AppArmor's userns rule)."""
+
+
+def _bwrap_argv(rt: _Runtime, fs_dir: str | None, limits: SandboxLimits, seccomp_fd: int | None) -> list[str]:
+    """The bwrap command line up to the runner's source; `fs_dir` is the mount point `_enter_private_fs`
+    fills (own_fs mode), `seccomp_fd` a `_seccomp_fd()` passed to bwrap."""
+    argv = [rt.bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
+    if not rt.own_fs:  # a fresh IPC namespace of bwrap's (own_fs: the bounded one `_enter_private_fs` made)
+        argv += ["--unshare-ipc", "--disable-userns"]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     for link in ("bin", "lib", "lib64", "sbin"):
         p = Path("/") / link
         if p.is_symlink():
             argv += ["--symlink", os.readlink(p), str(p)]
         elif p.is_dir():
             argv += ["--ro-bind", str(p), str(p)]
-    if not (prefix == "/usr" or prefix.startswith("/usr/")):
-        argv += ["--ro-bind", prefix, prefix]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",
+    if not (rt.prefix == "/usr" or rt.prefix.startswith("/usr/")):
+        argv += ["--ro-bind", rt.prefix, rt.prefix]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    if rt.own_fs:
+        assert fs_dir is not None
+        argv += ["--bind", f"{fs_dir}/tmp", "/tmp", "--bind", f"{fs_dir}/shm", "/dev/shm"]
+    else:
+        size = str(limits.tmp_bytes)
+        argv += ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm"]
+    argv += ["--remount-ro", "/dev",  # bwrap's /dev is an unsized tmpfs the sandbox could otherwise write
+             "--chdir", "/tmp",
              "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox", "--clearenv",
              "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
              "--setenv", "PYTHONHASHSEED", "0", "--setenv", "HOME", "/tmp",
-             "--", python, "-I", "-S", "-B", "-c"]
+             "--", rt.python, "-I", "-S", "-B", "-c"]
     return argv
 
+
+# (AUDIT_ARCH_*, memfd_create, setsockopt) by machine. Two ways to hold memory that neither RLIMIT_AS nor the
+# tmpfs counts: a memfd (shmem; each capped only by RLIMIT_FSIZE, their number by the descriptors) and a unix
+# socket's queue raised with SO_SNDBUF/SO_RCVBUF (up to 2 × net.core.wmem_max each: 219 MiB queued by one
+# process in 28 socketpairs at 4 MiB wmem_max). bwrap installs a seccomp filter that refuses both (EPERM);
+# a socket keeps the default buffer (net.core.wmem_default). Where the numbers are not known here there is no
+# filter, and docs/verifier.md gives the bound that holds then.
+_SECCOMP_NRS = {"x86_64": (0xC000003E, 319, 54), "amd64": (0xC000003E, 319, 54),
+                "aarch64": (0xC00000B7, 279, 208), "arm64": (0xC00000B7, 279, 208)}
+_SOL_SOCKET, _SO_BUFFER_OPTS = 1, (7, 8, 32, 33)  # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
+
+
+@functools.lru_cache(maxsize=1)
+def _seccomp_program() -> bytes | None:
+    """Classic BPF for bwrap's `--seccomp`: memfd_create and setsockopt(SOL_SOCKET, SO_{SND,RCV}BUF[FORCE])
+    fail with EPERM, a syscall of another ABI (i386's int 0x80, x32) kills the process or fails, everything
+    else is allowed. seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8i (their low 32 bits first here:
+    both machines are little-endian; the kernel reads `level` and `optname` as int, the low 32 bits)."""
+    import struct
+
+    known = _SECCOMP_NRS.get(platform.machine().lower())
+    if known is None:
+        return None
+    arch, memfd, setsockopt = known
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    kill, err, allow = 0x80000000, 0x00050000 | 1, 0x7FFF0000
+    prog = [
+        (ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, kill),  # 0-2: another ABI: kill
+        (ld, 0, 0, 0),  # 3: the syscall number
+        (jge, 9, 0, 0x40000000),  # 4: x32 → ERR (14)
+        (jeq, 8, 0, memfd),  # 5 → ERR
+        (jeq, 0, 8, setsockopt),  # 6: else → ALLOW (15)
+        (ld, 0, 0, 24), (jeq, 0, 6, _SOL_SOCKET),  # 7-8: level (args[1]); else → ALLOW
+        (ld, 0, 0, 32),  # 9: optname (args[2])
+        *((jeq, 3 - i, 0, opt) for i, opt in enumerate(_SO_BUFFER_OPTS[:3])),  # 10-12 → ERR
+        (jeq, 0, 1, _SO_BUFFER_OPTS[3]),  # 13: → ERR, else → ALLOW
+        (ret, 0, 0, err), (ret, 0, 0, allow)]  # 14, 15
+    return b"".join(struct.pack("=HBBI", *i) for i in prog)
+
+
+def _seccomp_fd() -> int | None:
+    """A pipe's read end holding `_seccomp_program()` (bwrap reads it to EOF), or None where none is known."""
+    prog = _seccomp_program()
+    if prog is None:
+        return None
+    r, w = os.pipe()
+    os.write(w, prog)
+    os.close(w)
+    return r
 
 _SYS_KEYCTL = {"x86_64": 250, "amd64": 250, "aarch64": 219, "arm64": 219, "riscv64": 219, "i686": 288,
                "i386": 288, "armv7l": 311, "ppc64le": 311, "s390x": 280}
@@ -459,8 +548,69 @@ def _keyctl() -> Any:
     return functools.partial(syscall, nr, _KEYCTL_JOIN_SESSION_KEYRING, None)
 
 
-def _preexec(limits: SandboxLimits, uid: int | None):
+_CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
+_MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x4000, 1 << 18
+_PR_SET_DUMPABLE = 4
+# SysV IPC in the sandbox's IPC namespace: none. A segment (or queue, or semaphore set) outlives the
+# mapping that filled it and is not counted by RLIMIT_AS: attach, fill, detach, repeat would hold memory
+# without bound. `max_user_namespaces` = 2 leaves the two bwrap makes under ours (one as uid 0 to mount devpts
+# for `--dev`, one mapping uid 65534) and no further one
+# (where the sandbox could mount a tmpfs of its own, unsized): `test_no_user_namespace_sysv_ipc_memfd_socket_buffer_or_dev_file`.
+_NS_SYSCTLS = (("kernel/shmmax", "0"), ("kernel/shmall", "0"), ("kernel/shmmni", "0"), ("kernel/msgmni", "0"),
+               ("kernel/sem", "0 0 0 0"), ("user/max_user_namespaces", "2"))
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _enter_private_fs(fs_dir: str, limits: SandboxLimits) -> None:
+    """In the child, before bwrap: a user namespace (uid 0 in it = our uid), a mount namespace with the
+    sandbox's tmpfs (`size=tmp_bytes,nr_inodes=tmp_inodes`) on `fs_dir`, and an IPC namespace without SysV
+    IPC. bwrap binds the tmpfs's `tmp` and `shm` onto /tmp and /dev/shm. Everything here dies with the last
+    process in these namespaces: the tmpfs is freed when the sandbox ends."""
+    import ctypes
+
+    libc = _libc()
+
+    def ok(r: int, what: str) -> None:
+        if r != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"{what}: {os.strerror(e)}")
+
+    def write(path: str, data: str) -> None:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.write(fd, data.encode())
+        finally:
+            os.close(fd)
+
+    uid, gid = os.getuid(), os.getgid()
+    ok(libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")  # setuid cleared it: /proc/self is ours
+    ok(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWIPC), "unshare(user, mount, ipc)")
+    write("/proc/self/setgroups", "deny")
+    write("/proc/self/uid_map", f"0 {uid} 1")
+    write("/proc/self/gid_map", f"0 {gid} 1")
+    ok(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount(/, private)")
+    opts = f"size={limits.tmp_bytes},nr_inodes={limits.tmp_inodes},mode=0755".encode()
+    ok(libc.mount(b"tmpfs", fs_dir.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts), "mount(tmpfs)")
+    for sub in ("tmp", "shm"):
+        os.mkdir(f"{fs_dir}/{sub}")
+        os.chmod(f"{fs_dir}/{sub}", 0o1777)
+    for name, value in _NS_SYSCTLS:
+        try:
+            write(f"/proc/sys/{name}", value)
+        except FileNotFoundError:
+            if not name.startswith("kernel/"):
+                raise  # a kernel without SysV IPC (no kernel/shm*) has none to bound
+
+
+def _preexec(limits: SandboxLimits, uid: int | None, fs_dir: str | None):
     join_keyring = _keyctl()
+    _libc()  # loaded here, not in the child
 
     def preexec() -> None:  # runs in the child between fork and exec
         import resource
@@ -470,6 +620,7 @@ def _preexec(limits: SandboxLimits, uid: int | None):
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_output_bytes, limits.max_output_bytes))
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue can hold a byte
         if uid is not None:  # root: start bwrap without any of root's privileges
             os.setgroups([])
             os.setgid(uid)
@@ -481,43 +632,70 @@ def _preexec(limits: SandboxLimits, uid: int | None):
 
             if ctypes.get_errno() != errno.ENOSYS:
                 raise OSError(ctypes.get_errno(), "keyctl(JOIN_SESSION_KEYRING) failed")
+        if fs_dir is not None:
+            _enter_private_fs(fs_dir, limits)
 
     return preexec
 
 
+@contextlib.contextmanager
+def _run_dir() -> Any:
+    """A directory for one run: its output files (0600) and the mount points of its sandboxes' tmpfs (empty on
+    the host; traversable by the unprivileged uid bwrap runs under, which mounts over them in its own namespace)."""
+    with tempfile.TemporaryDirectory(prefix="intellect-sbx-") as tmp:
+        os.chmod(tmp, 0o711)
+        yield Path(tmp)
+
+
 @functools.lru_cache(maxsize=1)
-def _probe() -> tuple[list[str], str]:
-    """(bwrap argv prefix, '') when a sandbox runs here, else ([], why not). Probed once per process."""
+def _probe() -> tuple[_Runtime | None, str]:
+    """(how sandboxes start, '') when a sandbox runs here, else (None, why not). Probed once per process:
+    first with the tmpfs and namespaces of our own (`_enter_private_fs`), then with bwrap's `--size`."""
     bwrap = shutil.which("bwrap") or ("/usr/bin/bwrap" if os.path.exists("/usr/bin/bwrap") else None)
     if _keyctl() is None:
         import platform
 
-        return [], (f"the sandbox does not know keyctl(2)'s number on {platform.machine()!r}: it cannot give a "
-                    "sandbox an empty session keyring here")
+        return None, (f"the sandbox does not know keyctl(2)'s number on {platform.machine()!r}: it cannot give a "
+                      "sandbox an empty session keyring here")
     if bwrap is None:
-        return [], "bubblewrap (bwrap) is not installed: run tools/bootstrap.sh as root, or 'apt-get install bubblewrap'"
+        return None, "bubblewrap (bwrap) is not installed: run tools/bootstrap.sh as root, or 'apt-get install bubblewrap'"
     why = []
-    for python, prefix in _interpreters():
-        argv = _bwrap_argv(bwrap, python, prefix)
-        try:
-            proc = subprocess.run(
-                [*argv, "import os, sys; assert os.getuid() == 65534 and sys.version_info >= (3, 10); print('ok')"],
-                capture_output=True, timeout=30, cwd="/",
-                preexec_fn=_preexec(SandboxLimits(), _sandbox_uid()),
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            why.append(f"{python}: {exc}")
-            continue
-        if proc.returncode == 0 and proc.stdout.strip() == b"ok":
-            return argv, ""
-        why.append(f"{python}: {proc.stderr.decode(errors='replace').strip()[:200] or proc.returncode}")
-    return [], "bubblewrap cannot start a sandbox here (" + "; ".join(why) + ")"
+    for own_fs in (True, False):
+        for python, prefix in _interpreters():
+            rt = _Runtime(bwrap, python, prefix, own_fs)
+            limits = SandboxLimits()
+            with _run_dir() as tmp:
+                os.mkdir(f"{tmp}/fs", 0o755)
+                sfd = _seccomp_fd()
+                try:
+                    proc = subprocess.run(
+                        [*_bwrap_argv(rt, f"{tmp}/fs", limits, sfd),
+                         "import os, sys; assert os.getuid() == 65534 and sys.version_info >= (3, 10); "
+                         "open('/tmp/probe', 'w').close(); open('/dev/shm/probe', 'w').close(); print('ok')"],
+                        capture_output=True, timeout=30, cwd="/", pass_fds=() if sfd is None else (sfd,),
+                        preexec_fn=_preexec(limits, _sandbox_uid(), f"{tmp}/fs" if own_fs else None),
+                    )
+                except (OSError, subprocess.SubprocessError) as exc:
+                    why.append(f"{python} ({'own tmpfs' if own_fs else 'bwrap --size'}): {exc}")
+                    continue
+                finally:
+                    if sfd is not None:
+                        os.close(sfd)
+            if proc.returncode == 0 and proc.stdout.strip() == b"ok":
+                if not own_fs:
+                    logger.warning("sandbox: no user namespace of our own here (%s); /tmp and /dev/shm are bwrap's "
+                                   "sized tmpfs without an inode bound, and SysV IPC is not bounded",
+                                   "; ".join(why)[:300])
+                return rt, ""
+            why.append(f"{python} ({'own tmpfs' if own_fs else 'bwrap --size'}): "
+                       f"{proc.stderr.decode(errors='replace').strip()[:200] or proc.returncode}")
+    return None, "bubblewrap cannot start a sandbox here (" + "; ".join(why) + ")"
 
 
 def sandbox_available() -> tuple[bool, str]:
     """(True, '') when code can be run here, else (False, the reason)."""
-    argv, why = _probe()
-    return bool(argv), why
+    rt, why = _probe()
+    return bool(rt), why
 
 
 # ---------------------------------------------------------------------------------------------
@@ -527,14 +705,22 @@ def sandbox_available() -> tuple[bool, str]:
 class _Proc:
     """One sandbox: a bwrap process, its JSON-lines channel, and its capped output file."""
 
-    def __init__(self, argv: list[str], source: str, limits: SandboxLimits, out_path: Path) -> None:
-        self.out_path = out_path
-        with open(out_path, "wb") as out:
-            self.p = subprocess.Popen(
-                [*argv, source], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=out, cwd="/",
-                env={"PATH": "/usr/bin:/bin"}, start_new_session=True,
-                preexec_fn=_preexec(limits, _sandbox_uid()),
-            )
+    def __init__(self, rt: _Runtime, source: str, limits: SandboxLimits, run_dir: Path, name: str) -> None:
+        self.out_path = out_path = run_dir / f"{name}.out"
+        fs_dir = run_dir / f"{name}.fs"  # this sandbox's own tmpfs mount point (own_fs)
+        fs_dir.mkdir(mode=0o755)
+        sfd = _seccomp_fd()
+        try:
+            with open(os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+                self.p = subprocess.Popen(
+                    [*_bwrap_argv(rt, str(fs_dir), limits, sfd), source], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=out, cwd="/", env={"PATH": "/usr/bin:/bin"},
+                    start_new_session=True, pass_fds=() if sfd is None else (sfd,),
+                    preexec_fn=_preexec(limits, _sandbox_uid(), str(fs_dir) if rt.own_fs else None),
+                )
+        finally:
+            if sfd is not None:
+                os.close(sfd)
         assert self.p.stdin is not None and self.p.stdout is not None
         self.fd = self.p.stdout.fileno()
         os.set_blocking(self.fd, False)
@@ -606,6 +792,8 @@ def _died_reason(rc: int | None, cand: _Proc) -> SandboxReason:
         return SandboxReason.CPU_LIMIT
     if rc is not None and rc in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):
         return SandboxReason.OUTPUT_LIMIT
+    if rc is not None and rc in (-signal.SIGBUS, 128 + signal.SIGBUS):
+        return SandboxReason.TMP_LIMIT  # a page of an mmap'd tmpfs file that the full tmpfs could not give
     if "MemoryError" in cand.output():
         return SandboxReason.MEMORY_LIMIT
     return SandboxReason.EARLY_EXIT
@@ -643,8 +831,8 @@ def run_python(
     limits = limits or SandboxLimits()
     if limits.network:
         raise ValueError("the code sandbox has no network; SandboxLimits.network must be False")
-    argv, why = _probe()
-    if not argv:
+    rt, why = _probe()
+    if not rt:
         raise SandboxUnavailableError(why)
     if not code or not code.strip():
         return SandboxResult(passed=False, reason=SandboxReason.NO_CODE)
@@ -656,11 +844,11 @@ def run_python(
     start = time.monotonic()
     deadline = start + limits.wall_seconds
     nproc = limits.max_processes
-    with tempfile.TemporaryDirectory(prefix="intellect-sbx-") as tmp:
+    with _run_dir() as tmp:
         try:
-            cand = _Proc(argv, _CANDIDATE, limits, Path(tmp) / "candidate.out")
-            tester = _Proc(argv, _TESTER, limits, Path(tmp) / "tests.out")
-        except OSError as exc:
+            cand = _Proc(rt, _CANDIDATE, limits, tmp, "candidate")
+            tester = _Proc(rt, _TESTER, limits, tmp, "tests")
+        except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxUnavailableError(f"bubblewrap could not start: {exc}") from exc
         calls = 0
         reason, detail, rc = SandboxReason.ERROR, "", None
@@ -723,5 +911,7 @@ def run_python(
     wall = time.monotonic() - start
     if reason is SandboxReason.FAILED and "File too large" in detail:
         reason = SandboxReason.OUTPUT_LIMIT
+    if reason is SandboxReason.FAILED and "No space left on device" in detail:
+        reason = SandboxReason.TMP_LIMIT
     return SandboxResult(passed=reason is SandboxReason.PASSED, reason=reason, returncode=rc,
                          wall_seconds=wall, calls=calls, stdout=out, stderr=detail[-4096:])

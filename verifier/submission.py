@@ -12,19 +12,22 @@ refuses what they refuse. They live here, in one place, as pure functions:
     score_group(task, texts, lengths, ...) rewards and group-normalised advantages of one problem's group
     group_advantages(rewards)              GRPO's (r − mean) / (std + ε) per group
     is_fresh / too_stale                   the staleness rule: policy step s may train step t iff t − s ≤ async_level
-    check_submission(rollouts, claim,      the acceptance rule: every check a validator runs, cheapest first,
-        task_set, rules, model) -> Verdict  each failure a `RejectReason`
+    check_submission(rollouts, claim,      the acceptance rule: every check a validator runs, cheap ones first,
+        task_set, rules, model) -> Verdict  sandboxed code last; each failure a `RejectReason`
 
 `check_submission`, in order (a failure stops at the first):
 
     file parses (schema, limits) → worker / task / policy step / proofs hash / work units match the chain
     → seed = the task claim's → group size and length α = the pool's → problems and target lengths =
     assign_problems(the pool's problem order, seed, task id, budgets of the claim's budget class) → checkpoint = the on-chain one for the
-    file's step → every prompt re-tokenised → every completion ends where the sampler ended → rewards and
-    advantages recomputed → TOPLOC proofs and the seeded sampler replayed by one batched prefill.
+    file's step → every prompt re-tokenised → every completion ends where the sampler ended → TOPLOC proofs
+    and the seeded sampler replayed by one batched prefill → rewards and advantages recomputed.
 
 The chain facts a check needs late (the claim's seed, its budget class, the checkpoint) are looked up
-only when the cheaper checks passed: a malformed file costs no RPC and no model load.
+only when the cheaper checks passed: a malformed file costs no RPC and no model load. Rewards come last:
+a code task's reward runs the completion in the sandbox (`intellect.verifier.sandbox`), so code runs only
+for completions the replay proved the model's, never for a stranger's made-up text. A file wrong in both
+its proofs and its rewards is rejected with the TOPLOC / replay reason.
 """
 
 from __future__ import annotations
@@ -424,13 +427,11 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
     if got != want:
         raise Rejection(R.WRONG_PROBLEMS, f"problems/target lengths {got} != assigned {want}",
                         {"got": got, "assigned": want})
-    # -- the checkpoint, the prompts, where completions end, the rewards ------------------------
+    # -- the checkpoint, the prompts, where completions end ---------------------------------------
     model, tok, cid = load(meta.policy_step)
     if meta.model != cid:
         raise Rejection(R.WRONG_CHECKPOINT, f"file names checkpoint {meta.model}, step {meta.policy_step} is {cid}")
     eos = eos_token_ids(model, tok)
-    worst = 0.0
-    judge = JudgeBudget()  # the math judge's allowance for this whole submission, rows in file order
     for (pid, rows), a in zip(groups, assigned, strict=True):
         task = task_set[pid]
         text = prompt_text(task, a.target_len, tokenizer=tok if rules.chat_template == "model" else None)
@@ -445,19 +446,6 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
             if end.error is not None:
                 raise Rejection(R.of_end(end.error), f"problem {pid} row {i}: {end.detail}",
                                 {"row": i, "problem": pid, "tokens": len(r.completion_ids)})
-        texts = [tok.decode(r.completion_ids, skip_special_tokens=True) for r in rows]
-        scored = score_group(task, texts, [len(r.completion_ids) for r in rows], a.target_len, rules.length_alpha,
-                             judge=judge, claimed=[r.task_reward for r in rows], length_scope=rules.length_scope)
-        for i, (r, (tr, lp, total, adv)) in enumerate(zip(rows, scored, strict=True)):
-            diffs = {"task_reward": abs(r.task_reward - tr), "length_penalty": abs(r.length_penalty - lp),
-                     "reward": abs(r.reward - total), "advantage": abs(r.advantage - adv)}
-            bad = {k: v for k, v in diffs.items() if v > REWARD_TOL}
-            if bad:
-                raise Rejection(R.REWARD_MISMATCH, f"problem {pid} row {i}: {sorted(bad)} differ from recomputed",
-                                {"row": i, "problem": pid, "claimed": {"task_reward": r.task_reward,
-                                 "reward": r.reward, "advantage": r.advantage},
-                                 "recomputed": {"task_reward": tr, "reward": total, "advantage": adv}})
-            worst = max(worst, *diffs.values())
     # -- TOPLOC proofs and the sampler replay: one batched prefill ------------------------------
     # the sampler's seed of row i of problem k, as the worker derived it (replayed by verify_samples)
     samples = [(list(r.prompt_ids), list(r.completion_ids), list(r.proofs), sample_seed(problem_seed(seed, k), i))
@@ -477,5 +465,23 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
     budget = check_replay_budget(results, thresholds)  # tokens chosen within the per-token tolerance
     if not budget.ok:
         raise Rejection(R.of_toploc(budget.reason), budget.detail, {"rows": len(results)})
+    # -- the rewards, only for completions proven the model's (a code task runs them in the sandbox) --
+    worst = 0.0
+    judge = JudgeBudget()  # the math judge's allowance for this whole submission, rows in file order
+    for (pid, rows), a in zip(groups, assigned, strict=True):
+        task = task_set[pid]
+        texts = [tok.decode(r.completion_ids, skip_special_tokens=True) for r in rows]
+        scored = score_group(task, texts, [len(r.completion_ids) for r in rows], a.target_len, rules.length_alpha,
+                             judge=judge, claimed=[r.task_reward for r in rows], length_scope=rules.length_scope)
+        for i, (r, (tr, lp, total, adv)) in enumerate(zip(rows, scored, strict=True)):
+            diffs = {"task_reward": abs(r.task_reward - tr), "length_penalty": abs(r.length_penalty - lp),
+                     "reward": abs(r.reward - total), "advantage": abs(r.advantage - adv)}
+            bad = {k: v for k, v in diffs.items() if v > REWARD_TOL}
+            if bad:
+                raise Rejection(R.REWARD_MISMATCH, f"problem {pid} row {i}: {sorted(bad)} differ from recomputed",
+                                {"row": i, "problem": pid, "claimed": {"task_reward": r.task_reward,
+                                 "reward": r.reward, "advantage": r.advantage},
+                                 "recomputed": {"task_reward": tr, "reward": total, "advantage": adv}})
+            worst = max(worst, *diffs.values())
     return {"rows": len(rf.rows), "tokens": units, "max_reward_diff": worst,
             "mean_reward": sum(r.reward for r in rf.rows) / len(rf.rows), "math_judge": judge.stats()}

@@ -420,8 +420,8 @@ EXPECTED_REASONS: dict[str, tuple[str, ...]] = {
     "wrong_model": ("toploc_",),
     "quantised": ("toploc_",),
     # the altered token may be a short completion's final EOS (or become one): the end-of-completion check
-    # (issue 22) then fires before TOPLOC does
-    "altered_completions": ("toploc_", "reward_mismatch", "cut_short", "tokens_after_eos"),
+    # (issue 22) then fires before TOPLOC does; rewards are recomputed only after the replay (issue 32)
+    "altered_completions": ("toploc_", "cut_short", "tokens_after_eos"),
     "inflated_rewards": ("reward_mismatch",),
     "inflated_units": ("work_units_mismatch",),
     "replay": ("wrong_problems",),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import signal
 import threading
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from intellect.agents.config import AgentConfig, TaskSettings
-from intellect.agents.roles._server import AgentServer, Metrics
+from intellect.agents.roles._server import AgentServer, HttpError, Metrics
 from intellect.agents.roles._state import StateStore
 from intellect.sdk import IntellectError
 from intellect.sdk._models import LISTING_FLOOR
@@ -38,6 +39,7 @@ __all__ = [
     "PeerDocumentError",
     "StateCursorStore",
     "attestation_page",
+    "attestations_reply",
     "bare_hex",
     "load_task_set",
     "parse_status",
@@ -198,10 +200,33 @@ MAX_ATTESTATIONS_PAGE = 256
 
 def attestation_page(records: list[dict[str, Any]], since: float, after: int, limit: int) -> list[dict[str, Any]]:
     """The `limit` state records after cursor (since, after) in (updated_at, id) order: a stable paging
-    that neither skips nor repeats records whose `updated_at` ties across a page boundary."""
+    that neither skips nor repeats records whose `updated_at` ties across a page boundary. The reference
+    over records in memory; the endpoint seeks the same page in the state's index (`StateStore.page`)."""
     newer = [r for r in records if (r["updated_at"], int(r["id"])) > (since, after)]
     newer.sort(key=lambda r: (r["updated_at"], int(r["id"])))
     return newer[:limit]
+
+
+_INT64 = 2**63
+
+
+def attestations_reply(state: StateStore, query: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """The validator's `GET /attestations?since=T&after=ID&limit=N`: its attestations in (updated_at, id) order
+    after the cursor (T, ID), at most N (≤ `MAX_ATTESTATIONS_PAGE`) of them; each carries `_updated_at` and
+    `_id`, the cursor of the next page. A page shorter than N is the last. Costs the page: an index seek that
+    reads and decodes at most N records, on the state's read connection (`StateStore.page`)."""
+    try:
+        since = float(query.get("since", ["0"])[0])
+        after = int(query.get("after", ["-1"])[0])
+        limit = int(query.get("limit", [str(MAX_ATTESTATIONS_PAGE)])[0])
+    except ValueError:
+        raise HttpError(400, "since (seconds since the epoch), after (an id) and limit must be numbers") from None
+    if not math.isfinite(since) or not -_INT64 <= after < _INT64:
+        raise HttpError(400, "since must be finite and after a 64-bit integer")
+    if not 1 <= limit <= MAX_ATTESTATIONS_PAGE:
+        raise HttpError(400, f"limit must be in [1, {MAX_ATTESTATIONS_PAGE}]")
+    page = state.page("attestation", since, after, limit)
+    return [r["data"]["attestation"] | {"_updated_at": r["updated_at"], "_id": int(r["id"])} for r in page]
 
 
 def bare_hex(value: str | bytes) -> str:
@@ -499,7 +524,8 @@ class Agent:
 
     def start_server(self) -> None:
         s = self.cfg.server
-        self.server = AgentServer(self.status, self.metrics, host=s.host, port=s.port).start()
+        self.server = AgentServer(self.status, self.metrics, host=s.host, port=s.port, read_rate=s.read_rate,
+                                  read_burst=s.read_burst).start()
         self._closers.append(self.server.stop)
         url_file = self.data_dir / "url"  # where local tools (tests, the demo) find this agent
         url_file.write_text(self.server.url + "\n")

@@ -8,23 +8,32 @@
 
 A thread per connection (the SDK's `HttpServer`); handlers get the parsed JSON body and
 return a JSON-serialisable value, or raise `HttpError` for a clear 4xx.
+
+Reads cost their page, and no client has them all (issue 32): every GET (`/status`, `/metrics`, a role's
+listing such as `/attestations`) takes a token from its source address's bucket (`RateLimiter`; IPv6 by /64)
+and is answered 429 with `Retry-After` when the bucket is empty; POSTs (attestations, pushed files) are
+bounded by their own routes. `/status` documents are built by one thread at a time: concurrent requests
+share the next build (`Coalesced`), so many clients cost one build, never one each.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import math
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from intellect.sdk import IntellectError
 from intellect.sdk._http import HttpServer, JsonHandler
 
-__all__ = ["MAX_STATUS_LIST", "AgentServer", "HttpError", "Metrics", "bounded_status", "content_length",
-           "parse_json_body"]
+__all__ = ["MAX_STATUS_LIST", "AgentServer", "Coalesced", "HttpError", "Metrics", "RateLimiter", "bounded_status",
+           "content_length", "parse_json_body"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +56,103 @@ def bounded_status(doc: dict[str, Any], limit: int = MAX_STATUS_LIST) -> dict[st
         out["truncated"] = cut
     return out
 
+
+T = TypeVar("T")
+
+
+class RateLimiter:
+    """A token bucket per client: `rate` requests per second, bursts of `burst`; `rate <= 0` is no limit.
+
+    A client is its source address (an IPv6 one by its /64, what one host is usually given). At most
+    `max_clients` buckets are kept, the least recently seen dropped first: a client with many addresses can
+    only make the others' buckets start full again, never take their tokens. Thread-safe.
+    """
+
+    def __init__(self, rate: float, burst: float, *, max_clients: int = 10_000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if rate > 0 and burst < 1:
+            raise ValueError(f"burst must be at least 1 request, not {burst}")
+        self.rate = rate
+        self.burst = burst
+        self.max_clients = max_clients
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    @staticmethod
+    def client(address: str) -> str:
+        """The bucket an address draws from (an IPv6 address's /64; an IPv4-mapped one as IPv4)."""
+        try:
+            ip = ipaddress.ip_address(address.split("%", 1)[0])
+        except ValueError:
+            return address
+        if isinstance(ip, ipaddress.IPv6Address):
+            if ip.ipv4_mapped is not None:
+                return str(ip.ipv4_mapped)
+            return str(ipaddress.IPv6Network((ip, 64), strict=False))
+        return str(ip)
+
+    def take(self, address: str) -> float:
+        """Take a token for `address`: 0.0 when granted, else the seconds until one will be there."""
+        if self.rate <= 0:
+            return 0.0
+        key = self.client(address)
+        with self._lock:
+            now = self._clock()
+            tokens, last = self._buckets.pop(key, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * self.rate)
+            wait = 0.0 if tokens >= 1 else (1 - tokens) / self.rate
+            self._buckets[key] = (tokens - 1 if wait == 0.0 else tokens, now)
+            while len(self._buckets) > self.max_clients:
+                self._buckets.popitem(last=False)
+            return wait
+
+
+class Coalesced(Generic[T]):
+    """`fn()` computed by one thread at a time, shared by the calls that wait for it.
+
+    A call gets the result of a computation that started after the call did (never an older one), and every
+    call that arrives while one runs shares the next: N concurrent callers cost at most two computations,
+    not N. An exception is raised to every caller that shared its computation.
+    """
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self.fn = fn
+        self._cond = threading.Condition()
+        self._started = 0
+        self._finished = 0
+        self._running = False
+        self._result: tuple[bool, Any] = (False, None)
+        self.computations = 0
+
+    def __call__(self) -> T:
+        with self._cond:
+            want = self._started + 1  # the next computation to start is the first that is fresh for us
+            while self._finished < want:
+                if not self._running:
+                    self._running = True
+                    self._started += 1
+                    number = self._started
+                    break
+                self._cond.wait()
+            else:
+                ok, value = self._result
+                if ok:
+                    return value  # type: ignore[no-any-return]
+                raise value
+        try:
+            result: tuple[bool, Any] = (True, self.fn())
+        except Exception as exc:  # handed to every caller of this computation
+            result = (False, exc)
+        with self._cond:
+            self.computations += 1
+            self._running = False
+            self._finished = number
+            self._result = result
+            self._cond.notify_all()
+        if result[0]:
+            return result[1]  # type: ignore[no-any-return]
+        raise result[1]
 
 
 def content_length(value: str | None) -> int:
@@ -158,6 +264,12 @@ class _Handler(JsonHandler):
         query = parse_qs(parts.query)
         owner: AgentServer = self.server.owner  # type: ignore[attr-defined]
         try:
+            if method == "GET" and (wait := owner.limiter.take(self.client_address[0])) > 0:
+                owner.metrics.inc("http_rate_limited_total")
+                self.reply_json(429, {"error": f"too many requests from {self.client_address[0]}: "
+                                               f"{owner.limiter.rate:g}/s, bursts of {owner.limiter.burst:g}"},
+                                {"Retry-After": str(max(1, math.ceil(wait)))})
+                return
             if method == "GET" and parts.path == "/status":
                 try:
                     limit = int(query.get("limit", [str(MAX_STATUS_LIST)])[0])
@@ -165,7 +277,7 @@ class _Handler(JsonHandler):
                     raise HttpError(400, "limit must be an integer") from None
                 if not 1 <= limit <= MAX_STATUS_LIST_LIMIT:
                     raise HttpError(400, f"limit must be in [1, {MAX_STATUS_LIST_LIMIT}]")
-                self.reply_json(200, bounded_status(owner.status_fn(), limit))
+                self.reply_json(200, bounded_status(owner.status_doc(), limit))
                 return
             if method == "GET" and parts.path == "/metrics":
                 self.reply(200, owner.metrics.render().encode(), "text/plain; version=0.0.4; charset=utf-8")
@@ -190,11 +302,18 @@ class _Handler(JsonHandler):
 
 
 class AgentServer(HttpServer):
-    """Serves `/status`, `/metrics` and role routes on `host:port` (port 0 picks a free one)."""
+    """Serves `/status`, `/metrics` and role routes on `host:port` (port 0 picks a free one).
 
-    def __init__(self, status_fn: Callable[[], dict[str, Any]], metrics: Metrics, host: str = "127.0.0.1", port: int = 0):
+    `read_rate` / `read_burst`: each client's budget of GET requests (per second, burst; `read_rate=0`: none).
+    """
+
+    def __init__(self, status_fn: Callable[[], dict[str, Any]], metrics: Metrics, host: str = "127.0.0.1",
+                 port: int = 0, *, read_rate: float = 0.0, read_burst: float = 1.0):
         self.status_fn = status_fn
+        self.status_doc = Coalesced(status_fn)
         self.metrics = metrics
+        self.limiter = RateLimiter(read_rate, read_burst)
+        metrics.declare("http_rate_limited_total", "counter", "GET requests answered 429 (a client past its budget)")
         self.routes: dict[tuple[str, str], Handler] = {}
         super().__init__(_Handler, host, port, name="agent-http")
 

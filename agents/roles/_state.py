@@ -5,12 +5,14 @@ submissions (written *before* the transaction is sent, marked sent after its rec
 restart finds an in-flight one and checks the chain instead of submitting twice), the
 validator's verdicts and attestations, the trainer's consumed submissions and steps, and the
 event-stream cursors. SQLite gives atomic, durable commits without a server; WAL lets the
-agent's HTTP thread read while the main loop writes.
+agent's HTTP thread read while the main loop writes: `page` (what the HTTP routes serve strangers) reads on
+a connection of its own, so a reader never waits for the main loop's lock nor holds it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["StateStore"]
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (
@@ -35,8 +39,14 @@ CREATE TABLE IF NOT EXISTS records (
     PRIMARY KEY (kind, id)
 );
 CREATE INDEX IF NOT EXISTS records_by_status ON records (kind, status);
+CREATE INDEX IF NOT EXISTS records_by_time ON records (kind, updated_at, CAST(id AS INTEGER));
 """
-_VERSION = 1
+_VERSION = 2
+_MIGRATIONS: dict[int, str] = {
+    # 1 → 2: `records_by_time` (created by _SCHEMA above, on an old file too), which `page` seeks in
+    1: "",
+}
+"""SQL that takes a state file from version k to k + 1 (run in one transaction after `_SCHEMA`)."""
 
 
 class StateStore:
@@ -58,13 +68,26 @@ class StateStore:
         version = self.get("_schema_version")
         if version is None:
             self.set("_schema_version", _VERSION)
+        elif isinstance(version, int) and version < _VERSION and all(v in _MIGRATIONS for v in range(version, _VERSION)):
+            with self.transaction():
+                for v in range(version, _VERSION):
+                    if _MIGRATIONS[v]:
+                        self._db.execute(_MIGRATIONS[v])
+                self.set("_schema_version", _VERSION)
+            log.info("state file %s migrated from schema version %s to %s", self.path, version, _VERSION)
         elif version != _VERSION:
             raise RuntimeError(
                 f"state file {self.path} has schema version {version}, this agent knows {_VERSION}; "
                 "move it aside or use a matching release"
             )
+        # the HTTP threads' reads (`page`): their own connection and lock, never the writers'
+        self._read_lock = threading.Lock()
+        self._reader = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._reader.execute("PRAGMA query_only=ON")
 
     def close(self) -> None:
+        with self._read_lock:
+            self._reader.close()
         with self._lock:
             self._db.close()
 
@@ -123,10 +146,31 @@ class StateStore:
                 f"SELECT id, status, data, updated_at FROM records {where} ORDER BY updated_at, id", args).fetchall()
         return [{"id": r[0], "status": r[1], "data": json.loads(r[2]), "updated_at": r[3]} for r in rows]
 
+    def page(self, kind: str, since: float, after: int, limit: int) -> list[dict[str, Any]]:
+        """The first `limit` records of `kind` after the cursor (since, after) in (updated_at, numeric id)
+        order: a keyset seek in the `records_by_time` index, so a page costs the page, whatever the history.
+        A stable paging: no record whose `updated_at` ties across a page boundary is skipped or repeated.
+        Records of `kind` must have integer ids (on-chain ids). Reads on the readers' own connection (WAL: it
+        never waits for a writer, nor a writer for it); the rows are decoded after its lock is let go."""
+        if limit < 1:
+            return []
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT id, status, data, updated_at FROM records WHERE kind = ? "
+                "AND (updated_at, CAST(id AS INTEGER)) > (?, ?) "
+                "ORDER BY updated_at, CAST(id AS INTEGER) LIMIT ?", (kind, float(since), int(after), int(limit)),
+            ).fetchall()
+        return [{"id": r[0], "status": r[1], "data": _decode(r[2]), "updated_at": r[3]} for r in rows]
+
     def count(self, kind: str, status: str | None = None) -> int:
         where, args = _where(kind, status)
         with self._lock:
             return int(self._db.execute(f"SELECT COUNT(*) FROM records {where}", args).fetchone()[0])
+
+
+def _decode(data: str) -> Any:
+    """A record's data (one place, so a test can count the rows a request decodes)."""
+    return json.loads(data)
 
 
 def _where(kind: str, status: str | None) -> tuple[str, tuple[Any, ...]]:

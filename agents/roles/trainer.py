@@ -34,7 +34,7 @@ from intellect.agents.roles._runtime import (
 )
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.canary import CanaryInjector, canary_ids
-from intellect.agents.roles.store import accept_pushed_file
+from intellect.agents.roles.store import accept_pushed_file, sweep_stored
 from intellect.verifier.assignment import DEV_CHAIN_IDS, assignment_size, effective_quorum
 from intellect.verifier.rewards import LengthScope
 from intellect.verifier.submission import too_stale
@@ -780,6 +780,7 @@ class Trainer(Agent):
                     self.refresh_ipfs_peers()
                     self.pull_attestations()
                     self.record_used_attestations()
+                    sweep_stored(self)  # unpin pushed files never submitted or out of their window
                     last_pull = time.monotonic()
                 if self.gt.step >= self.cfg.trainer.max_steps:
                     self.doing = f"done: {self.gt.step} steps; serving checkpoints"

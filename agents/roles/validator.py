@@ -29,11 +29,10 @@ from intellect.agents.roles._runtime import (
     MAX_ATTESTATIONS_PAGE,
     Agent,
     StateCursorStore,
-    attestation_page,
+    attestations_reply,
     bare_hex,
     load_task_set,
 )
-from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.accountability import slash_losing_voters
 from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.sdk import IntellectError
@@ -116,19 +115,9 @@ class Validator(Agent):
                              if self._executor else None)
 
     def _get_attestations(self, query: dict[str, list[str]], _body: Any) -> Any:
-        """`GET /attestations?since=T&after=ID&limit=N`: this validator's attestations in (updated_at, id)
-        order after the cursor (T, ID), at most N (≤ `MAX_ATTESTATIONS_PAGE`) of them; each carries
-        `_updated_at` and `_id`, the cursor of the next page. A page shorter than N is the last."""
-        try:
-            since = float(query.get("since", ["0"])[0])
-            after = int(query.get("after", ["-1"])[0])
-            limit = int(query.get("limit", [str(MAX_ATTESTATIONS_PAGE)])[0])
-        except ValueError:
-            raise HttpError(400, "since (seconds since the epoch), after (an id) and limit must be numbers") from None
-        if not 1 <= limit <= MAX_ATTESTATIONS_PAGE:
-            raise HttpError(400, f"limit must be in [1, {MAX_ATTESTATIONS_PAGE}]")
-        page = attestation_page(self.state.records("attestation"), since, after, limit)
-        return [r["data"]["attestation"] | {"_updated_at": r["updated_at"], "_id": int(r["id"])} for r in page]
+        """`GET /attestations?since=T&after=ID&limit=N`: a page of this validator's attestations
+        (`attestations_reply`: an index seek that costs the page, rate-limited per client)."""
+        return attestations_reply(self.state, query)
 
     # -- events --------------------------------------------------------------------------------
     def on_event(self, e: Any) -> None:

@@ -276,7 +276,7 @@ class Worker(Agent):
         if plan.rollouts_cid in pushed:
             return
         try:
-            where = push_file(self, Path(plan.path), plan.rollouts_cid)
+            where = push_file(self, Path(plan.path), plan.rollouts_cid, task_id)
         except Exception as exc:  # the trainer down or refusing, a Kubo node unreachable
             self.metrics.inc("errors_total", kind="push")
             log.warning("task %d: pushing %s to %s failed: %s", task_id, plan.rollouts_cid, self.cfg.worker.push_to, exc)

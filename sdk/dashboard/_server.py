@@ -7,7 +7,7 @@
     GET /healthz              "ok"
 
 Snapshots are cached for `ttl` seconds and built under a lock, so many browsers cost one chain
-scan. A failing RPC answers 503 with the reason; the server keeps running.
+scan; `/api/snapshot` sends the JSON encoded once per snapshot. A failing RPC answers 503 with the reason; the server keeps running.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class Dashboard:
         self.ttl = ttl
         self._lock = threading.Lock()
         self._cached: tuple[float, Snapshot] | None = None
+        self._encoded: tuple[Snapshot, bytes] | None = None
 
     def snapshot(self, *, fresh: bool = False) -> Snapshot:
         with self._lock:
@@ -53,6 +54,14 @@ class Dashboard:
             snap = collect(self.protocol, self.index, self.fetcher)
             self._cached = (time.monotonic(), snap)
             return snap
+
+    def snapshot_json(self) -> bytes:
+        """The current Snapshot as JSON, encoded once per Snapshot (not once per request)."""
+        snap = self.snapshot()
+        with self._lock:
+            if self._encoded is None or self._encoded[0] is not snap:
+                self._encoded = (snap, snap.model_dump_json(by_alias=True).encode())
+            return self._encoded[1]
 
 
 class _Handler(JsonHandler):
@@ -76,8 +85,7 @@ class _Handler(JsonHandler):
                     return
                 self.reply(200, node_page(addr, owner.refresh_ms).encode(), "text/html; charset=utf-8")
             elif path == "/api/snapshot":
-                self.reply(200, owner.dashboard.snapshot().model_dump_json(by_alias=True).encode(),
-                           "application/json")
+                self.reply(200, owner.dashboard.snapshot_json(), "application/json")
             elif path.startswith("/api/node/"):
                 addr = path[len("/api/node/"):]
                 if not _ADDR.match(addr):

@@ -218,8 +218,8 @@ class EmbeddedIpfs:
     def unpin(self, cid: str) -> None:
         (self._pins / str(Cid.parse(cid).to_v1())).unlink(missing_ok=True)
 
-    def gc(self) -> int:
-        """Delete blocks not reachable from a pin; returns how many were removed."""
+    def _pinned_blocks(self) -> set[str]:
+        """The CIDs (v1 text) of every block a pin reaches."""
         keep: set[str] = set()
         stack = [Cid.parse(p) for p in self.pins()]
         while stack:
@@ -231,6 +231,30 @@ class EmbeddedIpfs:
             path = self._block_path(c)
             if c.codec == DAG_PB and path.exists():
                 stack.extend(decode_node(path.read_bytes()).links)
+        return keep
+
+    def drop(self, cid: str) -> int:
+        """Delete the blocks of `cid`'s DAG that no pin reaches (after `unpin`: what `gc` would delete of it,
+        without walking the whole store); returns how many were removed."""
+        keep = self._pinned_blocks()
+        removed = 0
+        stack = [Cid.parse(cid)]
+        while stack:
+            c = stack.pop()
+            if str(c.to_v1()) in keep:
+                continue
+            path = self._block_path(c)
+            if not path.exists():
+                continue
+            if c.codec == DAG_PB:
+                stack.extend(decode_node(path.read_bytes()).links)
+            path.unlink(missing_ok=True)
+            removed += 1
+        return removed
+
+    def gc(self) -> int:
+        """Delete blocks not reachable from a pin; returns how many were removed."""
+        keep = self._pinned_blocks()
         removed = 0
         for path in self._blocks.glob("*/*"):
             if not path.name.startswith(".") and path.name not in keep:

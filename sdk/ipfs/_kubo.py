@@ -178,6 +178,24 @@ class KuboIpfs:
                 raise ContentNotFoundError(f"{c}: the IPFS node cannot find it to pin: {exc}") from None
             raise
 
+    def unpin(self, cid: str) -> None:
+        """`ipfs pin rm` (recursive); a CID that is not pinned is no error. The node's own GC frees the blocks."""
+        try:
+            self._post("pin/rm", {"arg": str(Cid.parse(cid)), "recursive": "true"})
+        except IpfsError as exc:
+            if "not pinned" not in str(exc).lower():
+                raise
+
+    def is_pinned(self, cid: str) -> bool:
+        """`ipfs pin ls <cid>`: whether the node holds a pin of it."""
+        try:
+            self._post("pin/ls", {"arg": str(Cid.parse(cid))})
+        except IpfsError as exc:
+            if "not pinned" in str(exc).lower():
+                return False
+            raise
+        return True
+
 
 def _multipart(boundary: str) -> dict[str, str]:
     return {"Content-Type": f"multipart/form-data; boundary={boundary}"}

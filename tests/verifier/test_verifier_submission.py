@@ -265,5 +265,72 @@ def test_altered_token_fails_toploc_or_replay(honest: RolloutFile, task_set: Any
     ids[0] = (ids[0] + 1) % checkpoint.tokenizer.vocab_size  # same length: the same units and budget
     verdict = _check(_edit(honest, 0, completion_ids=ids), task_set, checkpoint)
     assert not verdict.accepted
-    assert verdict.reason in {RejectReason.REWARD_MISMATCH, RejectReason.TOKENS_AFTER_EOS, RejectReason.CUT_SHORT,
+    # the replay runs before the rewards (issue 32): a token the model did not sample is caught there, never
+    # as a reward mismatch, whatever its reward
+    assert verdict.reason in {RejectReason.TOKENS_AFTER_EOS, RejectReason.CUT_SHORT,
                               *(r for r in RejectReason if r.startswith("toploc_"))}, verdict.detail
+
+
+def test_wrong_rewards_and_wrong_proofs_get_the_toploc_reason(honest: RolloutFile, task_set: Any,
+                                                               checkpoint: Checkpoint) -> None:
+    """A file wrong in both its proofs and its rewards: the replay's reason (it runs first)."""
+    r0, r2 = honest.rows[0], honest.rows[2]  # rows of two different problems
+    both = _edit(honest, 0, proofs=list(r2.proofs), task_reward=1.0 - r0.task_reward,
+                 reward=1.0 - r0.task_reward - r0.length_penalty)
+    verdict = _check(both, task_set, checkpoint)
+    assert not verdict.accepted and verdict.reason.startswith("toploc_"), (verdict.reason, verdict.detail)
+    rewards_only = _edit(honest, 0, task_reward=1.0 - r0.task_reward, reward=1.0 - r0.task_reward - r0.length_penalty)
+    assert _check(rewards_only, task_set, checkpoint).reason == RejectReason.REWARD_MISMATCH
+
+
+# -- code runs only for completions proven the model's (issue 32) ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def code_task_set() -> Any:
+    from intellect.verifier.tasks import Task, TaskSet, VerifierKind
+
+    return TaskSet([Task(id=f"code-{i}", prompt=f"def add{i}(x):\n    return x + {i}\n# again:\n",
+                         verifier=VerifierKind.CODE, tests=[f"assert add{i}(1) == {i + 1}"], entry_point=f"add{i}")
+                    for i in range(4)], name="submission-code-test")
+
+
+@pytest.fixture(scope="module")
+def code_honest(code_task_set: Any, checkpoint: Checkpoint) -> RolloutFile:
+    from intellect.agents.engines import TransformersEngine
+    from intellect.agents.generate import generate_for_claim
+    from intellect.agents.models import tiny_model_dir
+
+    return generate_for_claim(TransformersEngine(tiny_model_dir()), code_task_set, SEED, task_id=SID,
+                              problems=RULES.problems_per_task, budgets=RULES.budgets["cpu"],
+                              group_size=RULES.group_size, temperature=RULES.temperature,
+                              length_alpha=RULES.length_alpha, policy_step=3, worker=WORKER, model=CID)
+
+
+def test_code_runs_only_after_toploc(code_task_set: Any, code_honest: RolloutFile, checkpoint: Checkpoint,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every validator checks every staked worker's file: a code completion whose proofs are wrong is
+    rejected by the replay before its code reaches the sandbox (sandbox runs counted through the real
+    `run_python`)."""
+    from intellect.verifier import rewards
+    from intellect.verifier.sandbox import sandbox_available
+
+    if not sandbox_available()[0]:
+        pytest.skip(f"no sandbox here: {sandbox_available()[1]}")
+    runs: list[str] = []
+    real = rewards.run_python
+
+    def counted(code: str, *args: Any, **kwargs: Any) -> Any:
+        runs.append(code)
+        return real(code, *args, **kwargs)
+
+    monkeypatch.setattr(rewards, "run_python", counted)
+    verdict = _check(code_honest, code_task_set, checkpoint)
+    assert verdict.accepted, verdict.detail
+    assert runs, "the honest file's completions ran in the sandbox"  # the same file does reach the sandbox
+    runs.clear()
+    k = next(k for k, r in enumerate(code_honest.rows) if r.proofs != code_honest.rows[0].proofs)
+    forged = _edit(code_honest, 0, proofs=list(code_honest.rows[k].proofs))
+    verdict = _check(forged, code_task_set, checkpoint)
+    assert not verdict.accepted and verdict.reason.startswith("toploc_"), (verdict.reason, verdict.detail)
+    assert runs == [], "no code ran for a file the replay rejected"
