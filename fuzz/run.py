@@ -27,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 READERS = sorted(p.stem.removeprefix("fuzz_") for p in HERE.glob("fuzz_*.py"))
-MAX_LEN = {"rollouts": 16384, "manifest": 16384, "unixfs": 8192, "cid": 256, "toploc": 512}
+MAX_LEN = {"store": 8192, "agent_http": 8192, "rollouts": 16384, "manifest": 16384, "unixfs": 8192, "cid": 256, "toploc": 512}
 _STATUS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+)(?: corp: (\d+))?")
 _STAT = re.compile(r"^stat::(\w+):\s+(\d+)")
 

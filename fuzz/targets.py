@@ -19,7 +19,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 # Module-level imports of `intellect` on purpose: a harness imports this module inside
 # `atheris.instrument_imports()`, so that every reader's Python code is instrumented for coverage.
@@ -394,19 +394,58 @@ def unixfs_seeds() -> dict[str, bytes]:
 STORE_ERRORS = (HttpError,)
 
 
-class _Node:
-    role = 1  # Role.WORKER
-    status = 1  # NodeStatus.ACTIVE
+_WORKER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"  # TEST_KEY's address
+_TASK_ID = 7
+
+
+class _MemoryState:
+    """The trainer's state store as `/store` uses it (record, records, put), in memory, emptied per input."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def record(self, kind: str, id: str | int) -> dict[str, Any] | None:
+        return self.rows.get((kind, str(id)))
+
+    def records(self, kind: str, status: str | None = None) -> list[dict[str, Any]]:
+        return [r for (k, _), r in self.rows.items() if k == kind and (status is None or r["status"] == status)]
+
+    def put(self, kind: str, id: str | int, status: str, data: dict[str, Any] | None = None) -> None:
+        old = self.rows.get((kind, str(id)), {}).get("data", {})
+        self.rows[(kind, str(id))] = {"id": str(id), "status": status, "data": {**old, **(data or {})}}
 
 
 class _StoreProtocol:
-    """The chain as `accept_pushed_file` asks it: every signer is an active worker (so that the fuzzer
-    reaches past the signature to the file's checks)."""
+    """The chain as `accept_pushed_file` asks it: every signer is an eligible worker, and ledger task 7 of pool 1
+    is leased to TEST_KEY's address until far in the future (so that the fuzzer reaches the file's checks)."""
 
     chain_id = CHAIN_ID
+    contracts: ClassVar[dict[str, Any]] = {"TaskLedger": type("Ledger", (), {"address": LEDGER})}
 
-    def node(self, _address: str) -> _Node:
-        return _Node()
+    def node_core(self, _address: str) -> tuple[str, Any, Any]:
+        from intellect.sdk import NodeStatus, Role
+
+        return _WORKER, Role.WORKER, NodeStatus.ACTIVE
+
+    def active_stake(self, _address: str) -> int:
+        return 10**21
+
+    def min_stake(self, _role: Any) -> int:
+        return 10**18
+
+    def task(self, task_id: int) -> Any:
+        import types
+
+        from intellect.sdk import TaskStatus
+
+        status = TaskStatus.CLAIMED if task_id == _TASK_ID else TaskStatus.NONE
+        return types.SimpleNamespace(status=status, pool_id=1, node=_WORKER, lease_expiry=2**40, window_end=2**40)
+
+    def chain_time(self) -> int:
+        return 1_800_000_000
+
+    def get_events(self, *_a: Any, **_k: Any) -> list[Any]:
+        return []
 
 
 class _MemoryIpfs:
@@ -420,8 +459,16 @@ class _MemoryIpfs:
 
 class _StoreAgent:
     def __init__(self) -> None:
+        import types
+
         self.protocol = _StoreProtocol()
         self.ipfs = _MemoryIpfs()
+        self.state = _MemoryState()
+        self.pool_id = 1
+        self.rules = types.SimpleNamespace(problems_per_task=2, group_size=3, max_budget=64)
+        self.task_set = None
+        self.cfg = types.SimpleNamespace(trainer=types.SimpleNamespace(store=types.SimpleNamespace(
+            pushes_per_minute=10**9, max_files=64, max_bytes=64 << 20)))
         self.counts: dict[str, int] = {}
 
     def count(self, name: str, amount: int = 1) -> None:
@@ -431,8 +478,15 @@ class _StoreAgent:
 _AGENT = _StoreAgent()
 
 
+def _store(body: Any) -> Any:
+    _AGENT.state = _MemoryState()  # each input on its own: no quota carried from the last one
+    return accept_pushed_file(_AGENT, body)
+
+
 def store_target(data: bytes) -> None:
-    """The trainer's `POST /store`: the agent server's body parse, then `accept_pushed_file`."""
+    """The trainer's `POST /store` (`intellect.store/v2`): the agent server's body parse, then
+    `accept_pushed_file` (schema, base64, signature, eligibility, lease, CID, size bound, quota, the rollout
+    file's parse and its claim). The chain, state store and IPFS store are the stand-ins above."""
     try:
         body = _json_body(data)
     except HttpError as exc:
@@ -440,22 +494,39 @@ def store_target(data: bytes) -> None:
             raise Finding(f"agent server answered {exc.status} for a body: {exc.message}") from exc
         return
     try:
-        accept_pushed_file(_AGENT, body)
+        _store(body)
     except HttpError as exc:
         if not 400 <= exc.status < 500:
             raise Finding(f"/store answered {exc.status} for a client's body: {exc.message}") from exc
 
 
+def _rollout_file(task_id: int = _TASK_ID, tokens: int = 12) -> bytes:
+    rows = [RolloutRow(problem_id=f"p{g}", prompt_ids=[1, 2, 3], completion_ids=list(range(4, 4 + tokens)),
+                       reward=0.5, task_reward=1.0, length_penalty=0.5, target_length=32, advantage=0.1 * k,
+                       policy_step=1, worker=_WORKER, proofs=[])
+            for g in range(2) for k in range(3)]
+    meta = RolloutMeta(task_id=str(task_id), seed="0xbeef", model="step-1", worker=_WORKER, policy_step=1,
+                       group_size=3)
+    return RolloutFile(meta, rows, name="seed").to_bytes()
+
+
 def store_seeds() -> dict[str, bytes]:
     from intellect.sdk.ipfs import compute_cid
 
-    out = {}
-    for name, blob in [("small", b"rollouts\n" * 8), ("empty", b""), ("binary", bytes(range(256)))]:
-        out[name] = json.dumps(store_request(TEST_KEY, CHAIN_ID, compute_cid(blob), blob)).encode()
-    body = json.loads(out["small"])
-    out["wrong_cid"] = json.dumps({**body, "cid": compute_cid(b"other")}).encode()
-    out["bad_base64"] = json.dumps({**body, "data": "!!" + body["data"]}).encode()
-    out["short_signature"] = json.dumps({**body, "signature": "0x1234"}).encode()
+    def body(blob: bytes, task_id: int = _TASK_ID) -> dict[str, Any]:
+        return store_request(TEST_KEY, CHAIN_ID, LEDGER, task_id, compute_cid(blob), blob)
+
+    good = _rollout_file()
+    out = {
+        "rollout_file": json.dumps(body(good)).encode(),
+        "not_rollouts": json.dumps(body(b"rollouts\n" * 8)).encode(),
+        "other_task": json.dumps(body(_rollout_file(task_id=8), task_id=8)).encode(),
+        "too_long": json.dumps(body(_rollout_file(tokens=80))).encode(),
+    }
+    b = body(good)
+    out["wrong_cid"] = json.dumps({**b, "cid": compute_cid(b"other")}).encode()
+    out["bad_base64"] = json.dumps({**b, "data": "!!" + b["data"]}).encode()
+    out["old_schema"] = json.dumps({**b, "schema": "intellect.store/v1"}).encode()
     return out
 
 
@@ -710,7 +781,7 @@ def _agent_server() -> Any:
             return {"ok": True}
 
         server.route("POST", "/attestations", attestation_route)
-        server.route("POST", "/store", lambda _q, body: accept_pushed_file(_AGENT, body))
+        server.route("POST", "/store", lambda _q, body: _store(body))
         _SERVER.append(server)
     return _SERVER[0]
 
@@ -731,7 +802,7 @@ def agent_http_seeds() -> dict[str, bytes]:
         "status_bad_limit": b"GET /status?limit=x HTTP/1.1\r\nHost: t\r\n\r\n",
         "metrics": b"GET /metrics HTTP/1.0\r\n\r\n",
         "attestation": post("/attestations", attestation_seeds()["accepted"]),
-        "store": post("/store", store_seeds()["small"]),
+        "store": post("/store", store_seeds()["rollout_file"]),
         "keepalive_two": post("/attestations", b"{}") + b"GET /status HTTP/1.1\r\nHost: t\r\n\r\n",
         "no_route": post("/nope", b"[]"),
     }
