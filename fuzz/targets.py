@@ -14,7 +14,6 @@ pyarrow can abort the process, so the node reads them in a child (issue 32); the
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from collections.abc import Callable
@@ -933,7 +932,3 @@ READERS: dict[str, Reader] = {r.name: r for r in [
     Reader("shardcast_http", "raw HTTP request to a Shardcast origin/relay", shardcast_http_target, (),
            shardcast_http_seeds),
 ]}
-
-
-def b64(data: bytes) -> str:  # for reports
-    return base64.b64encode(data).decode()
