@@ -158,7 +158,9 @@ def _trainer_steps(status: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
         steps = status["trainer"].get("steps")
     if isinstance(steps, dict):
         steps = [{"step": k, **v} for k, v in steps.items() if isinstance(v, dict)]
-    for item in steps or []:
+    if not isinstance(steps, list):  # absent, or a peer's `"steps": 1` (found by fuzz/fuzz_dashboard.py)
+        return out
+    for item in steps:
         if isinstance(item, dict) and "step" in item:
             try:
                 out[int(item["step"])] = item
