@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -62,7 +63,9 @@ def run_one(reader: str, args: argparse.Namespace) -> Result:
     if args.seconds:
         cmd.append(f"-max_total_time={args.seconds}")
     cmd += [str(work), str(HERE / "corpus" / reader)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    tmp = args.work / f"{reader}.tmp"  # libFuzzer exits without Python's atexit: temp folders are removed here
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "TMPDIR": str(tmp)}
     started = time.monotonic()
     limit = None if not args.seconds else 2 * args.seconds + 180  # startup and seed loading on a busy machine
     try:
@@ -72,6 +75,7 @@ def run_one(reader: str, args: argparse.Namespace) -> Result:
         out = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         out += (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
         rc = -9
+    shutil.rmtree(tmp, ignore_errors=True)
     res = Result(reader, seconds=round(time.monotonic() - started, 1), returncode=rc)
     for line in out.splitlines():
         if m := _STATUS.match(line):
