@@ -7,7 +7,7 @@ export PATH := $(ROOT)/.venv/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: bootstrap lock lock-trl test test-all test-security-slow test-net test-vllm bench-trl demo deploy gas lint slither clean
+.PHONY: bootstrap lock lock-trl fuzz fuzz-long test test-all test-security-slow test-net test-vllm bench-trl demo deploy gas lint slither clean
 
 bootstrap:
 	@bash tools/bootstrap.sh
@@ -19,6 +19,14 @@ lock:
 ## the README's test command: every default test (brownie contracts, SDK, verifier, agents)
 test: bootstrap
 	pytest -q
+
+## coverage-guided fuzzing (atheris) of every reader of network bytes (docs/fuzzing.md): the short run CI does
+fuzz: bootstrap
+	python fuzz/run.py --all --seconds 15 --jobs 2
+
+## the long run recorded in docs/fuzzing.md: 1,000,000 executions per reader (FUZZ_ARGS="--reader NAME" for one)
+fuzz-long: bootstrap
+	python fuzz/run.py --all --runs 1000000 --jobs 2 --log fuzz/.work/logs $(FUZZ_ARGS)
 
 ## the default tests plus the opt-in slow markers
 test-all: bootstrap

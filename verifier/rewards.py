@@ -258,18 +258,28 @@ def task_score(task: Task, completion: str, *, sandbox: SandboxLimits | None = N
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?|-?\.\d+")
 
 
+_BRACE = re.compile(r"[{}]")
+
+
 def _last_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...} or \\fbox{...}, braces balanced; None if none."""
+    """Content of the last \\boxed{...} or \\fbox{...}, braces balanced; None if none.
+
+    One pass pairs every brace (a scan to the end from each opening was quadratic: 56,000 characters of
+    `\\boxed{` held a validator for 70 s: issue 32)."""
     starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
+    if not starts:
+        return None
+    closing: dict[int, int] = {}  # index of an opening brace -> index of the brace that closes it
+    opened: list[int] = []
+    for m in _BRACE.finditer(text):
+        if m.group() == "{":
+            opened.append(m.start())
+        elif opened:
+            closing[opened.pop()] = m.start()
     for start in reversed(starts):
-        depth = 1
-        for i in range(start, len(text)):
-            if text[i] == "{":
-                depth += 1
-            elif text[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start:i].strip()
+        end = closing.get(start - 1)
+        if end is not None:
+            return text[start:end].strip()
     return None
 
 

@@ -33,7 +33,8 @@ from urllib.parse import parse_qs, urlsplit
 from intellect.sdk import IntellectError
 from intellect.sdk._http import HttpServer, JsonHandler, ServerLimits
 
-__all__ = ["MAX_STATUS_LIST", "AgentServer", "Coalesced", "HttpError", "Metrics", "RateLimiter", "bounded_status"]
+__all__ = ["MAX_STATUS_LIST", "AgentServer", "Coalesced", "HttpError", "Metrics", "RateLimiter", "bounded_status",
+           "content_length", "parse_json_body"]
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +156,29 @@ class Coalesced(Generic[T]):
         raise result[1]
 
 
+def content_length(value: str | None) -> int:
+    """A request's `Content-Length` (0 when absent); `HttpError` 400 unless it is a plain decimal (a negative
+    one would read the connection to its end, unbounded), 413 over `MAX_BODY`."""
+    value = (value or "0").strip()
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+        raise HttpError(400, f"Content-Length must be a decimal byte count, got {value[:40]!r}")
+    length = int(value)
+    if length > MAX_BODY:
+        raise HttpError(413, f"body of {length} bytes exceeds {MAX_BODY}")
+    return length
+
+
+def parse_json_body(raw: bytes) -> Any:
+    """A POST body as JSON (None when empty); `HttpError` 400 for anything else: not UTF-8, not JSON, nested
+    past the recursion limit, an integer over 4,300 digits (each was a 500 with a logged traceback)."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise HttpError(400, f"body is not JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
+
+
 class HttpError(IntellectError):
     """Raised by a route handler to answer with a 4xx/5xx and a one-line reason."""
 
@@ -264,16 +288,12 @@ class _Handler(JsonHandler):
                 raise HttpError(404, f"no route {method} {parts.path}")
             body: Any = None
             if method == "POST":
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY:
-                    raise HttpError(413, f"body of {length} bytes exceeds {MAX_BODY}")
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else None
-                except json.JSONDecodeError as exc:
-                    raise HttpError(400, f"body is not JSON: {exc}") from None
+                length = content_length(self.headers.get("Content-Length"))
+                body = parse_json_body(self.rfile.read(length) if length else b"")
             self.reply_json(200, handler(query, body))
         except HttpError as exc:
+            if method == "POST":  # its body may be unread: never parse it as the next request
+                self.close_connection = True
             self.reply_json(exc.status, {"error": exc.message})
         except ConnectionError:  # the client went away (timed out): nothing to answer
             log.debug("client of %s %s disconnected", method, parts.path)

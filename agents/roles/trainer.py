@@ -429,7 +429,7 @@ class Trainer(Agent):
                         continue
                     try:
                         cur = (float(item.pop("_updated_at")), int(item.pop("_id", -1)))
-                    except (KeyError, TypeError, ValueError):
+                    except (KeyError, TypeError, ValueError, OverflowError):  # 10**400 or 1e999: issue 32
                         continue
                     since, after = max((since, after), cur)
                     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from collections import defaultdict
@@ -117,8 +118,8 @@ class StatusFetcher:
             doc = json.loads(resp.body)
         except (PeerHttpError, OSError) as exc:
             return None, f"{url} unreachable: {exc}"
-        except json.JSONDecodeError as exc:
-            return None, f"{url} did not return JSON: {exc}"
+        except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested or a 4,300-digit int: issue 32
+            return None, f"{url} did not return JSON: {type(exc).__name__}: {str(exc)[:200]}"
         if not isinstance(doc, dict):
             return None, f"{url} returned a {type(doc).__name__}, not a status object"
         schema = doc.get("schema")
@@ -139,7 +140,12 @@ def _tok(wei: Any) -> str:
 
 
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return None
+    try:
+        return float(v)
+    except OverflowError:  # an int past a float's range in a peer's document
+        return None
 
 
 def _trainer_steps(status: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
@@ -152,11 +158,13 @@ def _trainer_steps(status: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
         steps = status["trainer"].get("steps")
     if isinstance(steps, dict):
         steps = [{"step": k, **v} for k, v in steps.items() if isinstance(v, dict)]
-    for item in steps or []:
+    if not isinstance(steps, list):  # absent, or a peer's `"steps": 1` (found by fuzz/fuzz_dashboard.py)
+        return out
+    for item in steps:
         if isinstance(item, dict) and "step" in item:
             try:
                 out[int(item["step"])] = item
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # 1e999 is a float: int() overflows
                 continue
     return out
 
@@ -542,4 +550,6 @@ def _reward_curve(steps: dict[int, dict[str, Any]], submissions: list[Submission
 
 def _rollouts_used(rec: dict[str, Any]) -> int | None:
     used = rec.get("rollouts_used", rec.get("rollouts"))
-    return int(used) if isinstance(used, int | float) else None
+    if not isinstance(used, int | float) or (isinstance(used, float) and not math.isfinite(used)):
+        return None
+    return int(used)
