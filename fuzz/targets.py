@@ -849,10 +849,25 @@ def _served() -> dict[str, Any]:
 
 
 def _serve(server: Any, data: bytes) -> bytes:
+    """`data` as one connection's bytes: the server's head parser (what its I/O thread runs on every complete
+    head, `sdk/_http.py: _parse_head`), then its handler class on the same bytes whatever the parser said (a
+    head the I/O thread refuses never reaches a handler; the handler must still not fail on it)."""
+    from intellect.sdk._http import _parse_head
+
     conn = _Conn(data)
     _ERRORS.clear()
-    server._httpd.RequestHandlerClass(conn, ("127.0.0.1", 1), server._httpd)
+    ends = [k + n for k, n in ((data.find(b"\n\r\n"), 3), (data.find(b"\n\n"), 2)) if k >= 0]
+    if ends:
+        parsed = _parse_head(data[:min(ends)])
+        if not isinstance(parsed, str | tuple):
+            raise Finding(f"the head parser returned {parsed!r}")
+    serve_one(server, conn)
     return bytes(conn.sent)
+
+
+def serve_one(server: Any, conn: Any) -> None:
+    """Run `server`'s handler class on `conn` as its worker threads do (the handler answers in its constructor)."""
+    server.handler(conn, ("127.0.0.1", 1), server._core)
 
 
 def _no_500(what: str, out: bytes) -> None:

@@ -75,7 +75,7 @@ def _http(data: bytes) -> list[bytes]:
     """Status lines the agent server answers `data` (one connection's bytes) with."""
     conn = targets._Conn(data)
     server = targets._agent_server()
-    server._httpd.RequestHandlerClass(conn, ("127.0.0.1", 1), server._httpd)
+    targets.serve_one(server, conn)
     return [line for line in bytes(conn.sent).split(b"\r\n") if line.startswith(b"HTTP/1.")]
 
 
