@@ -828,7 +828,6 @@ def _served() -> dict[str, Any]:
         from intellect.sdk.shardcast._store import ShardStore
 
         _quiet("intellect.sdk.ipfs._gateway", "intellect.sdk.shardcast._server", "intellect.sdk._http")
-        shard_server.MAX_WAIT_S = 0.0  # a long poll is a wait, not a hang: the fuzzer must not sit in one
         tmp = Path(tempfile.mkdtemp(prefix="intellect-fuzz-"))
         atexit.register(shutil.rmtree, tmp, True)
         ipfs = EmbeddedIpfs(tmp / "ipfs")
@@ -900,7 +899,14 @@ def gateway_seeds() -> dict[str, bytes]:
 def shardcast_http_target(data: bytes) -> None:
     """Raw bytes on a connection to a Shardcast origin or relay (`/health`, `/versions`, a manifest, a shard
     with or without Range)."""
-    _no_500("the Shardcast server", _serve(_served()["shardcast"], data))
+    from intellect.sdk.shardcast import _server as shard_server
+
+    served = _served()
+    saved, shard_server.MAX_WAIT_S = shard_server.MAX_WAIT_S, 0.0  # a long poll is a wait, not a hang: not here
+    try:  # restored after each input: a test process that replays seeds goes on to test real long-polls
+        _no_500("the Shardcast server", _serve(served["shardcast"], data))
+    finally:
+        shard_server.MAX_WAIT_S = saved
 
 
 def shardcast_http_seeds() -> dict[str, bytes]:
