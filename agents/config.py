@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from intellect.agents.hardware import DeviceName, DTypeName
 from intellect.sdk import ConfigError
-from intellect.sdk._http import ServerLimits
+from intellect.sdk.http import ServerLimits
 from intellect.sdk.poolrules import ProblemOrder
 
 __all__ = [

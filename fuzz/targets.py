@@ -28,7 +28,7 @@ from intellect.agents.attestation import Attestation, AttestationError, sign_att
 from intellect.agents.roles._runtime import PeerDocumentError, parse_status, peer_service
 from intellect.agents.roles._server import HttpError, parse_json_body
 from intellect.agents.roles.store import accept_pushed_file, store_request
-from intellect.sdk._errors import IpfsError, SchemaVersionError
+from intellect.sdk import IpfsError, SchemaVersionError
 from intellect.sdk.ipfs._cid import DAG_PB, RAW, Cid
 from intellect.sdk.ipfs._unixfs import Link, decode_node, encode_node, read_dag
 from intellect.sdk.poolrules import PoolRules, PoolRulesError
@@ -851,7 +851,7 @@ def _serve(server: Any, data: bytes) -> bytes:
     """`data` as one connection's bytes: the server's head parser (what its I/O thread runs on every complete
     head, `sdk/_http.py: _parse_head`), then its handler class on the same bytes whatever the parser said (a
     head the I/O thread refuses never reaches a handler; the handler must still not fail on it)."""
-    from intellect.sdk._http import _parse_head
+    from intellect.sdk.http import parse_head as _parse_head
 
     conn = _Conn(data)
     _ERRORS.clear()

@@ -31,7 +31,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from intellect.sdk import IntellectError
-from intellect.sdk._http import HttpServer, JsonHandler, ServerLimits
+from intellect.sdk.http import HttpServer, JsonHandler, ServerLimits
 
 __all__ = ["MAX_STATUS_LIST", "AgentServer", "Coalesced", "HttpError", "Metrics", "RateLimiter", "bounded_status",
            "content_length", "parse_json_body"]

@@ -19,9 +19,9 @@ from intellect.sdk import (
     TransientRpcError,
 )
 from intellect.sdk._accounts import dev_account
-from intellect.sdk._http import HttpServer, JsonHandler
 from intellect.sdk._models import ChallengeStatus, NodeStatus, Role, TaskStatus, parse_tokens
 from intellect.sdk.devnet import Devnet
+from intellect.sdk.http import HttpServer, JsonHandler
 
 TOKEN = 10**18
 FAST = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.05)

@@ -23,7 +23,7 @@ from typing import Any
 
 def main() -> None:
     kind, work, overrides = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
-    from intellect.sdk._http import HttpServer
+    from intellect.sdk.http import HttpServer
 
     server: HttpServer
     stoppers: list[Any] = []

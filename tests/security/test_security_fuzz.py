@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from intellect.sdk._http import HttpServer, JsonHandler
+from intellect.sdk.http import HttpServer, JsonHandler
 from intellect.sdk.ipfs._cid import Cid
 from intellect.sdk.ipfs._unixfs import decode_node
 from intellect.sdk.shardcast import Manifest, ManifestError, build_shards

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from intellect.sdk._http import HttpServer, JsonHandler, ServerLimits
+from intellect.sdk.http import HttpServer, JsonHandler, ServerLimits
 
 HERE = Path(__file__).resolve().parent
 CHILD_NOFILE = 1024
