@@ -176,7 +176,8 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
         ITaskLedger.ChallengeView memory c = _ledger.challengeInfo(challengeId);
         (uint16 round, bool uphold) = _ledger.voteOf(challengeId, validator);
         bool resolved = c.status == ITaskLedger.ChallengeStatus.Upheld || c.status == ITaskLedger.ChallengeStatus.Rejected;
-        // only the latest round keeps its outcome; a vote recorded for it must be on the losing side
+        // only the latest round keeps its outcome; a vote recorded for it must be on the losing side; a round that
+        // missed its quorum (NoQuorum) has no outcome, so no voter of it lost (issue 33)
         if (!resolved || round != c.round || uphold == (c.status == ITaskLedger.ChallengeStatus.Upheld)) {
             revert AttesterBookNotLosingVoter(challengeId, validator);
         }

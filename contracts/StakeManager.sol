@@ -129,6 +129,39 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
         nonReentrant
         returns (uint256 slashed)
     {
+        slashed = _slash(node, amount, challenger);
+    }
+
+    /// @inheritdoc IStakeManager
+    function closeChallenge(address node, uint256 slashAmount)
+        external
+        onlyRole(SLASHER_ROLE)
+        nonReentrant
+        returns (uint256 slashed, address treasury_)
+    {
+        _closeChallenge(node);
+        if (slashAmount != 0) {
+            // never more than the workers' minimum stake, even if the admin lowered it after the pool was made;
+            // no challenger share: the whole slash goes to the treasury (issue 33)
+            uint256 cap = _minStake[INodeRegistry.Role.Worker];
+            slashed = _slash(node, slashAmount < cap ? slashAmount : cap, address(0));
+        }
+        treasury_ = _treasury;
+    }
+
+    /// @inheritdoc IStakeManager
+    function challengeOpened(address node) external onlyRole(SLASHER_ROLE) {
+        uint32 count = _stakes[node].openChallenges + 1;
+        _stakes[node].openChallenges = count;
+        emit ChallengeLockUpdated(node, count);
+    }
+
+    /// @inheritdoc IStakeManager
+    function challengeClosed(address node) external onlyRole(SLASHER_ROLE) {
+        _closeChallenge(node);
+    }
+
+    function _slash(address node, uint256 amount, address challenger) private returns (uint256 slashed) {
         Stake memory info = _stakes[node];
         uint256 slashable = uint256(info.active) + info.unbonding;
         slashed = amount < slashable ? amount : slashable;
@@ -151,15 +184,7 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
         if (treasuryAmount != 0) stakeToken.safeTransfer(_treasury, treasuryAmount);
     }
 
-    /// @inheritdoc IStakeManager
-    function challengeOpened(address node) external onlyRole(SLASHER_ROLE) {
-        uint32 count = _stakes[node].openChallenges + 1;
-        _stakes[node].openChallenges = count;
-        emit ChallengeLockUpdated(node, count);
-    }
-
-    /// @inheritdoc IStakeManager
-    function challengeClosed(address node) external onlyRole(SLASHER_ROLE) {
+    function _closeChallenge(address node) private {
         uint32 count = _stakes[node].openChallenges;
         if (count == 0) revert StakeManagerNoOpenChallenge(node);
         // count > 0 checked above

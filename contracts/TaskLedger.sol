@@ -54,6 +54,12 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         uint128 reserved;
     }
 
+    // the owner's announced defund: at most `amount`, from `at` + leaseDuration (issue 33)
+    struct Defund {
+        uint128 amount;
+        uint40 at;
+    }
+
     // 160 + 40 + 32 + 8 = 240 bits
     struct Task {
         address node;
@@ -109,11 +115,14 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     // one slot per node and pool: reservations (per-node cap), open leases (cap), expired leases, claims
     // (never back to 0 after the first claim, so later claims write nonzero -> nonzero)
     mapping(address node => mapping(uint32 poolId => NodeBook)) private _books;
+    mapping(uint32 poolId => Defund) private _defunds;
 
     uint32 private _poolCount;
     uint32 private _minWindowLength;
     uint16 private _minQuorum;
     uint128 private _minChallengeBond;
+    // tokens of reservations per token of active stake a node may hold in a pool (0: no bound); same slot
+    uint32 private _reservationLeverage;
     // starts at 1 so that the first claim writes nonzero -> nonzero (cheaper) and id 0 stays "none"
     uint256 private _nextTaskId = 1;
 
@@ -184,11 +193,24 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     }
 
     /// @inheritdoc ITaskLedger
+    function announceDefund(uint32 poolId, uint256 amount) external {
+        uint256 lease = _requireOwner(poolId).leaseDuration;
+        _defunds[poolId] = Defund({amount: SafeCast.toUint128(amount), at: uint40(block.timestamp)});
+        emit PoolDefundAnnounced(poolId, amount, block.timestamp + lease);
+    }
+
+    /// @inheritdoc ITaskLedger
     function defundPool(uint32 poolId, uint256 amount, address to) external nonReentrant {
-        _requirePool(poolId);
-        if (_poolCold[poolId].owner != msg.sender) revert TaskLedgerNotPoolOwner(poolId, msg.sender);
+        uint256 lease = _requireOwner(poolId).leaseDuration;
         if (amount == 0) revert TaskLedgerZeroAmount();
         if (to == address(0)) _invalidParam("to");
+        // every lease open when the defund was announced has ended (submitted: reserved; or expired) by then
+        Defund memory d = _defunds[poolId];
+        uint256 executableAt = uint256(d.at) + lease;
+        if (d.at == 0 || block.timestamp < executableAt || amount > d.amount) {
+            revert TaskLedgerDefundNotAnnounced(poolId, d.amount, executableAt);
+        }
+        _defunds[poolId].amount = d.amount - uint128(amount); // amount <= d.amount
         PoolFunds memory funds = _funds[poolId];
         if (amount > funds.budget) revert TaskLedgerInsufficientBudget(poolId, funds.budget, amount);
         funds.budget -= uint128(amount); // amount <= budget < 2**128
@@ -290,10 +312,7 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         if (t.status != TaskStatus.Submitted) revert TaskLedgerInvalidStatus(submissionId, t.status);
         uint40 windowEnd = _submissions[submissionId].windowEnd;
         if (block.timestamp >= windowEnd) revert TaskLedgerWindowClosed(submissionId, windowEnd);
-        _requireEligible(msg.sender, INodeRegistry.Role.Validator);
-        if (msg.sender == t.node || _registry.ownerOf(t.node) == _registry.ownerOf(msg.sender)) {
-            revert TaskLedgerConflictOfInterest(submissionId, msg.sender);
-        }
+        _requireJudge(submissionId, t.node);
 
         // The electorate is the state at the end of the previous block: stake moved in this block (or later)
         // weighs nothing in this round.
@@ -328,14 +347,10 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     function vote(uint256 challengeId, bool uphold) external {
         Challenge memory c = _openChallenge(challengeId);
         if (block.timestamp >= c.voteEnd) revert TaskLedgerVotePeriodOver(challengeId, c.voteEnd);
-        _requireEligible(msg.sender, INodeRegistry.Role.Validator);
         if (msg.sender == c.challenger || _voted[challengeId][msg.sender] >> 1 == c.round) {
             revert TaskLedgerAlreadyVoted(challengeId, msg.sender);
         }
-        address worker = _tasks[challengeId].node;
-        if (msg.sender == worker || _registry.ownerOf(worker) == _registry.ownerOf(msg.sender)) {
-            revert TaskLedgerConflictOfInterest(challengeId, msg.sender);
-        }
+        _requireJudge(challengeId, _tasks[challengeId].node);
         uint96 weight = SafeCast.toUint96(_stakeManager.validatorWeightAt(msg.sender, c.snapshot));
         if (weight == 0) revert TaskLedgerNoVotingWeight(challengeId, msg.sender);
         _voted[challengeId][msg.sender] = (uint24(c.round) << 1) | (uphold ? 1 : 0);
@@ -357,14 +372,14 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         Task memory t = _tasks[challengeId];
         PoolCold memory cold = _poolCold[t.poolId];
         _tally(c);
-        bool decided;
-        (decided, upheld) = _outcome(c, cold.quorum);
-        if (!decided) revert TaskLedgerVotePeriodActive(challengeId, c.voteEnd);
+        ChallengeStatus outcome = _outcome(c, cold.quorum);
+        if (outcome == ChallengeStatus.Open) revert TaskLedgerVotePeriodActive(challengeId, c.voteEnd);
 
-        _challenges[challengeId].status = upheld ? ChallengeStatus.Upheld : ChallengeStatus.Rejected;
+        upheld = outcome == ChallengeStatus.Upheld;
+        _challenges[challengeId].status = outcome;
         t.status = upheld ? TaskStatus.Upheld : TaskStatus.Submitted;
         _tasks[challengeId] = t;
-        uint256 slashed;
+        address bondTo = c.challenger; // upheld or no quorum: the bond goes back
         if (upheld) {
             _unreserve(t.node, t.poolId, _submissions[challengeId].reward);
             uint32 epoch = _slashEpoch[t.node];
@@ -373,18 +388,13 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
             _slashEpoch[t.node] = epoch + 1;
             emit WorkerWiped(t.node, epoch + 1);
         }
-        _stakeManager.challengeClosed(t.node);
-        if (upheld) {
-            // never more than the workers' minimum stake, even if the admin lowered it after the pool was made
-            uint256 workerMinStake = _stakeManager.minStake(INodeRegistry.Role.Worker);
-            uint256 amount = cold.slashAmount < workerMinStake ? cold.slashAmount : workerMinStake;
-            slashed = _stakeManager.slash(t.node, amount, c.challenger);
-            emit ChallengeResolved(challengeId, true, c.weightFor, c.weightAgainst, slashed);
-            _token.safeTransfer(c.challenger, cold.challengeBond);
-        } else {
-            emit ChallengeResolved(challengeId, false, c.weightFor, c.weightAgainst, 0);
-            _token.safeTransfer(_stakeManager.treasury(), cold.challengeBond);
-        }
+        // Upheld: the slash (capped at the workers' minimum stake) goes wholly to the treasury: a challenger
+        // friendly to the worker, who may open the first round before honest verdicts exist, must not win part
+        // of it back (issue 33).
+        (uint256 slashed, address treasury) = _stakeManager.closeChallenge(t.node, upheld ? cold.slashAmount : 0);
+        if (outcome == ChallengeStatus.Rejected) bondTo = treasury;
+        emit ChallengeResolved(challengeId, upheld, outcome, c.weightFor, c.weightAgainst, slashed);
+        _token.safeTransfer(bondTo, cold.challengeBond);
     }
 
     // ------------------------------------------------------------------ rewards
@@ -465,10 +475,14 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     }
 
     /// @inheritdoc ITaskLedger
-    function setPoolBounds(uint128 minChallengeBond_, uint16 minQuorum_) external onlyRole(DEFAULT_ADMIN_ROLE) {
+    function setPoolBounds(uint128 minChallengeBond_, uint16 minQuorum_, uint32 reservationLeverage_)
+        external
+        onlyRole(DEFAULT_ADMIN_ROLE)
+    {
         _minChallengeBond = minChallengeBond_;
         _minQuorum = minQuorum_;
-        emit PoolBoundsSet(minChallengeBond_, minQuorum_);
+        _reservationLeverage = reservationLeverage_;
+        emit PoolBoundsSet(minChallengeBond_, minQuorum_, reservationLeverage_);
     }
 
     // ------------------------------------------------------------------ views
@@ -574,8 +588,8 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     }
 
     /// @inheritdoc ITaskLedger
-    function poolBounds() external view returns (uint256 minChallengeBond, uint256 minQuorum) {
-        return (_minChallengeBond, _minQuorum);
+    function poolBounds() external view returns (uint256, uint256, uint256) {
+        return (_minChallengeBond, _minQuorum, _reservationLeverage);
     }
 
     /// @inheritdoc ITaskLedger
@@ -616,10 +630,24 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         if (hot.windowLength == 0) revert TaskLedgerUnknownPool(poolId);
     }
 
+    /// @dev The pool's hot slot, after checking that the caller owns the pool.
+    function _requireOwner(uint32 poolId) private view returns (PoolHot storage hot) {
+        hot = _requirePool(poolId);
+        if (_poolCold[poolId].owner != msg.sender) revert TaskLedgerNotPoolOwner(poolId, msg.sender);
+    }
+
     /// @dev Active node of `role` with at least the role's minimum stake (one StakeManager read: it keeps the
     /// registry's role and status next to the stake).
     function _requireEligible(address node, INodeRegistry.Role role) private view {
         if (!_stakeManager.isEligible(node, role)) revert TaskLedgerNotEligible(node, uint8(role));
+    }
+
+    /// @dev The caller may judge `worker`'s submission: an eligible validator of another owner.
+    function _requireJudge(uint256 submissionId, address worker) private view {
+        _requireEligible(msg.sender, INodeRegistry.Role.Validator);
+        if (msg.sender == worker || _registry.ownerOf(worker) == _registry.ownerOf(msg.sender)) {
+            revert TaskLedgerConflictOfInterest(submissionId, msg.sender);
+        }
     }
 
     /// @dev One place that encodes TaskLedgerInvalidPoolParam (call sites only push the name: smaller code).
@@ -642,13 +670,20 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     }
 
     /// @dev Moves `reward` from the pool's budget to its reservations and onto `node`'s book (whose lease it
-    /// closes), keeping the node's reservations within `bps` of the pool's escrow.
+    /// closes), keeping the node's reservations within `bps` of the pool's escrow and within the reservation
+    /// leverage times its active stake: N keys of the minimum stake hold what one key of their summed stake
+    /// holds, not N shares of the escrow (issue 33).
     function _reserve(address node, uint32 poolId, uint16 bps, uint128 reward) private {
         PoolFunds memory funds = _funds[poolId];
         if (funds.budget < reward) revert TaskLedgerInsufficientBudget(poolId, funds.budget, reward);
         NodeBook memory book = _books[node][poolId];
         // the cap is a share of the escrow (budget + reserved), which this move keeps constant
         uint256 cap = (uint256(funds.budget) + funds.reserved) * bps / _BPS;
+        uint256 leverage = _reservationLeverage;
+        if (leverage != 0) {
+            uint256 byStake = _stakeManager.activeStake(node) * leverage;
+            if (byStake < cap) cap = byStake;
+        }
         uint256 reserved = uint256(book.reserved) + reward;
         if (reserved > cap) revert TaskLedgerReservationCap(node, reserved, cap);
         // reserved <= cap <= escrow < 2**128; the claim opened this lease, so openLeases >= 1;
@@ -688,18 +723,24 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         c.votesFor += 1;
     }
 
-    /// @dev (`c` tallied by `_tally`) Whether an open challenge can be resolved now, and how. Before the vote end only when no further
-    /// vote can change the outcome: every vote weighs its voter's stake at the snapshot, so the weights still
-    /// missing are at most electorate - weightFor - weightAgainst.
-    function _outcome(Challenge memory c, uint16 quorum) private view returns (bool decided, bool upheld) {
+    /// @dev (`c` tallied by `_tally`) The outcome of an open challenge now: Open while it is not decided. No
+    /// outcome without the quorum: after the vote end a round below it is NoQuorum; before the vote end a round
+    /// is decided only with the quorum met and no further vote able to change the outcome: every vote weighs its
+    /// voter's stake at the snapshot, so the weights still missing are at most electorate - weightFor - weightAgainst.
+    function _outcome(Challenge memory c, uint16 quorum) private view returns (ChallengeStatus) {
         bool quorate = uint256(c.votesFor) + c.votesAgainst >= quorum;
-        if (block.timestamp >= c.voteEnd) return (true, c.weightFor > c.weightAgainst && quorate);
-        uint256 electorate = _stakeManager.totalValidatorWeightAt(c.snapshot);
-        // weightFor > electorate / 2 > every possible weightAgainst: upheld once the quorum is met
-        if (2 * uint256(c.weightFor) > electorate && quorate) return (true, true);
-        // weightAgainst >= electorate / 2 >= every possible weightFor: a tie at best, and ties reject
-        if (2 * uint256(c.weightAgainst) >= electorate) return (true, false);
-        return (false, false);
+        if (block.timestamp >= c.voteEnd) {
+            if (!quorate) return ChallengeStatus.NoQuorum;
+            return c.weightFor > c.weightAgainst ? ChallengeStatus.Upheld : ChallengeStatus.Rejected;
+        }
+        if (quorate) {
+            uint256 electorate = _stakeManager.totalValidatorWeightAt(c.snapshot);
+            // weightFor > electorate / 2 > every possible weightAgainst
+            if (2 * uint256(c.weightFor) > electorate) return ChallengeStatus.Upheld;
+            // weightAgainst >= electorate / 2 >= every possible weightFor: a tie at best, and ties reject
+            if (2 * uint256(c.weightAgainst) >= electorate) return ChallengeStatus.Rejected;
+        }
+        return ChallengeStatus.Open;
     }
 
     /// @dev Returns a submission's reservation to its pool's unreserved budget.

@@ -77,6 +77,9 @@ class DeployParams(BaseModel):
     minWindowLength: int = Field(24 * 3600, gt=0, lt=2**32)
     minChallengeBond: int = Field(10 * TOKEN, ge=0, lt=2**128, description="protocol floor on pools' bonds")
     minQuorum: int = Field(3, ge=0, lt=2**16, description="protocol floor on pools' quorum")
+    reservationLeverage: int = Field(
+        10, ge=0, lt=2**32, description="tokens of reservations a node may hold in a pool per token of active stake"
+    )
     attesterSlash: int = Field(20 * TOKEN, ge=0, description="slash per accepting attestation of upheld work")
     voterSlash: int = Field(10 * TOKEN, ge=0, description="slash per vote against a challenge's outcome")
     initialMint: int = Field(0, ge=0, description="tokens minted to the deployer")
@@ -102,6 +105,8 @@ def dev_params() -> DeployParams:
         minWindowLength=60,
         minChallengeBond=1,
         minQuorum=1,
+        # never binds before the dev pool's 25 % share (100 INTL of stake: 100,000 INTL); public networks: 10
+        reservationLeverage=1_000,
         initialMint=1_000_000 * TOKEN,
         # a 25 % reservation share admits a full-length gpu-large submission (16,384 units) of the funded escrow
         defaultPool=PoolParams(windowLength=300, votePeriod=120, leaseDuration=600, quorum=1, maxReservationBps=2_500),

@@ -90,7 +90,7 @@ def deploy_all(deployer: Any, params: DeployParams, dev: bool = True) -> Deploye
     for role, amount in params.minStake.items():
         if amount:
             stake_manager.setMinStake(ROLE_IDS[role], amount, tx)
-    ledger.setPoolBounds(params.minChallengeBond, params.minQuorum, tx)
+    ledger.setPoolBounds(params.minChallengeBond, params.minQuorum, params.reservationLeverage, tx)
 
     default_pool_id: int | None = None
     if dev and params.initialMint:

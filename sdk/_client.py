@@ -564,7 +564,15 @@ class Protocol:
         self.transact("TaskLedger", "fundPool", int(pool_id), int(amount))
         return self.pool(pool_id)
 
+    def announce_defund(self, pool_id: int, amount: int) -> int:
+        """Pool owner: announce taking back up to `amount` of budget; returns the chain time from which
+        `defund_pool` may take it (one lease duration later: every lease open now has ended by then)."""
+        rc = self.transact("TaskLedger", "announceDefund", int(pool_id), int(amount))
+        return int(rc.event("PoolDefundAnnounced").args["executableAt"])
+
     def defund_pool(self, pool_id: int, amount: int, to: str | None = None) -> Pool:
+        """Pool owner: take `amount` of unreserved budget, at most what `announce_defund` announced at least
+        one lease duration ago (TaskLedgerDefundNotAnnounced otherwise)."""
         self.transact("TaskLedger", "defundPool", int(pool_id), int(amount), _addr(to or self.address))
         return self.pool(pool_id)
 
@@ -620,6 +628,10 @@ class Protocol:
         """(minChallengeBond, minQuorum): the ledger's floors on new pools."""
         v = self.call("TaskLedger", "poolBounds")
         return int(v[0]), int(v[1])
+
+    def reservation_leverage(self) -> int:
+        """Tokens of reservations a node may hold in a pool per token of its active stake (0: no bound)."""
+        return int(self.call("TaskLedger", "poolBounds")[2])
 
     # -- TaskLedger: tasks and submissions --------------------------------------------------------
     def claim_task(self, pool_id: int) -> TaskClaim:

@@ -88,6 +88,7 @@ class ChallengeStatus(IntEnum):
     OPEN = 1
     UPHELD = 2
     REJECTED = 3
+    NO_QUORUM = 4  # the vote period ended below the pool's quorum: no outcome, no loser (issue 33)
 
 
 class _Model(BaseModel):

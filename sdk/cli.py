@@ -540,9 +540,15 @@ def pool_fund(ctx: _Ctx, pool_id: int, amount: str) -> None:
 @click.argument("pool_id", type=int)
 @click.argument("amount")
 @click.option("--to", "to_addr", default=None, help="Recipient (default: this account).")
+@click.option("--announce", is_flag=True, help="Only announce the defund (executable one lease duration later).")
 @click.pass_obj
-def pool_defund(ctx: _Ctx, pool_id: int, amount: str, to_addr: str | None) -> None:
-    """Withdraw AMOUNT unreserved tokens from POOL_ID's budget."""
+def pool_defund(ctx: _Ctx, pool_id: int, amount: str, to_addr: str | None, announce: bool) -> None:
+    """Withdraw AMOUNT unreserved tokens from POOL_ID's budget (announced with --announce at least one lease
+    duration before)."""
+    if announce:
+        at = ctx.protocol().announce_defund(pool_id, _amount(amount))
+        _out(ctx, {"pool_id": pool_id, "executable_at": at}, f"pool {pool_id}: defund announced, executable at {at}")
+        return
     pl = ctx.protocol().defund_pool(pool_id, _amount(amount), to_addr)
     _out(ctx, pl, f"pool {pool_id}: budget {_tok(pl.budget)}, reserved {_tok(pl.reserved)}")
 

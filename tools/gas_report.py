@@ -194,6 +194,9 @@ def drive(book: GasBook) -> None:
     book("TaskLedger.createPool", ledger.createPool(params, {"from": accounts[3]}))
     book("IntellectToken.approve", token.approve(ledger, 10**24, {"from": admin}))
     book("TaskLedger.fundPool", ledger.fundPool(pool, 1000 * TOKEN, {"from": admin}))
+    # a defund is announced a lease duration ahead (issue 33: no defund under an open lease)
+    book("TaskLedger.announceDefund", ledger.announceDefund(pool, 10 * TOKEN, {"from": admin}))
+    chain.sleep(601)
     book("TaskLedger.defundPool", ledger.defundPool(pool, 10 * TOKEN, admin, {"from": admin}))
     for i in range(3):
         book("IntellectToken.drip", token.drip({"from": accounts[6 + i]}))

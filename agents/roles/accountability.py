@@ -11,7 +11,14 @@ challenge it took part in.
 Each challenge is handled once per round: the state store's `voter_slash` record (id = challenge id) keeps the
 round done and who was slashed. A revert `AttesterBookAlreadySlashed` (someone slashed it first) or
 `AttesterBookNotLosingVoter` (a newer round, or the vote was not what the event said) counts as done; any other
-failure leaves the challenge to the next pass. This validator never slashes itself.
+failure leaves the challenge to the next pass. This validator never slashes itself. A round that missed its quorum
+(`NoQuorum`, issue 33) has no outcome and no losing voter: nobody is slashed for it.
+
+Rounds followed to their end (issue 33), `round_actions`: every open round of a submission this validator has a
+verdict for gets its vote (uphold iff its verdict rejects the work), once per round, whoever opened it; a round that
+ended Rejected or NoQuorum while its own verdict rejects the work is challenged again inside the window (at most
+`MAX_OWN_ROUNDS` rounds opened by this validator per submission: a bond per Rejected round), so a friendly sham
+challenge that ends before the honest verdicts exist clears nothing.
 """
 
 from __future__ import annotations
@@ -19,17 +26,21 @@ from __future__ import annotations
 import logging
 import threading
 from contextlib import nullcontext
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from intellect.sdk import ChallengeStatus, ContractRevert
 
-__all__ = ["KIND", "losing_voters", "slash_losing_voters"]
+__all__ = ["KIND", "MAX_OWN_ROUNDS", "RoundAction", "losing_voters", "own_rounds", "round_actions", "slash_losing_voters"]
 
 log = logging.getLogger(__name__)
 
 KIND = "voter_slash"
 """The state store's records of handled challenges: status `done`, data {round, slashed: [...], skipped: [...]}."""
 SETTLED_REVERTS = ("AttesterBookAlreadySlashed", "AttesterBookNotLosingVoter")
+MAX_OWN_ROUNDS = 3
+"""Most rounds of one submission a validator opens itself (its first challenge included): re-challenges cost a bond
+per Rejected round; a round that ended NoQuorum returns it."""
 
 
 def losing_voters(protocol: Any, challenge_id: int) -> tuple[int, list[str]]:
@@ -37,6 +48,8 @@ def losing_voters(protocol: Any, challenge_id: int) -> tuple[int, list[str]]:
     the side that lost, read from its VoteCast events since that round's ChallengeOpened and checked with
     `voteOf` (one eth_call per distinct voter). Raises ValueError while the challenge is not resolved."""
     info = protocol.challenge_info(challenge_id)
+    if info.status == ChallengeStatus.NO_QUORUM:
+        return int(info.round), []  # no outcome, no loser (issue 33)
     if info.status not in (ChallengeStatus.UPHELD, ChallengeStatus.REJECTED):
         raise ValueError(f"challenge {challenge_id} is {info.status.name.lower()}, not resolved")
     upheld = info.status == ChallengeStatus.UPHELD
@@ -52,6 +65,65 @@ def losing_voters(protocol: Any, challenge_id: int) -> tuple[int, list[str]]:
         if rnd == int(info.round) and uphold != upheld:
             out.append(v)
     return int(info.round), out
+
+
+@dataclass(frozen=True)
+class RoundAction:
+    """One thing `round_actions` asks the validator to send: `vote` (with `uphold`) in round `round`, `resolve`
+    the open round, or `rechallenge` the submission (its last round `round` ended Rejected or NoQuorum)."""
+
+    kind: Literal["vote", "resolve", "rechallenge"]
+    challenge_id: int
+    round: int
+    uphold: bool = False
+
+
+def round_actions(protocol: Any, state: Any, *, now: int | None = None) -> list[RoundAction]:
+    """What an honest validator sends now about the challenges of its state store (`challenge` records; the
+    `submission` record of the same id holds its verdict, status `accepted` or `rejected`), in record order:
+
+    - an `open` round it did not open and has not voted in (`voteOf`), with a verdict and the vote period running:
+      `vote`, uphold iff the verdict rejects the work (every round, whoever opened it);
+    - an `open` round whose vote period ended or whose outcome the ledger can already fix: `resolve`;
+    - a `rejected` or `no_quorum` round (the chain agrees) of work its verdict rejects, inside the submission's
+      window, with fewer than `MAX_OWN_ROUNDS` rounds opened by this validator: `rechallenge`.
+
+    One `challengeInfo` (and a `voteOf`) per open round and per re-challengeable one; none for other records. A
+    record whose chain status moved on (resolved, or a newer round) is left to the event follower."""
+    me = protocol.address.lower()
+    out: list[RoundAction] = []
+    for rec in state.records("challenge"):
+        status, d, cid = rec["status"], rec["data"], int(rec["id"])
+        if status not in ("open", "rejected", "no_quorum"):
+            continue
+        sub = state.record("submission", cid)
+        verdict = sub["status"] if sub is not None and sub["status"] in ("accepted", "rejected") else None
+        if status != "open" and (verdict != "rejected" or own_rounds(d) >= MAX_OWN_ROUNDS):
+            continue
+        if status != "open":
+            now = protocol.chain_time() if now is None else now
+            if now >= int(sub["data"].get("window_end", 0)):  # type: ignore[index]
+                continue
+        info = protocol.challenge_info(cid)
+        now = protocol.chain_time() if now is None else now
+        if info.status == ChallengeStatus.OPEN:
+            if (verdict is not None and now < info.vote_end and info.challenger.lower() != me
+                    and int(d.get("voted_round", 0)) != int(info.round)):
+                voted_round, _ = protocol.vote_of(cid, protocol.address)
+                if int(voted_round) != int(info.round):
+                    out.append(RoundAction("vote", cid, int(info.round), uphold=verdict == "rejected"))
+            if now >= info.vote_end or info.resolvable:
+                out.append(RoundAction("resolve", cid, int(info.round)))
+        elif info.status in (ChallengeStatus.REJECTED, ChallengeStatus.NO_QUORUM) and status != "open":
+            out.append(RoundAction("rechallenge", cid, int(info.round)))
+    return out
+
+
+def own_rounds(data: dict[str, Any]) -> int:
+    """How many rounds of a challenge record's submission this validator opened (`own`: their numbers; a record
+    from before issue 33 counts its `mine` flag as one)."""
+    own = data.get("own")
+    return len(set(own)) if own else int(bool(data.get("mine")))
 
 
 def _took_part(rec: dict[str, Any]) -> bool:

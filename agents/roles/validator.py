@@ -9,8 +9,10 @@ replay, cheapest first); the validator acts on the verdict:
 Accepted → EIP-712 attestation, kept in the state store, POSTed to the pool trainer's
 `/attestations` (retried; the trainer can also pull `GET /attestations?since=`). Rejected →
 evidence JSON (reason code, failing statistics) on IPFS → `challenge(submission, evidenceCid)`.
-Challenges opened by others are voted on from this validator's own verdict; challenges whose
-vote period ended are resolved. Submissions are checked concurrently; `/metrics` has the backlog.
+Every open round of a submission it has a verdict for is voted on from that verdict, whoever opened it;
+rounds whose vote period ended (or whose outcome is fixed) are resolved; a round that ended Rejected or
+NoQuorum while its verdict rejects the work is challenged again inside the window (`accountability.
+round_actions`, issue 33). Submissions are checked concurrently; `/metrics` has the backlog.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from intellect.agents.roles._runtime import (
     bare_hex,
     load_task_set,
 )
-from intellect.agents.roles.accountability import slash_losing_voters
+from intellect.agents.roles.accountability import round_actions, slash_losing_voters
 from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.sdk import IntellectError
 from intellect.verifier.isolation import ParseUnavailable
@@ -162,16 +164,20 @@ class Validator(Agent):
             if self.state.record("submission", cid) is None:
                 return  # another pool's submission
             old = self.state.record("challenge", cid)
-            # a rejected challenge may be re-opened inside the window (a new round): vote again
-            if old is None or old["status"] in ("opening", "rejected"):
+            rnd = int(a.get("round", 1))
+            # a round that ended Rejected or NoQuorum may be followed by another inside the window: vote again
+            if old is None or old["status"] in ("opening", "rejected", "no_quorum") or int(old["data"].get("round", 0)) < rnd:
                 mine = a["challenger"].lower() == self.protocol.address.lower()
+                own = list((old or {}).get("data", {}).get("own") or [])
                 self.state.put("challenge", cid, "open", {"challenger": a["challenger"], "vote_end": int(a["voteEnd"]),
                                                           "evidence_cid": a["evidenceCid"], "node": a["node"],
-                                                          "mine": mine, "voted": False, "voters_slashed": False})
+                                                          "mine": mine, "voted": False, "voters_slashed": False,
+                                                          "round": rnd, "own": sorted({*own, rnd} if mine else set(own))})
         elif e.event == "ChallengeResolved":
             cid = int(a["challengeId"])
             if self.state.record("challenge", cid) is not None:
-                self.state.put("challenge", cid, "upheld" if a["upheld"] else "rejected",
+                outcome = {2: "upheld", 3: "rejected", 4: "no_quorum"}.get(int(a.get("outcome", 0)))
+                self.state.put("challenge", cid, outcome or ("upheld" if a["upheld"] else "rejected"),
                                {"slashed": int(a["slashed"])})
         elif e.event == "AttestationRecorded" and a["validator"].lower() == self.protocol.address.lower():
             self.state.put("attester", int(a["submissionId"]), "recorded", {"reward": int(a["reward"])})
@@ -388,7 +394,8 @@ class Validator(Agent):
             log.error("submission %d: window closed before the challenge", sid)
             return
         rec = self.state.record("challenge", sid)
-        cid = (rec or {}).get("data", {}).get("evidence_cid")
+        # our own evidence of an attempt that did not go through; a round someone else opened had theirs
+        cid = rec["data"].get("evidence_cid") if rec is not None and rec["status"] == "opening" else None
         if not cid:
             ev = Evidence(submission_id=sid, rollouts_cid=sub["rollouts_cid"], node=sub["node"],
                           reason=verdict.reason or "rejected", detail=verdict.detail[:2000], stats=verdict.stats,
@@ -410,8 +417,13 @@ class Validator(Agent):
         info = self.protocol.challenge_info(sid)
         mine = info.challenger.lower() == self.protocol.address.lower()
         status = info.status.name.lower()
+        old = (self.state.record("challenge", sid) or {}).get("data", {})
+        own = set(old.get("own") or []) | ({int(info.round)} if mine else set())
+        same_round = int(old.get("round", 0)) == int(info.round)
         self.state.put("challenge", sid, status, {"challenger": info.challenger, "vote_end": info.vote_end,
-                                                  "node": node, "mine": mine})
+                                                  "node": node, "mine": mine, "round": int(info.round),
+                                                  "own": sorted(own),
+                                                  "voters_slashed": bool(old.get("voters_slashed")) and same_round})
 
     def _post_attestations(self) -> None:
         pending = self.state.records("attestation", "signed")
@@ -441,40 +453,40 @@ class Validator(Agent):
                 self.state.put("attestation", r["id"], "refused", {"error": text[:300]})
 
     def _votes_and_resolutions(self) -> None:
+        """Send what `round_actions` asks for (issue 33): a vote in every open round of a submission this validator
+        has a verdict for, the resolution of rounds that can be resolved, and a new round for work its verdict
+        rejects whose last round ended Rejected or NoQuorum inside the window. Each failure is logged; the rest
+        still go."""
         from intellect.sdk import ContractRevert
 
-        now = None
-        for r in self.state.records("challenge", "open"):
-            cid = int(r["id"])
-            d = r["data"]
-            sub = self.state.record("submission", cid)
-            if (d.get("challenger", "").lower() != self.protocol.address.lower() and not d.get("voted")
-                    and sub is not None and sub["status"] in ("accepted", "rejected")):
-                now = now or self.protocol.chain_time()
-                if now < d["vote_end"] and not self.protocol.has_voted(cid, self.protocol.address):
-                    uphold = sub["status"] == "rejected"
-                    try:
-                        with self._tx_lock:
-                            self.protocol.vote(cid, uphold)
-                        self.count("votes")
-                        log.info("voted %s on challenge %d", "uphold" if uphold else "reject", cid)
-                    except ContractRevert as exc:
-                        log.warning("vote on %d refused: %s", cid, exc)
-                self.state.put("challenge", cid, "open", {"voted": True})
-            now = now or self.protocol.chain_time()
-            info = self.protocol.challenge_info(cid)
-            decided = info.resolvable  # the contract allows resolving early once the outcome is fixed
-            if now > d["vote_end"] or decided:
-                try:
+        for act in round_actions(self.protocol, self.state):
+            cid = act.challenge_id
+            try:
+                if act.kind == "vote":
+                    with self._tx_lock:
+                        self.protocol.vote(cid, act.uphold)
+                    self.count("votes")
+                    log.info("voted %s on challenge %d (round %d)", "uphold" if act.uphold else "reject", cid, act.round)
+                    self.state.put("challenge", cid, "open", {"voted": True, "voted_round": act.round})
+                elif act.kind == "resolve":
                     with self._tx_lock:
                         upheld = self.protocol.resolve(cid)
                     self.count("resolved")
-                    log.info("resolved challenge %d: %s", cid, "upheld" if upheld else "rejected")
-                except ContractRevert as exc:
-                    if exc.name != "TaskLedgerChallengeNotOpen":
-                        log.warning("resolve %d refused: %s", cid, exc)
+                    log.info("resolved challenge %d: %s", cid, "upheld" if upheld else "not upheld")
+                else:
+                    sub = self.state.record("submission", cid)
+                    assert sub is not None  # round_actions re-challenges only work this validator rejected
+                    log.warning("submission %d: round %d of its challenge ended without upholding it; this "
+                                "validator's verdict rejects it: challenging again", cid, act.round)
+                    self._challenge(cid, sub["data"], Verdict.model_validate(sub["data"]["verdict"]))
+            except ContractRevert as exc:
+                if exc.name == "TaskLedgerAlreadyVoted":
+                    self.state.put("challenge", cid, "open", {"voted": True, "voted_round": act.round})
+                elif exc.name != "TaskLedgerChallengeNotOpen":
+                    log.warning("%s on challenge %d refused: %s", act.kind, cid, exc)
+            if act.kind == "resolve":
                 info = self.protocol.challenge_info(cid)
-                if info.status.name.lower() in ("upheld", "rejected"):
+                if info.status.name.lower() in ("upheld", "rejected", "no_quorum"):
                     self.state.put("challenge", cid, info.status.name.lower())
 
     def _settle(self) -> None:

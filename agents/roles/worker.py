@@ -37,7 +37,7 @@ from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.agents.roles.pool_rules import apply_pool_rules, rules_tokenizer
 from intellect.verifier.submission import is_fresh, thinking_budgets
 
-__all__ = ["PlannedSubmission", "Worker", "check_units_fit", "max_submission_units"]
+__all__ = ["PlannedSubmission", "Worker", "check_units_fit", "claim_blocker", "max_submission_units"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,23 @@ def max_submission_units(budgets: list[int], group_size: int, problems_per_task:
     """The most paid units (completion tokens) an honest submission can hold: every completion of every
     problem at the largest thinking budget this worker may be assigned."""
     return max(budgets) * group_size * problems_per_task
+
+
+def claim_blocker(*, budget: int, reserved: int, reward: int, max_reservation_bps: int, my_reserved: int,
+                  my_stake: int, leverage: int, announced_defund: int = 0) -> str | None:
+    """Why a claim now could not be paid in full (None: it could), issue 33: a lease whose submission reverts
+    expires on the node's record and lowers its budget class. `reward` is a full-length submission's reward; the
+    pool's unreserved `budget` less the owner's announced defund must hold it, and the node's reservations plus it
+    must stay within `max_reservation_bps` of the escrow (`budget + reserved`) and `leverage` times its stake."""
+    free = budget - announced_defund
+    if free < reward:
+        return f"the pool's free budget {free} (after an announced defund of {announced_defund}) is below {reward}"
+    cap = (budget + reserved) * max_reservation_bps // 10_000
+    if leverage:
+        cap = min(cap, my_stake * leverage)
+    if my_reserved + reward > cap:
+        return f"reservations {my_reserved} + {reward} would exceed this node's cap {cap}"
+    return None
 
 
 def check_units_fit(units: int, pool_max: int, pool_id: int, what: str) -> None:
@@ -549,6 +566,12 @@ class Worker(Agent):
                     with self.follower.changed:
                         self.follower.changed.wait(self.cfg.worker.poll_interval)
                     continue
+                blocker = self.claim_blocked()
+                if blocker is not None:  # a claim now would end as an expired lease on this node's record
+                    self.doing = f"waiting: {blocker}"
+                    log.info("not claiming in pool %d: %s", self.pool_id, blocker)
+                    self.wait(max(backoff, 5.0))
+                    continue
                 self.doing = "claiming a task"
                 claim = self.protocol.claim_task(self.pool_id)
                 self.count("tasks_claimed")
@@ -576,6 +599,25 @@ class Worker(Agent):
                 self.doing = f"error: {type(exc).__name__}: {exc}"
                 self.wait(backoff + random.random())
                 backoff = min(backoff * 2, 30.0)
+
+    def claim_blocked(self) -> str | None:
+        """`claim_blocker` for a full-length submission of this worker in its pool, from the chain now (the pool,
+        this node's book and stake, the ledger's leverage, the owner's latest defund announcement)."""
+        w = self.cfg.worker
+        pool = self.protocol.pool(self.pool_id)
+        units = max_submission_units(self.budgets, w.group_size, w.problems_per_task)
+        head = self.protocol.block_number()
+        announced = self.protocol.get_events(["PoolDefundAnnounced"], from_block=getattr(self, "_defund_from", None),
+                                             to_block=head, filters={"poolId": self.pool_id})
+        if announced:
+            self._announced_defund = int(announced[-1].args["amount"])
+        self._defund_from = head + 1
+        return claim_blocker(budget=pool.budget, reserved=pool.reserved, reward=units * pool.params.reward_per_unit,
+                             max_reservation_bps=pool.params.max_reservation_bps,
+                             my_reserved=self.protocol.node_book(self.protocol.address, self.pool_id).reserved,
+                             my_stake=self.protocol.active_stake(self.protocol.address),
+                             leverage=self.protocol.reservation_leverage(),
+                             announced_defund=getattr(self, "_announced_defund", 0))
 
     def status(self) -> dict[str, Any]:
         doc = super().status()

@@ -125,7 +125,8 @@ interface IAttesterBook {
     function setAttesterSlash(uint256 amount) external;
 
     /// @notice Slashes `validator` for voting against the outcome of the latest round of `challengeId` (resolved
-    /// upheld or rejected); anyone (the reporter gets the challenger's share); once per round.
+    /// upheld or rejected; a NoQuorum round has no outcome and no losing voter); anyone (the reporter gets the
+    /// challenger's share); once per round.
     function slashVoter(uint256 challengeId, address validator) external returns (uint256 slashed);
 
     /// @notice Sets the slash for voting against the outcome (capped at the validators' minimum stake). Admin.

@@ -135,6 +135,14 @@ interface IStakeManager {
     /// @notice Records that a challenge against `node`'s work was resolved. Only SLASHER_ROLE.
     function challengeClosed(address node) external;
 
+    /// @notice Records that a challenge against `node`'s work was resolved and, when `slashAmount` is not 0,
+    /// slashes min(slashAmount, the workers' minimum stake) from it, all to the treasury (no challenger share:
+    /// a challenger friendly to the worker must not win part of the slash back). Only SLASHER_ROLE (the
+    /// ledger's resolve: one call instead of three).
+    /// @return slashed the amount slashed
+    /// @return treasury_ the treasury (where the ledger sends a forfeited bond)
+    function closeChallenge(address node, uint256 slashAmount) external returns (uint256 slashed, address treasury_);
+
     /// @notice Raises the floor the unbonding period must exceed to `floor` (if higher) and checks the current
     /// period exceeds it. Only SLASHER_ROLE (the ledger, at pool creation, with window + vote period).
     function raiseUnbondingFloor(uint256 floor) external;

@@ -13,9 +13,13 @@ pragma solidity ^0.8.24;
 /// Dispute game: a challenge fixes its electorate when it opens, at the block before (`snapshotBlock`):
 /// each vote weighs the voter's validator stake at that block (StakeManager checkpoints), the electorate is
 /// the total validator stake at that block; exits, unstakes and registrations after it change nothing.
-/// Early resolution only when the outcome can no longer change: upheld once weightFor > electorate / 2
-/// (and the quorum of votes is met), rejected once 2 * weightAgainst >= electorate. After the vote period:
-/// upheld iff weightFor > weightAgainst and votesFor + votesAgainst >= quorum (ties reject).
+/// No outcome without the quorum (issue 33): a round whose votes (for + against) miss the pool's quorum by
+/// the end of its vote period resolves NoQuorum: nobody loses (the bond goes back, no voter is on a losing
+/// side, the submission is challengeable again inside its window). Early resolution only when the quorum is
+/// met and the outcome can no longer change: upheld once weightFor > electorate / 2, rejected once
+/// 2 * weightAgainst >= electorate. After the vote period, with the quorum: upheld iff weightFor >
+/// weightAgainst (ties reject). An upheld challenge's slash goes wholly to the treasury: a challenger friendly
+/// to the worker cannot win part of it back (issue 33, the sham-challenge race).
 ///
 /// Reward wipe in O(1): each worker node has a slash epoch; a submission records the epoch it was made in;
 /// an upheld challenge increments the worker's epoch and records when (the WorkerWiped block), which voids the worker's
@@ -26,7 +30,8 @@ pragma solidity ^0.8.24;
 /// Bounds (issue 21): a pool's slash is at most the workers' minimum stake (and is capped at it when applied),
 /// its bond and quorum at least the ledger's protocol floors (`poolBounds`); a node holds at most
 /// `maxOpenLeases` unsubmitted leases in a pool (an expired lease keeps its slot until `expireLease`, and
-/// counts in the node's `expiredLeases`), and at most `maxReservationBps` of the pool's escrow in reservations.
+/// counts in the node's `expiredLeases`), and at most `maxReservationBps` of the pool's escrow in reservations,
+/// and at most `reservationLeverage` times its active stake (issue 33: by stake, not per key).
 interface ITaskLedger {
     /// @notice Lifecycle of a task id (and of the submission with the same id).
     /// None: unknown; Claimed: leased, not submitted; Submitted: in or after its window, claimable once the
@@ -44,12 +49,14 @@ interface ITaskLedger {
         Expired
     }
 
-    /// @notice Lifecycle of a challenge. None: no challenge; Open: voting; Upheld / Rejected: resolved.
+    /// @notice Lifecycle of a challenge. None: no challenge; Open: voting; Upheld / Rejected: resolved;
+    /// NoQuorum: the vote period ended with fewer votes than the pool's quorum (no outcome, no loser).
     enum ChallengeStatus {
         None,
         Open,
         Upheld,
-        Rejected
+        Rejected,
+        NoQuorum
     }
 
     /// @notice Parameters of a new pool (fixed after creation).
@@ -199,10 +206,22 @@ interface ITaskLedger {
     /// running tallies are in `challengeInfo`.
     event VoteCast(uint256 indexed challengeId, address indexed validator, bool uphold, uint256 weight);
 
-    /// @notice Emitted when a challenge is resolved. `slashed` is the stake slashed from the worker (0 if rejected).
+    /// @notice Emitted when a challenge's round is resolved: `outcome` Upheld, Rejected or NoQuorum (the vote
+    /// period ended with fewer votes than the pool's quorum: the bond goes back, no voter is slashable, the
+    /// submission is challengeable again inside its window). `slashed` is the stake slashed from the worker
+    /// (0 unless upheld).
     event ChallengeResolved(
-        uint256 indexed challengeId, bool indexed upheld, uint256 weightFor, uint256 weightAgainst, uint256 slashed
+        uint256 indexed challengeId,
+        bool indexed upheld,
+        ChallengeStatus outcome,
+        uint256 weightFor,
+        uint256 weightAgainst,
+        uint256 slashed
     );
+
+    /// @notice Emitted when the pool owner announces taking back up to `amount` of budget, from `executableAt`
+    /// (one lease duration later: every lease open now has ended by then).
+    event PoolDefundAnnounced(uint32 indexed poolId, uint256 amount, uint256 executableAt);
 
     /// @notice Emitted when an upheld challenge wipes `node`'s unpaid submissions by moving it to `newEpoch`.
     event WorkerWiped(address indexed node, uint256 newEpoch);
@@ -216,8 +235,9 @@ interface ITaskLedger {
     /// @notice Emitted when anyone frees the slot of task `taskId`, whose lease ran out unsubmitted.
     event LeaseExpired(uint256 indexed taskId, address indexed node, uint256 openLeases, uint256 expiredLeases);
 
-    /// @notice Emitted when the admin sets the protocol floors on new pools' challenge bond and quorum.
-    event PoolBoundsSet(uint256 minChallengeBond, uint256 minQuorum);
+    /// @notice Emitted when the admin sets the protocol floors on new pools' challenge bond and quorum, and the
+    /// reservation leverage (tokens a node may hold in reservations per token of active stake; 0: no bound).
+    event PoolBoundsSet(uint256 minChallengeBond, uint256 minQuorum, uint256 reservationLeverage);
 
     /// @notice Emitted when the admin sets the shortest allowed window length.
     event MinWindowLengthSet(uint256 minWindowLength);
@@ -258,6 +278,9 @@ interface ITaskLedger {
 
     /// @notice Thrown when `caller` is not the pool's owner.
     error TaskLedgerNotPoolOwner(uint32 poolId, address caller);
+
+    /// @notice Thrown when defunding more than the owner announced (`announced`), or before `executableAt`.
+    error TaskLedgerDefundNotAnnounced(uint32 poolId, uint256 announced, uint256 executableAt);
 
     /// @notice Thrown when the pool's unreserved budget `available` is below `needed`.
     error TaskLedgerInsufficientBudget(uint32 poolId, uint256 available, uint256 needed);
@@ -356,7 +379,13 @@ interface ITaskLedger {
     /// @notice Escrows `amount` reward tokens (transferFrom the caller) into the pool's budget. Anyone.
     function fundPool(uint32 poolId, uint256 amount) external;
 
-    /// @notice Returns `amount` of the pool's unreserved budget to `to`. Only the pool owner.
+    /// @notice Announces that the owner will take back up to `amount` of budget (replaces an earlier
+    /// announcement); executable one lease duration later. Only the pool owner.
+    function announceDefund(uint32 poolId, uint256 amount) external;
+
+    /// @notice Returns `amount` of the pool's unreserved budget to `to`. Only the pool owner, at most what it
+    /// announced at least one lease duration ago (`announceDefund`): no defund can front-run the submission of
+    /// a lease that was open when it was announced.
     function defundPool(uint32 poolId, uint256 amount, address to) external;
 
     /// @notice Publishes the checkpoint of `step` (its Shardcast manifest's CID). Only the pool's trainer;
@@ -370,7 +399,8 @@ interface ITaskLedger {
 
     /// @notice Submits the work of a claimed task: only the claimant, inside the lease, once. Reserves
     /// workUnits * rewardPerUnit from the pool budget (the node's reservations in the pool stay within
-    /// `maxReservationBps` of its escrow) and opens the challenge window.
+    /// `maxReservationBps` of its escrow and within `reservationLeverage` times its active stake) and opens
+    /// the challenge window.
     /// @param taskId the claimed task (becomes the submission id)
     /// @param rolloutsCid IPFS CID of the rollout file (kept in the event log only)
     /// @param proofsHash hash of the TOPLOC proofs (kept in the event log only)
@@ -397,7 +427,8 @@ interface ITaskLedger {
 
     /// @notice Resolves a challenge: anyone, after the vote period, or earlier once the outcome cannot change
     /// (see the dispute game above). Upheld iff weightFor > weightAgainst and votesFor + votesAgainst >= quorum.
-    /// Upheld: slash the worker, wipe its unpaid rewards, return the bond; rejected: forfeit the bond.
+    /// Upheld: slash the worker (all to the treasury), wipe its unpaid rewards, return the bond; rejected:
+    /// forfeit the bond; NoQuorum (the vote period ended below the quorum): return the bond.
     /// @return upheld the outcome
     function resolve(uint256 challengeId) external returns (bool upheld);
 
@@ -417,11 +448,16 @@ interface ITaskLedger {
     /// @notice Sets the shortest allowed pool window. Only the admin.
     function setMinWindowLength(uint32 minWindowLength) external;
 
-    /// @notice Sets the protocol floors on new pools' challenge bond and quorum. Only the admin.
-    function setPoolBounds(uint128 minChallengeBond, uint16 minQuorum) external;
+    /// @notice Sets the protocol floors on new pools' challenge bond and quorum, and the reservation leverage:
+    /// a node's reservations in a pool stay within `reservationLeverage` times its active stake (0: no bound).
+    /// Only the admin.
+    function setPoolBounds(uint128 minChallengeBond, uint16 minQuorum, uint32 reservationLeverage) external;
 
-    /// @notice The protocol floors on new pools' challenge bond and quorum.
-    function poolBounds() external view returns (uint256 minChallengeBond, uint256 minQuorum);
+    /// @notice The protocol floors on new pools' challenge bond and quorum, and the reservation leverage.
+    function poolBounds()
+        external
+        view
+        returns (uint256 minChallengeBond, uint256 minQuorum, uint256 reservationLeverage);
 
     /// @notice `node`'s book in pool `poolId` (reservations, open and expired leases, claims).
     function nodeBook(address node, uint32 poolId) external view returns (NodeBook memory);

@@ -27,7 +27,7 @@ use_private_anvil_port()  # before brownie connects (pytest_collection_finish)
 WORKER, VALIDATOR, TRAINER, RELAY = 1, 2, 3, 4
 # TaskStatus / ChallengeStatus enums
 T_NONE, T_CLAIMED, T_SUBMITTED, T_CHALLENGED, T_UPHELD, T_PAID, T_VOIDED = range(7)
-C_NONE, C_OPEN, C_UPHELD, C_REJECTED = range(4)
+C_NONE, C_OPEN, C_UPHELD, C_REJECTED, C_NO_QUORUM = range(5)
 
 MIN_STAKE = 100 * TOKEN
 ROLLOUTS_CID = "bafkreicysg23kiwv34eg2d7qweipxwosdo2py4ldv42nbauguluen5v6am"
@@ -138,6 +138,13 @@ class Net:
             self.token.approve(self.stake, stake, {"from": owner})
             self.stake.stake(node, stake, {"from": owner})
         return node
+
+    def defund(self, amount: int, pool: int | None = None, to: Any = None) -> Any:
+        """The pool owner (the admin) takes `amount` of budget back: announced, a lease duration waited (issue 33)."""
+        pid = pool or self.pool_id
+        self.ledger.announceDefund(pid, amount, {"from": self.admin})
+        chain.sleep(int(self.ledger.pool(pid)["params"]["leaseDuration"]) + 1)
+        return self.ledger.defundPool(pid, amount, to or self.admin, {"from": self.admin})
 
     def trainer(self) -> Any:
         return self.admin  # the default pool's trainer is the deployer

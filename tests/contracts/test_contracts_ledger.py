@@ -6,6 +6,7 @@ import brownie
 from brownie import ZERO_ADDRESS as ZERO
 from brownie import accounts, chain
 from contracts_helpers import (
+    C_NO_QUORUM,
     C_OPEN,
     C_REJECTED,
     C_UPHELD,
@@ -113,12 +114,20 @@ def test_fundPool_and_defundPool(net):
     assert event(tx, "PoolFunded")["budget"] == budget + 50 * TOKEN
     with reverts("TaskLedgerNotPoolOwner", net.pool_id, accounts[4]):
         net.ledger.defundPool(net.pool_id, TOKEN, accounts[4], {"from": accounts[4]})
+    with reverts("TaskLedgerNotPoolOwner", net.pool_id, accounts[4]):
+        net.ledger.announceDefund(net.pool_id, TOKEN, {"from": accounts[4]})
+    # issue 33: a defund is announced a lease duration (600 s on the dev pool) before it can be taken
+    tx = net.ledger.announceDefund(net.pool_id, 10**30, {"from": accounts[0]})
+    assert event(tx, "PoolDefundAnnounced")["executableAt"] == tx.timestamp + 600
+    with reverts("TaskLedgerDefundNotAnnounced", net.pool_id, 10**30, tx.timestamp + 600):
+        net.ledger.defundPool(net.pool_id, 20 * TOKEN, accounts[5], {"from": accounts[0]})
+    chain.sleep(601)
     before = net.token.balanceOf(accounts[5])
     tx = net.ledger.defundPool(net.pool_id, 20 * TOKEN, accounts[5], {"from": accounts[0]})
     assert event(tx, "PoolDefunded")["amount"] == 20 * TOKEN
     assert net.token.balanceOf(accounts[5]) == before + 20 * TOKEN
     with reverts("TaskLedgerInsufficientBudget"):
-        net.ledger.defundPool(net.pool_id, 10**30, accounts[5], {"from": accounts[0]})
+        net.ledger.defundPool(net.pool_id, 10**29, accounts[5], {"from": accounts[0]})
     with reverts("TaskLedgerZeroAmount"):
         net.ledger.fundPool(net.pool_id, 0, {"from": accounts[4]})
     with reverts("TaskLedgerUnknownPool", 99):
@@ -286,7 +295,7 @@ def test_submitWork_policy_step_window(net):
 def test_submitWork_insufficient_budget(net):
     worker = net.register(WORKER)
     net.publish(0)
-    net.ledger.defundPool(net.pool_id, net.pool()["budget"] - 3 * TOKEN, accounts[0], {"from": accounts[0]})
+    net.defund(net.pool()["budget"] - 3 * TOKEN)
     tid = net.claim(worker)
     with reverts("TaskLedgerInsufficientBudget", net.pool_id, 3 * TOKEN, 4 * TOKEN):
         net.submit(worker, tid, 4, 0)
@@ -457,9 +466,10 @@ def test_resolve_upheld_slashes_wipes_and_returns_bond(worked):
     ev = event(tx, "ChallengeResolved")
     assert ev["upheld"] and ev["slashed"] == 50 * TOKEN
     assert event(tx, "WorkerWiped") == {"node": worker, "newEpoch": 1}
-    assert event(tx, "Slashed")["challengerReward"] == 25 * TOKEN
-    assert net.token.balanceOf(validator) == v_bal + 25 * TOKEN + 10 * TOKEN
-    assert net.token.balanceOf(treasury) == t_bal + 25 * TOKEN
+    # issue 33: the whole slash to the treasury (no challenger share a friendly challenger could win back)
+    assert event(tx, "Slashed")["challengerReward"] == 0
+    assert net.token.balanceOf(validator) == v_bal + 10 * TOKEN
+    assert net.token.balanceOf(treasury) == t_bal + 50 * TOKEN
     assert net.stake.stakeOf(worker)["active"] == MIN_STAKE - 50 * TOKEN
     assert net.stake.stakeOf(worker)["openChallenges"] == 0
     assert net.ledger.task(tid)["status"] == T_UPHELD
@@ -525,7 +535,7 @@ def test_resolve_tie_rejects_after_vote_period(worked):
     assert net.ledger.resolve(tid, {"from": accounts[9]}).return_value is False
 
 
-def test_resolve_quorum_not_met_rejects(net):
+def test_resolve_quorum_not_met_has_no_outcome(net):
     pid = event(net.ledger.createPool(pool_params(net, quorum=3), {"from": accounts[0]}), "PoolCreated")["poolId"]
     net.fund(accounts[0], 100 * TOKEN)
     net.token.approve(net.ledger, 100 * TOKEN, {"from": accounts[0]})
@@ -541,6 +551,7 @@ def test_resolve_quorum_not_met_rejects(net):
     net.ledger.challenge(tid, "e", {"from": validator})
     chain.sleep(121)
     assert net.ledger.resolve(tid, {"from": accounts[9]}).return_value is False  # 1 vote < quorum 3
+    assert net.ledger.challengeInfo(tid)["status"] == C_NO_QUORUM  # issue 33: no outcome, no loser
 
 
 def test_resolve_unknown_challenge(net):

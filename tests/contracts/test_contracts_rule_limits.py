@@ -164,7 +164,7 @@ def test_createPool_window_at_minWindowLength_accepted(net):
 def test_pool_floors_bond_and_quorum_at_the_floor_accepted_one_below_refused(net):
     """The admin's floors (10 INTL and quorum 3 on public networks): exactly the floor passes, one wei or one
     voter less is refused (tests/security::test_pool_bond_and_quorum_floors refuses 1 wei and quorum 1)."""
-    net.ledger.setPoolBounds(10 * TOKEN, 3, {"from": accounts[0]})
+    net.ledger.setPoolBounds(10 * TOKEN, 3, 0, {"from": accounts[0]})
     with reverts("TaskLedgerBondTooLow", 10 * TOKEN - 1, 10 * TOKEN):
         net.ledger.createPool(pool_params(net, challengeBond=10 * TOKEN - 1, quorum=3), {"from": accounts[3]})
     with reverts("TaskLedgerQuorumTooLow", 2, 3):

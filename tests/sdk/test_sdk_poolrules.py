@@ -269,6 +269,11 @@ def test_cli_pool_create_fund_defund_show(net: Devnet, tmp_path: Path) -> None:
     assert shown["problem_order"] == "epochs", out
     assert rules.length_scope == "all" and b"length_scope" not in ipfs.cat(rules_cid)
     code, out = _run([*chain, "--json", "pool", "defund", str(pool_id), "40"])
+    assert code != 0 and "TaskLedgerDefundNotAnnounced" in out, out  # announced a lease duration ahead (issue 33)
+    code, out = _run([*chain, "--json", "pool", "defund", str(pool_id), "40", "--announce"])
+    assert code == 0 and json.loads(out)["executable_at"] > 0, out
+    net.increase_time(601)
+    code, out = _run([*chain, "--json", "pool", "defund", str(pool_id), "40"])
     assert code == 0 and json.loads(out)["budget"] == 60 * 10**18, out
     code, out = _run([*chain, "--json", "pool", "fund", str(pool_id), "5"])
     assert code == 0 and json.loads(out)["budget"] == 65 * 10**18, out

@@ -465,6 +465,8 @@ def _privileged(net, worker, validator, sid):
         ("TaskLedger.grantRole", lambda: L.grantRole(ADMIN, a, {"from": a}), (ac, a, ADMIN)),
         ("TaskLedger.defundPool", lambda: L.defundPool(net.pool_id, 1, a, {"from": a}),
          ("TaskLedgerNotPoolOwner", net.pool_id, a)),
+        ("TaskLedger.announceDefund", lambda: L.announceDefund(net.pool_id, 1, {"from": a}),
+         ("TaskLedgerNotPoolOwner", net.pool_id, a)),
         ("TaskLedger.publishCheckpoint", lambda: L.publishCheckpoint(net.pool_id, 7, "evil", {"from": a}),
          ("TaskLedgerNotTrainer", net.pool_id, a)),
         ("TaskLedger.publishCheckpoint(worker)", lambda: L.publishCheckpoint(net.pool_id, 7, "x", {"from": worker}),
@@ -562,9 +564,11 @@ def test_resolve_silent_validator_does_not_block(net):
     assert net.ledger.challengeInfo(sid)["status"] == C_UPHELD
 
 
-def test_resolve_without_quorum_rejects_and_forfeits_bond(net):
-    """A lone challenger on a quorum-2 pool, nobody else votes: the challenge cannot pass alone (rejected,
-    bond forfeited), so a single dishonest validator cannot slash honest work on a real pool."""
+def test_resolve_without_quorum_has_no_outcome(net):
+    """A lone challenger on a quorum-2 pool, nobody else votes: the challenge cannot pass alone, so a single
+    dishonest validator cannot slash honest work on a real pool. Issue 33: a round below its quorum has no outcome
+    and no loser (NoQuorum: the bond goes back, no voter is on a losing side); honest validators, who vote every
+    open round, make a griefing round Rejected (bond forfeited)."""
     pool_id = _quorum_pool(net, 2)
     worker = net.register(WORKER)
     v1 = net.register(VALIDATOR)
@@ -576,10 +580,12 @@ def test_resolve_without_quorum_rejects_and_forfeits_bond(net):
     net.ledger.challenge(sid, "grief", {"from": v1})
     chain.sleep(net.params()["votePeriod"] + 1)
     treasury_before = net.token.balanceOf(net.stake.treasury())
+    v1_before = net.token.balanceOf(v1)
     net.ledger.resolve(sid, {"from": worker})
-    assert net.ledger.challengeInfo(sid)["status"] == C_REJECTED
+    assert net.ledger.challengeInfo(sid)["status"] == 4  # NoQuorum
     assert net.stake.activeStake(worker) == MIN_STAKE
-    assert net.token.balanceOf(net.stake.treasury()) == treasury_before + bond
+    assert net.token.balanceOf(net.stake.treasury()) == treasury_before
+    assert net.token.balanceOf(v1) == v1_before + bond
     assert net.ledger.task(sid)["status"] == T_SUBMITTED
 
 
@@ -696,10 +702,10 @@ def test_pool_bond_and_quorum_floors(net):
     and a quorum of one."""
     admin = accounts[0]
     with reverts("AccessControlUnauthorizedAccount"):
-        net.ledger.setPoolBounds(10 * TOKEN, 3, {"from": accounts[3]})
-    tx = net.ledger.setPoolBounds(10 * TOKEN, 3, {"from": admin})
+        net.ledger.setPoolBounds(10 * TOKEN, 3, 10, {"from": accounts[3]})
+    tx = net.ledger.setPoolBounds(10 * TOKEN, 3, 10, {"from": admin})
     assert tx.events["PoolBoundsSet"][0]["minQuorum"] == 3
-    assert tuple(int(x) for x in net.ledger.poolBounds()) == (10 * TOKEN, 3)
+    assert tuple(int(x) for x in net.ledger.poolBounds()) == (10 * TOKEN, 3, 10)
     p = dict(net.ledger.pool(net.pool_id)["params"].dict())
     p.update(challengeBond=1, quorum=3)
     with reverts("TaskLedgerBondTooLow", 1, 10 * TOKEN):
@@ -742,6 +748,8 @@ def test_one_worker_cannot_lock_the_budget(net):
     assert net.ledger.nodeBook(junk, net.pool_id)["reserved"] == 0
     pool = net.ledger.pool(net.pool_id)
     assert pool["reserved"] == 1024 * TOKEN  # the honest submission only
+    net.ledger.announceDefund(net.pool_id, pool["budget"], {"from": accounts[0]})
+    chain.sleep(pool["params"]["leaseDuration"] + 1)  # a defund is announced a lease duration ahead (issue 33)
     net.ledger.defundPool(net.pool_id, pool["budget"], accounts[0], {"from": accounts[0]})
 
 
