@@ -484,6 +484,10 @@ class Validator(Agent):
                     self.state.put("challenge", cid, "open", {"voted": True, "voted_round": act.round})
                 elif exc.name != "TaskLedgerChallengeNotOpen":
                     log.warning("%s on challenge %d refused: %s", act.kind, cid, exc)
+            except Exception as exc:  # this action again next pass; the others still go now
+                self.metrics.inc("errors_total", kind=type(exc).__name__)
+                log.warning("%s on challenge %d failed (retried later): %r", act.kind, cid, exc)
+                continue
             if act.kind == "resolve":
                 info = self.protocol.challenge_info(cid)
                 if info.status.name.lower() in ("upheld", "rejected", "no_quorum"):
