@@ -114,6 +114,8 @@ def test_at_is_incremental_and_agrees_with_per_validator_weights_at_every_block(
             got = history.at(block)
         assert got == _per_validator(net.protocol(8), reference, block), block
         assert "eth_call" not in calls and calls.count("eth_getLogs") <= 1, (block, calls)
+        stakes = history.stakes_at(block)  # the assignment's weights (issue 33): the chain's own, same validators
+        assert stakes == {v: net.protocol(8).validator_weight_at(v, block) for v in got}, block
         seen.add(tuple(sorted(got)))
     assert len(seen) >= 6  # the set really moved along the way
     assert set(history.at(head - 1)) == {a.address.lower(), b.address.lower(), e.address.lower()}
