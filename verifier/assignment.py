@@ -12,12 +12,12 @@ order) holds r_i. Draws are with replacement: a validator drawn twice holds two 
 fills both. So the number of slots an operator holds is Binomial(k, its share of stake), whatever the number of
 keys or owners it splits that stake over: a split changes nothing, in expectation or in distribution (the
 intervals of one operator's keys add up to the same length; r_i is uniform and unknown when the set is fixed).
-The modulo bias is below W / 2**256 (< 2**-160 for any token supply), the arithmetic is integer: every node
-computes the same slots from the chain alone.
+The modulo bias is below W / 2**256 (< 2**-160 while the eligible stake is under 2**96 wei); the arithmetic is
+integer: every node computes the same slots from the chain alone.
 
 Why not the alternatives. (1) The rule before issue 33 ranked keys by keccak(seed ‖ address), one slot per owner:
 24 attacker keys of 100 INTL under fresh owners against 8 honest validators of 1,000 INTL (23 % of the stake)
-held ≥ 3 of 4 slots on ~80 % of submissions (bench/security/assignment_capture.py), against 4 % for a
+held ≥ 3 of 4 slots on 74 % of submissions (bench/security/assignment_capture.py), against 4.1 % for a
 stake-proportional draw. (2) Weighted rendezvous without replacement (score -ln(u)/stake, the k lowest) is
 stake-proportional for the first slot only: a key is drawn at most once, so splitting pays. The same bench
 measures it (10,000 claims per split): at 23 % the attacker's capture is 0 with 1 or 2 keys (a key holds one
