@@ -132,6 +132,10 @@ class ServerSettings(_Section):
     limit. Agents on one machine share 127.0.0.1: keep it above what they ask of each other."""
     read_burst: float = Field(40.0, ge=1)
     """Requests a client may make at once before `read_rate` paces it."""
+    status_items: int = Field(500, ge=1, le=10_000)
+    """Most items each list of `/status` holds (a validator's verdicts and challenges, a trainer's steps,
+    evaluations, submissions and consumed ids): the newest, with each list's total beside it
+    (`<list>_total`), so one request costs the same after a year of history as after an hour."""
     # Bounds of every inbound server (issue 32; unset: each server's own, docs/security.md "Inbound servers")
     max_connections: int | None = Field(None, ge=1)
     """Connections one server holds at once (status and IPFS gateway 256, Shardcast 512)."""

@@ -815,29 +815,40 @@ class Trainer(Agent):
         follower.join(timeout=5)
 
     def status(self) -> dict[str, Any]:
+        """The runtime's status and the newest `server.status_items` steps, evaluations, submissions (with
+        their attestations) and consumed ids, oldest first, each list's total beside it: bounded whatever
+        the history (a year of steps costs the same request as an hour)."""
         doc = super().status()
+        n = self.cfg.server.status_items
         steps = [{"step": int(r["id"]), "status": r["status"], "checkpoint_cid": r["data"].get("checkpoint_cid"),
                   "submissions": r["data"].get("submissions", []), "rollouts": r["data"].get("rollouts", 0),
                   "mean_reward": (r["data"].get("stats") or {}).get("reward_mean"),
-                  "loss": (r["data"].get("stats") or {}).get("loss")} for r in self.state.records("step")]
+                  "loss": (r["data"].get("stats") or {}).get("loss")} for r in self.state.latest("step", n)]
         steps.sort(key=lambda s: s["step"])
-        evals = sorted(({"step": int(r["id"]), **r["data"]} for r in self.state.records("eval")), key=lambda e: e["step"])
+        evals = sorted(({"step": int(r["id"]), **r["data"]} for r in self.state.latest("eval", n)),
+                       key=lambda e: e["step"])
         by_step = {e["step"]: e for e in evals}
         for s in steps:  # the dashboard and the demo's report read the held-out numbers per step
             if s["step"] in by_step:
                 s["eval_pass_at_1"] = by_step[s["step"]]["pass_at_1"]
                 s["eval_mean_reward"] = by_step[s["step"]]["mean_reward"]
-        att = self._attestation_sets()
+        subs = sorted(self.state.latest("submission", n), key=lambda r: int(r["id"]))
         doc.update({
             "policy_step": self.gt.step if self.gt is not None else None,
             "max_steps": self.cfg.trainer.max_steps,
             "steps": steps,
-            "consumed": sorted(int(r["id"]) for r in self.state.records("submission", "consumed")),
+            "steps_total": self.state.count("step"),
+            "consumed": sorted(int(r["id"]) for r in self.state.latest("submission", n, status="consumed")),
+            "consumed_total": self.state.count("submission", "consumed"),
             "submissions": [{"submission_id": int(r["id"]), "status": r["status"], "node": r["data"].get("node"),
-                             "policy_step": r["data"].get("policy_step"), "attestations": sorted(att.get(int(r["id"]), set())),
+                             "policy_step": r["data"].get("policy_step"),
+                             "attestations": sorted({a["data"]["validator"].lower()
+                                                     for a in self.state.with_prefix("attestation", f"{r['id']}:")}),
                              "assigned": sorted(self._assignments.get(int(r["id"]), ())),
-                             "step": r["data"].get("step")} for r in self.state.records("submission")],
+                             "step": r["data"].get("step")} for r in subs],
+            "submissions_total": self.state.count("submission"),
             "quorum": self.quorum,
             "evals": evals,
+            "evals_total": self.state.count("eval"),
         })
         return doc
