@@ -257,6 +257,7 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
     from intellect.verifier.evidence import (
         EXP_EDGES,
         MARGIN_EDGES,
+        PUBLISHED_MARGIN_COUNTS,
         Observations,
         WorkerEvidence,
         default_rules,
@@ -291,16 +292,21 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
             n = int(len(hs) * calib_share)
             calib_m[worker], calib_e[worker] = counts(hs[:n])
             held[worker] = hs[n:]
-        # the pool's default class is the most tolerant admitted one: bf16 (both pairs' counts pooled into it too)
-        pooled_m = [a + b for a, b in zip(calib_m["cpu-bf16"], calib_m["cpu-fp32"], strict=True)]
-        pooled_e = [a + b for a, b in zip(calib_e["cpu-bf16"], calib_e["cpu-fp32"], strict=True)]
-        rules = default_rules({"cpu-fp32": calib_m["cpu-fp32"], "cpu-bf16": pooled_m},
-                              {"cpu-fp32": calib_e["cpu-fp32"], "cpu-bf16": pooled_e}, default_class="cpu-bf16")
+        # the rules the code ships when these data are the calibration: §1.2's published token counts + this run's
+        # calibration half (`evidence.HONEST_*_COUNTS`); the pool's default class is the most tolerant one, bf16
+        pub = PUBLISHED_MARGIN_COUNTS if model == "tiny" else {w: (0,) * len(MARGIN_EDGES) for w in WORKERS}
+        rules = default_rules({w: [a + b for a, b in zip(pub[w], calib_m[w], strict=True)] for w in WORKERS},
+                              {w: calib_e[w] for w in WORKERS}, default_class="cpu-bf16")
 
-        def llr(d: dict[str, Any], cls: str | None = None, rules: Any = rules) -> float:
-            mc, ec = counts([d])
-            return submission_llr(Observations(counts={"replay_margin": tuple(mc), "toploc_exp_mismatches":
-                                                       tuple(ec)}), rules, cls)
+        cache: dict[tuple[int, str | None], float] = {}
+
+        def llr(d: dict[str, Any], cls: str | None = None, rules: Any = rules, cache: dict = cache) -> float:
+            key = (id(d), cls)
+            if key not in cache:
+                mc, ec = counts([d])
+                cache[key] = submission_llr(Observations(counts={"replay_margin": tuple(mc),
+                                                                 "toploc_exp_mismatches": tuple(ec)}), rules, cls)
+            return cache[key]
 
         rows = []
         md_lines += [f"### {model}: error matrix (validator CPU fp32; LLR under the pool default class `cpu-bf16`, "
@@ -315,14 +321,15 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
             ds_eval = held[worker] if case == "honest" else ds
             ls = [llr(d) for d in ds_eval]
             bands = {}
-            for prof in ("mixed", "fp32"):
+            for prof, cls in (("mixed", "cpu-bf16"), ("fp32", "cpu-fp32")):
+                # `check_submission`'s bands: reject = the profile's bounds; ambiguous = within them, but the
+                # submission's LLR (under the profile's evidence class) ≥ ambiguous_llr; accept = the rest
                 acc = amb = rej = 0
-                for d, x in zip(ds_eval, ls, strict=True):
-                    hard = d["verdicts"]["mixed"]
-                    if hard is not None:
+                for d in ds_eval:
+                    if d["verdicts"][prof] is not None:
                         rej += 1
-                    elif d["verdicts"][prof] is not None or x >= rules.ambiguous_llr:
-                        amb += 1  # passes mixed; fails the strict profile or its evidence is high: numerics, never slashed
+                    elif llr(d, cls) >= rules.ambiguous_llr:
+                        amb += 1
                     else:
                         acc += 1
                 bands[prof] = (acc, amb, rej)
@@ -382,10 +389,14 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
                     ev = WorkerEvidence(worker="0x0", compute_class="cpu-bf16")
             amb = sum(1 for d in hs if d["verdicts"]["mixed"] is None and llr(d) >= rules.ambiguous_llr)
             rej = sum(1 for d in hs if d["verdicts"]["mixed"] is not None)
-            honest_rows.append({"pair": worker, "held_out": len(hs), "flags": flags, "ambiguous": amb,
+            # the same history under the `fp32` profile's evidence class (a pool of fp32 nodes)
+            ev32 = WorkerEvidence(worker="0x0", compute_class="cpu-fp32")
+            flags32 = sum(1 for i, d in enumerate(hs) if ev32.add(i, llr(d, "cpu-fp32"), rules))
+            honest_rows.append({"pair": worker, "held_out": len(hs), "flags": flags, "flags_fp32_class": flags32,
+                                "ambiguous": amb,
                                 "rejected": rej, "max_statistic_llr": max((llr(d) for d in hs), default=0.0)})
             md_lines.append(f"| {worker} | **honest** (held out, one history in order) | {len(hs)} / {len(hs)} | "
-                            f"false flags: {flags}; ambiguous: {amb}; rejected: {rej} | — |")
+                            f"false flags: {flags} (`cpu-fp32` class: {flags32}); ambiguous: {amb}; rejected: {rej} | — |")
         md_lines.append("")
         t = [d["verify_s"] for d in lines if d["model"] == model and d["case"] == "honest"]
         e = [d["evidence_s"] for d in lines if d["model"] == model and d["case"] == "honest"]
