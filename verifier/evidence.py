@@ -294,14 +294,19 @@ class WorkerEvidence(BaseModel):
             return self.flagged
         self.submissions += 1
         if not self.history or submission_id > self.history[-1].submission_id:
+            # in order (the usual case): the CUSUM step; a run reaching h first does so at its newest submission
             self.history.append(item)
             self.statistic = max(0.0, self.statistic + item.llr)
-        else:
+            self.flagged = self.flagged or self.statistic >= rules.threshold
+        else:  # a late one: inserted in place, everything recomputed
             bisect.insort(self.history, item, key=lambda c: c.submission_id)
             self.statistic = _cusum(c.llr for c in self.history)
-        del self.history[: max(0, len(self.history) - rules.max_history)]
-        best = _best_run(self.history)
-        self.flagged = best is not None and best[2] >= rules.threshold
+            best = _best_run(self.history)
+            self.flagged = best is not None and best[2] >= rules.threshold
+        if len(self.history) > rules.max_history:
+            del self.history[: len(self.history) - rules.max_history]
+            best = _best_run(self.history)
+            self.flagged = best is not None and best[2] >= rules.threshold
         return self.flagged
 
     def cited(self) -> tuple[list[Cited], float]:

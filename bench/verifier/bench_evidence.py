@@ -391,7 +391,11 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
             rej = sum(1 for d in hs if d["verdicts"]["mixed"] is not None)
             # the same history under the `fp32` profile's evidence class (a pool of fp32 nodes)
             ev32 = WorkerEvidence(worker="0x0", compute_class="cpu-fp32")
-            flags32 = sum(1 for i, d in enumerate(hs) if ev32.add(i, llr(d, "cpu-fp32"), rules))
+            flags32 = 0
+            for i, d in enumerate(hs):
+                if ev32.add(i, llr(d, "cpu-fp32"), rules):
+                    flags32 += 1
+                    ev32 = WorkerEvidence(worker="0x0", compute_class="cpu-fp32")
             honest_rows.append({"pair": worker, "held_out": len(hs), "flags": flags, "flags_fp32_class": flags32,
                                 "ambiguous": amb,
                                 "rejected": rej, "max_statistic_llr": max((llr(d) for d in hs), default=0.0)})
