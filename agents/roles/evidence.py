@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from intellect.verifier.evidence import EvidenceClaim, EvidenceRules, WorkerEvidence, recheck_claim
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 KIND = "evidence"
 EVIDENCE_REASON = "evidence_accumulated"
 """The `Evidence.reason` of a challenge of a flagged worker (its `stats["evidence"]` is the `EvidenceClaim`)."""
+OPENING_GRACE_S = 120.0
+"""How long a challenge being opened (its transaction sent, not yet seen on chain) stops another of the same worker."""
 JUDGED = ("accepted", "ambiguous")
 """Submission statuses whose LLR is part of a worker's evidence."""
 
@@ -82,10 +85,14 @@ def last_upheld(state: Any, worker: str) -> int | None:
 
 
 def open_challenge(state: Any, worker: str) -> int | None:
-    """A challenge of one of `worker`'s submissions that is open (or being opened), or None."""
+    """A challenge of one of `worker`'s submissions that is open, or being opened for less than `OPENING_GRACE_S`
+    (one whose transaction never went through does not block the next flag's challenge), or None."""
+    now = time.time()
     for status in ("open", "opening"):
         for r in state.records("challenge", status):
-            if str(r["data"].get("node", "")).lower() == worker.lower():
+            if str(r["data"].get("node", "")).lower() != worker.lower():
+                continue
+            if status == "open" or now - float(r.get("updated_at", now)) < OPENING_GRACE_S:
                 return int(r["id"])
     return None
 

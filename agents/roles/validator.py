@@ -453,7 +453,7 @@ class Validator(Agent):
                           reason=verdict.reason or "rejected", detail=verdict.detail[:2000], stats=verdict.stats,
                           validator=self.protocol.address, checked_at=time.time())
             cid = self.ipfs.add(ev.model_dump_json(by_alias=True).encode())
-        self.state.put("challenge", sid, "opening", {"evidence_cid": cid, "reason": verdict.reason})
+        self.state.put("challenge", sid, "opening", {"evidence_cid": cid, "reason": verdict.reason, "node": sub["node"]})
         try:
             self.protocol.challenge(sid, cid)
         except ContractRevert as exc:

@@ -165,3 +165,7 @@ def test_a_voter_does_not_uphold_a_claim_that_leaves_out_a_submission(tmp_path):
     assert ok is False and "leaves out" in why, why
     assert roles_evidence.vote_on_claim(st, DEFAULT_RULES, claim, "0x" + "cd" * 20)[0] is False
     st.close()
+    st = StateStore(tmp_path / "state.db")  # a restart: the running evidence is read back as it was
+    again = roles_evidence.worker_evidence(st, worker, DEFAULT_RULES)
+    assert again == ev and again.claim(DEFAULT_RULES) == claim
+    st.close()
