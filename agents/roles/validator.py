@@ -348,6 +348,10 @@ class Validator(Agent):
                 return
             verdict = Verdict(submission_id=sid, accepted=False, reason="unavailable",
                               detail=f"rollout file {sub['rollouts_cid']} not retrievable after {attempts} tries: {exc}")
+        if verdict.outcome == "ambiguous" and self.cfg.validator.evidence != "enforce":  # issue 35, not enforced
+            log.info("submission %d would be ambiguous (%s); attested: validator.evidence is %s", sid, verdict.detail,
+                     self.cfg.validator.evidence)
+            verdict = Verdict.model_validate({**verdict.model_dump(), "accepted": True, "outcome": "accept"})
         self.count("verified")
         self.metrics.inc("verdicts_total", outcome="accepted" if verdict.accepted else "rejected",
                          reason=verdict.reason or "ok")
@@ -370,8 +374,10 @@ class Validator(Agent):
     def add_evidence(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
         """Add a judged submission's LLR to its worker's evidence (state store); a worker whose evidence crosses
         h is challenged on the newest cited submission still in its window (`intellect.agents.roles.evidence`)."""
+        if self.cfg.validator.evidence == "off":
+            return
         ev = worker_evidence.record_verdict(self.state, self.evidence_rules, sid, sub, verdict.llr)
-        if ev is None or not ev.flagged:
+        if ev is None or not ev.flagged or self.cfg.validator.evidence != "enforce":
             return
         worker = str(sub["node"]).lower()
         rec = self.state.record(worker_evidence.KIND, worker)

@@ -56,7 +56,8 @@ class _MeasuredValidator(Validator):
 def _agent(devnet, tmp_path: Path, account: int, ipfs: EmbeddedIpfs, order: dict[int, int]) -> _MeasuredValidator:
     cfg = load_config(None, env={}, overrides={
         "role": "validator", "data_dir": str(tmp_path), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account)})
+        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account),
+        "validator.evidence": "enforce"})
     agent = _MeasuredValidator(cfg)
     agent.stream, agent.order = _stream(), order
     agent.connect()
