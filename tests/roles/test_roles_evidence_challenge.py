@@ -53,11 +53,12 @@ class _MeasuredValidator(Validator):
         return Verdict(submission_id=sid, accepted=True, llr=llr, observations={k: list(v) for k, v in counts.items()})
 
 
-def _agent(devnet, tmp_path: Path, account: int, ipfs: EmbeddedIpfs, order: dict[int, int]) -> _MeasuredValidator:
+def _agent(devnet, tmp_path: Path, account: int, ipfs: EmbeddedIpfs, order: dict[int, int],
+           mode: str = "enforce") -> _MeasuredValidator:
     cfg = load_config(None, env={}, overrides={
         "role": "validator", "data_dir": str(tmp_path), "chain.rpc_url": devnet.url,
         "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account),
-        "validator.evidence": "enforce"})
+        "validator.evidence": mode})
     agent = _MeasuredValidator(cfg)
     agent.stream, agent.order = _stream(), order
     agent.connect()
@@ -139,6 +140,34 @@ def test_flagged_worker_is_challenged_with_evidence_and_the_vote_upholds_it(devn
     assert [e.args["challengeId"] for e in w.get_events(["ChallengeOpened"])] == [target]
     for a in agents:
         a.state.close()
+
+
+def test_tracking_validator_keeps_the_evidence_but_attests_and_challenges_no_one(devnet, tmp_path):
+    """`validator.evidence: track` (the default): the same flagged history is recorded, the submissions are attested
+    as before, and no challenge is opened on evidence."""
+    trainer = devnet.protocol(0)
+    pool_id = devnet.deployment.default_pool_id or 1
+    trainer.publish_checkpoint(pool_id, 1, "bafkreimanifestevidence")
+    w = staked_node(devnet, 1, Role.WORKER, 100 * TOKEN)
+    staked_node(devnet, 2, Role.VALIDATOR, 100 * TOKEN)
+    order: dict[int, int] = {}
+    agent = _agent(devnet, tmp_path / "v", 2, EmbeddedIpfs(tmp_path / "ipfs", timeout=5.0), order, mode="track")
+    assert load_config(None, env={}, overrides={"role": "validator"}).validator.evidence == "track"
+    sids = []
+    for k in range(2):
+        claim = w.claim_task(pool_id)
+        w.submit_work(claim.task_id, f"bafkreicheat{k}", bytes([k + 1]) * 32, 2, 1)
+        order[claim.task_id] = k
+        sids.append(claim.task_id)
+    _feed(agent)
+    for sid in sids:
+        agent._process(sid)
+        assert agent.state.record("submission", sid)["status"] == "accepted"
+    assert {int(r["id"]) for r in agent.state.records("attestation")} == set(sids)
+    rec = agent.state.record("evidence", w.address.lower())
+    assert rec["status"] == "flagged" and rec["data"]["evidence"]["flagged"]
+    assert agent.state.records("challenge") == [] and not w.get_events(["ChallengeOpened"])
+    agent.state.close()
 
 
 def test_a_voter_does_not_uphold_a_claim_that_leaves_out_a_submission(tmp_path):
