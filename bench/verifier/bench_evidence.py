@@ -312,8 +312,8 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
         md_lines += [f"### {model}: error matrix (validator CPU fp32; LLR under the pool default class `cpu-bf16`, "
                      f"h = {rules.threshold:.1f}, ambiguous at LLR ≥ {rules.ambiguous_llr:.1f})", "",
                      "| pair | case | submissions (differ) | tokens | differing > 0.25 / ≠ 0 | largest margin | "
-                     "max exp. mismatches | LLR p50 / p99 / max | `mixed`: accept / ambiguous / reject | "
-                     "`fp32`: accept / ambiguous / reject |",
+                     "max exp. mismatches | LLR (`cpu-bf16` class) p50 / p99 / max | `mixed`: accept / ambiguous / reject | "
+                     "`fp32` (LLR of the `cpu-fp32` class): accept / ambiguous / reject |",
                      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for (m, worker, case), ds in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][2] != "honest", kv[0][2])):
             if m != model:
