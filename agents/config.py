@@ -132,6 +132,10 @@ class ServerSettings(_Section):
     limit. Agents on one machine share 127.0.0.1: keep it above what they ask of each other."""
     read_burst: float = Field(40.0, ge=1)
     """Requests a client may make at once before `read_rate` paces it."""
+    status_items: int = Field(500, ge=1, le=10_000)
+    """Most items each list of `/status` holds (a validator's verdicts and challenges, a trainer's steps,
+    evaluations, submissions and consumed ids): the newest, with each list's total beside it
+    (`<list>_total`), so one request costs the same after a year of history as after an hour."""
     # Bounds of every inbound server (issue 32; unset: each server's own, docs/security.md "Inbound servers")
     max_connections: int | None = Field(None, ge=1)
     """Connections one server holds at once (status and IPFS gateway 256, Shardcast 512)."""
@@ -360,9 +364,14 @@ class TrainerSettings(_Section):
     batch_groups: int = Field(4, ge=1)
     """GRPO groups (problems) per training step."""
     attestation_quorum: int | None = Field(None, ge=1)
-    """Distinct validators (of operators other than the worker's) whose attestations make a submission
-    trainable. Unset: the pool's rule (its on-chain `quorum`, at least 2 off development chains); a
-    value here can only raise it (`intellect.agents.roles.trainer.effective_quorum`)."""
+    """Attested slots (of the stake-weighted slots the chain assigns a submission, none held by the worker's
+    operator) that make a submission trainable after `attestation_wait`. Unset: the pool's rule (its on-chain
+    `quorum`, at least 2 off development chains); a value here can only raise it
+    (`intellect.agents.roles.trainer.effective_quorum`)."""
+    attestation_wait: float = Field(120.0, ge=0)
+    """Seconds after the trainer first saw a submission before a quorum of attested slots, rather than all of
+    them, makes it trainable (`intellect.verifier.assignment.trainable`): the time every honest validator has to
+    challenge it on-chain. Set it above the validators' check latency (docs/security.md)."""
     max_steps: int = Field(3, ge=1)
     device: DeviceName = "auto"
     """Where the policy trains: `auto` (cuda:0 if torch sees a GPU, else cpu), `cpu`, `cuda` or `cuda:N`."""

@@ -2,6 +2,7 @@
 
     history = ValidatorHistory(protocol)
     owners = history.at(claim.block_number - 1)     # {validator: owner} active and staked at that block's end
+    stakes = history.stakes_at(claim.block_number - 1)  # {validator: weight} of the same validators
 
 A validator counts at block B when its validator weight at B is positive and at least the validator minimum
 stake at B (the last `MinStakeSet` event of the validator role up to B; 0 before any). Candidates are the
@@ -47,7 +48,7 @@ class ValidatorHistory:
         self._min_stakes: list[tuple[int, int]] = []  # (block, amount), chain order
         self._weights: dict[str, tuple[list[int], list[int]]] = {}  # node -> (blocks, weights), chain order
         self._changes: list[int] = []  # blocks where any of the three events occurred, ascending, distinct
-        self._sets: OrderedDict[int, dict[str, str]] = OrderedDict()
+        self._sets: OrderedDict[int, dict[str, tuple[str, int]]] = OrderedDict()  # block -> {node: (owner, weight)}
 
     def _scan_to(self, block: int) -> None:
         if block <= self._scanned:
@@ -117,20 +118,27 @@ class ValidatorHistory:
 
     def at(self, block: int) -> dict[str, str]:
         """{validator: owner} (lower case) of the validators active and staked at the end of past block `block`."""
-        block = int(block)
+        return {node: owner for node, (owner, _) in self._set_at(int(block)).items()}
+
+    def stakes_at(self, block: int) -> dict[str, int]:
+        """{validator: weight} (lower case; the weight is its active stake) of the same validators as `at(block)`:
+        what the stake-weighted assignment draws from (`intellect.verifier.assignment`)."""
+        return {node: weight for node, (_, weight) in self._set_at(int(block)).items()}
+
+    def _set_at(self, block: int) -> dict[str, tuple[str, int]]:
         with self._lock:
             cached = self._sets.get(block)
             if cached is not None:
                 self._sets.move_to_end(block)
-                return dict(cached)
+                return cached
             self._scan_to(block)
             floor = self._min_stake_at(block)
             out = {}
             for node, owner in self._candidates_at(block).items():
                 weight = self._weight_at(node, block)
                 if weight > 0 and weight >= floor:
-                    out[node] = owner
+                    out[node] = (owner, weight)
             self._sets[block] = out
             while len(self._sets) > self.cache_blocks:
                 self._sets.popitem(last=False)
-            return dict(out)
+            return out

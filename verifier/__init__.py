@@ -16,7 +16,7 @@ Submodules (import them directly; this package import stays light and never load
 - `intellect.verifier.submission`: what a valid submission is: prompt format, thinking budgets, group
   scoring and advantages, the staleness rule, `check_submission` (the validator's acceptance rule)
 - `intellect.verifier.completion`: `check_completion_end` (a completion ends where the sampler ended)
-- `intellect.verifier.assignment`: `assigned_validators` (the validators the chain assigns a claim, whose
-  attestations alone count), `effective_quorum`
+- `intellect.verifier.assignment`: `assigned_validators` (the stake-weighted slots the chain assigns a claim,
+  whose attestations alone count), `trainable` (when the trainer may train on it), `effective_quorum`
 - `intellect.verifier.models`: `smollm2_path()` (the offline SmolLM2-135M checkpoint, cached)
 """

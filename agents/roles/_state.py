@@ -40,11 +40,14 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE INDEX IF NOT EXISTS records_by_status ON records (kind, status);
 CREATE INDEX IF NOT EXISTS records_by_time ON records (kind, updated_at, CAST(id AS INTEGER));
+CREATE INDEX IF NOT EXISTS records_by_status_time ON records (kind, status, updated_at);
 """
-_VERSION = 2
+_VERSION = 3
 _MIGRATIONS: dict[int, str] = {
     # 1 → 2: `records_by_time` (created by _SCHEMA above, on an old file too), which `page` seeks in
     1: "",
+    # 2 → 3: `records_by_status_time` (likewise), which `latest(kind, n, status=...)` reads backwards
+    2: "",
 }
 """SQL that takes a state file from version k to k + 1 (run in one transaction after `_SCHEMA`)."""
 
@@ -160,6 +163,38 @@ class StateStore:
                 "AND (updated_at, CAST(id AS INTEGER)) > (?, ?) "
                 "ORDER BY updated_at, CAST(id AS INTEGER) LIMIT ?", (kind, float(since), int(after), int(limit)),
             ).fetchall()
+        return [{"id": r[0], "status": r[1], "data": _decode(r[2]), "updated_at": r[3]} for r in rows]
+
+    def latest(self, kind: str, limit: int, *, status: str | None = None,
+               not_status: str | None = None) -> list[dict[str, Any]]:
+        """The newest `limit` records of `kind` (of `status`, or of any status but `not_status`), newest
+        first: a backwards walk of `records_by_time` / `records_by_status_time`, so it costs the `limit`
+        rows (plus, with `not_status`, the skipped ones), never the whole history. What `/status` lists."""
+        if limit < 1:
+            return []
+        if status is not None:
+            sql, args = ("SELECT id, status, data, updated_at FROM records WHERE kind = ? AND status = ? "
+                         "ORDER BY updated_at DESC LIMIT ?"), (kind, status, int(limit))
+        elif not_status is not None:
+            sql, args = ("SELECT id, status, data, updated_at FROM records WHERE kind = ? AND status != ? "
+                         "ORDER BY updated_at DESC, CAST(id AS INTEGER) DESC LIMIT ?"), (kind, not_status, int(limit))
+        else:
+            sql, args = ("SELECT id, status, data, updated_at FROM records WHERE kind = ? "
+                         "ORDER BY updated_at DESC, CAST(id AS INTEGER) DESC LIMIT ?"), (kind, int(limit))
+        with self._read_lock:
+            rows = self._reader.execute(sql, args).fetchall()
+        return [{"id": r[0], "status": r[1], "data": _decode(r[2]), "updated_at": r[3]} for r in rows]
+
+    def with_prefix(self, kind: str, prefix: str) -> list[dict[str, Any]]:
+        """The records of `kind` whose id starts with `prefix` (a range seek in the primary key: ids that
+        share a prefix sort together), in id order. The trainer keys attestations `"<submission>:<validator>"`."""
+        if not prefix:
+            raise ValueError("prefix must be non-empty")
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        with self._read_lock:
+            rows = self._reader.execute(
+                "SELECT id, status, data, updated_at FROM records WHERE kind = ? AND id >= ? AND id < ? ORDER BY id",
+                (kind, prefix, upper)).fetchall()
         return [{"id": r[0], "status": r[1], "data": _decode(r[2]), "updated_at": r[3]} for r in rows]
 
     def count(self, kind: str, status: str | None = None) -> int:

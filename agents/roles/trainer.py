@@ -3,9 +3,10 @@
     start: register (trainer role) → load/resume the policy → publish step 0 (or the step the
            chain lacks) through Shardcast (origin + manifest on IPFS) and `publishCheckpoint`
     loop:  follow WorkSubmitted → take validator attestations (POST /attestations, and pulled
-           from validators' GET /attestations) → a batch of submissions with ≥ quorum valid
-           attestations by validators the chain assigned to them (`intellect.verifier.assignment`:
-           from the claim's seed and the validator set before the claim's block, not chosen by the
+           from validators' GET /attestations) → a batch of submissions trusted by the rule
+           `intellect.verifier.assignment.trainable` (every stake-weighted slot the chain assigned
+           it attested, or ≥ quorum slots and `trainer.attestation_wait` passed: slots are drawn from
+           the claim's seed and the validators' stakes before the claim's block, not chosen by the
            worker), fresh (policy ≥ t − async_level) and not challenged (re-checked on-chain right
            before training) → GRPO step → publish t+1
 
@@ -21,6 +22,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +37,11 @@ from intellect.agents.roles._runtime import (
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.canary import CanaryInjector, canary_ids
 from intellect.agents.roles.store import accept_pushed_file, sweep_stored
-from intellect.verifier.assignment import DEV_CHAIN_IDS, assignment_size, effective_quorum
+from intellect.verifier.assignment import DEV_CHAIN_IDS, assignment_size, effective_quorum, trainable
 from intellect.verifier.rewards import LengthScope
 from intellect.verifier.submission import too_stale
 
-__all__ = ["DEV_CHAIN_IDS", "Trainer", "attesting_operators", "effective_quorum", "ready_submissions", "same_operator",
+__all__ = ["DEV_CHAIN_IDS", "Trainer", "effective_quorum", "ready_submissions", "same_operator", "trusted_submissions",
            "verified_samples", "warm_start_recipe"]
 
 log = logging.getLogger(__name__)
@@ -58,16 +60,14 @@ def warm_start_recipe(tasks: Any) -> Any:
     return WarmStartRecipe(tasks=int(parts[1]), task_seed=int(parts[2]), target_lengths=budgets)
 
 
-def ready_submissions(attestations: dict[int, set[str]], submissions: dict[int, dict[str, Any]], *,
-                      quorum: int, train_step: int, async_level: int) -> tuple[list[int], list[int]]:
-    """(ready, stale) submission ids: ready = ≥ quorum distinct validators and fresh enough for
-    training step `train_step`; stale = attested but too old to ever be used. Pure; ids ascending."""
+def ready_submissions(trusted: Collection[int], submissions: dict[int, dict[str, Any]], *,
+                      train_step: int, async_level: int) -> tuple[list[int], list[int]]:
+    """(ready, stale) submission ids: ready = pending, in `trusted` (`trusted_submissions`) and fresh enough
+    for training step `train_step`; stale = trusted but too old to ever be used. Pure; ids ascending."""
     ready, stale = [], []
     for sid in sorted(submissions):
         sub = submissions[sid]
-        if sub.get("status") != "pending":
-            continue
-        if len(attestations.get(sid, set())) < quorum:
+        if sub.get("status") != "pending" or sid not in trusted:
             continue
         if too_stale(train_step, sub["policy_step"], async_level):
             stale.append(sid)
@@ -76,18 +76,24 @@ def ready_submissions(attestations: dict[int, set[str]], submissions: dict[int, 
     return ready, stale
 
 
-def attesting_operators(records: list[dict[str, Any]], owner_of: Any, assigned: Any = None) -> dict[int, set[str]]:
-    """Per submission, the distinct operators (owners, lower case) of its attesting validators, from the
-    trainer's attestation records: what the quorum counts, so one operator's several validator keys
-    count once. `owner_of(validator)` is asked only for records that do not carry their owner. With
-    `assigned(submission_id)` (the validators the chain assigned it, lower case), only their records count."""
-    out: dict[int, set[str]] = {}
+def trusted_submissions(records: list[dict[str, Any]], submissions: dict[int, dict[str, Any]], slots: Any, *,
+                        quorum: int, now: float, wait_s: float) -> set[int]:
+    """The pending submissions the trainer's rule trusts (`intellect.verifier.assignment.trainable`), from its
+    attestation records (`data`: submission_id, validator) and submission records (`seen_at`: when the trainer
+    first saw it; a record without one counts as seen at `now`). `slots(submission_id)`: the slots the chain
+    assigned it (empty while unknown). Keys, owners and unassigned validators weigh nothing: only the assigned
+    stake-weighted slots do. Pure but for `slots`."""
+    attesters: dict[int, set[str]] = {}
     for r in records:
         d = r["data"]
-        if assigned is not None and str(d["validator"]).lower() not in assigned(int(d["submission_id"])):
+        attesters.setdefault(int(d["submission_id"]), set()).add(str(d["validator"]).lower())
+    out = set()
+    for sid, sub in submissions.items():
+        if sub.get("status") != "pending" or sid not in attesters:
             continue
-        owner = d.get("owner") or owner_of(d["validator"])
-        out.setdefault(int(d["submission_id"]), set()).add(str(owner).lower())
+        waited = now - float(sub.get("seen_at", now))
+        if trainable(slots(sid), attesters[sid], quorum=quorum, waited_s=waited, wait_s=wait_s):
+            out.add(sid)
     return out
 
 
@@ -159,7 +165,7 @@ class Trainer(Agent):
         self.quorum = max(1, self.cfg.trainer.attestation_quorum or 1)
         self.assigner: Any = None
         """the chain's assignment of validators to submissions (`roles.assignment.Assigner`), made in start()"""
-        self._assignments: dict[int, frozenset[str]] = {}
+        self._assignments: dict[int, tuple[str, ...]] = {}
         self._intake_lock = threading.Lock()
         self.gt: Any = None
         self.origin: Any = None
@@ -347,7 +353,8 @@ class Trainer(Agent):
         ph = a["proofsHash"] if isinstance(a["proofsHash"], str) else bytes(a["proofsHash"]).hex()
         self.state.put("submission", sid, "pending", {
             "node": a["node"], "rollouts_cid": a["rolloutsCid"], "proofs_hash": "0x" + ph.removeprefix("0x"),
-            "policy_step": int(a["policyStep"]), "work_units": int(a["workUnits"])})
+            "policy_step": int(a["policyStep"]), "work_units": int(a["workUnits"]),
+            "seen_at": time.time()})  # `trainer.attestation_wait` counts from here
 
     def accept_attestation(self, body: Any) -> dict[str, Any]:
         """Check one attestation (schema, signature, domain, signer's role and stake, match with the
@@ -447,9 +454,10 @@ class Trainer(Agent):
             out.setdefault(int(r["data"]["submission_id"]), set()).add(r["data"]["validator"].lower())
         return out
 
-    def _assigned(self, sid: int) -> frozenset[str]:
-        """The validators (lower case) the chain assigned to submission `sid`: only their attestations count.
-        Computed once (kept in the state store: an assignment never changes); empty while it cannot be."""
+    def _assigned(self, sid: int) -> tuple[str, ...]:
+        """The slots (validators, lower case; one may hold several) the chain assigned to submission `sid`: only
+        their attestations count. Computed once (kept in the state store: an assignment never changes); empty
+        while it cannot be."""
         got = self._assignments.get(sid)
         if got is not None:
             return got
@@ -463,30 +471,38 @@ class Trainer(Agent):
                 validators = self.assigner.for_task(sid, claim)
             except IntellectError as exc:
                 log.warning("submission %d: its assigned validators could not be read (retried): %s", sid, exc)
-                return frozenset()
+                return ()
             if validators is None:
-                return frozenset()
+                return ()
             self.state.put("assignment", sid, "assigned", {"validators": validators})
             log.info("submission %d: assigned validators %s", sid, ", ".join(validators) or "none")
         else:
             validators = rec["data"]["validators"]
-        got = self._assignments[sid] = frozenset(validators)
+        got = self._assignments[sid] = tuple(validators)
         return got
 
-    def _attesting_operators(self, pending: set[int] | None = None) -> dict[int, set[str]]:
-        """Per submission (of `pending`, else all), the operators of its attesting assigned validators."""
-        records = [r for r in self.state.records("attestation")
-                   if pending is None or int(r["data"]["submission_id"]) in pending]
-        return attesting_operators(records, self._owner, self._assigned)
+    def _trusted(self, subs: dict[int, dict[str, Any]]) -> set[int]:
+        """The pending submissions of `subs` the trust rule lets train (`trusted_submissions`)."""
+        now = time.time()
+        pending = {sid for sid, sub in subs.items() if sub["status"] == "pending"}
+        for sid in pending:
+            if "seen_at" not in subs[sid]:  # recorded by a trainer before issue 33: its wait starts now
+                subs[sid]["seen_at"] = now
+                with self.state.transaction():  # never undo a status the follower set meanwhile
+                    rec = self.state.record("submission", sid)
+                    if rec is not None and rec["status"] == "pending":
+                        self.state.put("submission", sid, "pending", {"seen_at": now})
+        records = [r for r in self.state.records("attestation") if int(r["data"]["submission_id"]) in pending]
+        return trusted_submissions(records, subs, self._assigned, quorum=self.quorum, now=now,
+                                   wait_s=self.cfg.trainer.attestation_wait)
 
     def _next_ready(self, exclude: set[int]) -> int | None:
         """The oldest attested, fresh, still-unchallenged submission not in `exclude`, or None."""
         from intellect.sdk import TaskStatus
 
         subs = {int(r["id"]): r["data"] | {"status": r["status"]} for r in self.state.records("submission")}
-        pending = {sid for sid, sub in subs.items() if sub["status"] == "pending"}
-        ready, stale = ready_submissions(self._attesting_operators(pending), subs, quorum=self.quorum,
-                                         train_step=self.gt.step, async_level=self.pool.params.async_level)
+        ready, stale = ready_submissions(self._trusted(subs), subs, train_step=self.gt.step,
+                                         async_level=self.pool.params.async_level)
         for sid in stale:
             self.state.put("submission", sid, "stale")
         ready = [sid for sid in ready if sid not in exclude]
@@ -687,7 +703,7 @@ class Trainer(Agent):
             used = self._attestation_sets()
             for sid in todo:
                 # the attestations the quorum counted (assigned validators); the book takes at most 16 per call
-                validators = sorted(used.get(sid, set()) & self._assigned(sid))[:16]
+                validators = sorted(used.get(sid, set()) & set(self._assigned(sid)))[:16]
                 recorded: list[str] = []
                 try:
                     if validators:
@@ -799,29 +815,40 @@ class Trainer(Agent):
         follower.join(timeout=5)
 
     def status(self) -> dict[str, Any]:
+        """The runtime's status and the newest `server.status_items` steps, evaluations, submissions (with
+        their attestations) and consumed ids, oldest first, each list's total beside it: bounded whatever
+        the history (a year of steps costs the same request as an hour)."""
         doc = super().status()
+        n = self.cfg.server.status_items
         steps = [{"step": int(r["id"]), "status": r["status"], "checkpoint_cid": r["data"].get("checkpoint_cid"),
                   "submissions": r["data"].get("submissions", []), "rollouts": r["data"].get("rollouts", 0),
                   "mean_reward": (r["data"].get("stats") or {}).get("reward_mean"),
-                  "loss": (r["data"].get("stats") or {}).get("loss")} for r in self.state.records("step")]
+                  "loss": (r["data"].get("stats") or {}).get("loss")} for r in self.state.latest("step", n)]
         steps.sort(key=lambda s: s["step"])
-        evals = sorted(({"step": int(r["id"]), **r["data"]} for r in self.state.records("eval")), key=lambda e: e["step"])
+        evals = sorted(({"step": int(r["id"]), **r["data"]} for r in self.state.latest("eval", n)),
+                       key=lambda e: e["step"])
         by_step = {e["step"]: e for e in evals}
         for s in steps:  # the dashboard and the demo's report read the held-out numbers per step
             if s["step"] in by_step:
                 s["eval_pass_at_1"] = by_step[s["step"]]["pass_at_1"]
                 s["eval_mean_reward"] = by_step[s["step"]]["mean_reward"]
-        att = self._attestation_sets()
+        subs = sorted(self.state.latest("submission", n), key=lambda r: int(r["id"]))
         doc.update({
             "policy_step": self.gt.step if self.gt is not None else None,
             "max_steps": self.cfg.trainer.max_steps,
             "steps": steps,
-            "consumed": sorted(int(r["id"]) for r in self.state.records("submission", "consumed")),
+            "steps_total": self.state.count("step"),
+            "consumed": sorted(int(r["id"]) for r in self.state.latest("submission", n, status="consumed")),
+            "consumed_total": self.state.count("submission", "consumed"),
             "submissions": [{"submission_id": int(r["id"]), "status": r["status"], "node": r["data"].get("node"),
-                             "policy_step": r["data"].get("policy_step"), "attestations": sorted(att.get(int(r["id"]), set())),
+                             "policy_step": r["data"].get("policy_step"),
+                             "attestations": sorted({a["data"]["validator"].lower()
+                                                     for a in self.state.with_prefix("attestation", f"{r['id']}:")}),
                              "assigned": sorted(self._assignments.get(int(r["id"]), ())),
-                             "step": r["data"].get("step")} for r in self.state.records("submission")],
+                             "step": r["data"].get("step")} for r in subs],
+            "submissions_total": self.state.count("submission"),
             "quorum": self.quorum,
             "evals": evals,
+            "evals_total": self.state.count("eval"),
         })
         return doc

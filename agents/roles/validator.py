@@ -725,16 +725,21 @@ class Validator(Agent):
         follower.join(timeout=5)
 
     def status(self) -> dict[str, Any]:
+        """The runtime's status, the backlog, and the newest `server.status_items` verdicts and challenges
+        (each list's total beside it): bounded whatever the history."""
         doc = super().status()
+        n = self.cfg.server.status_items
         doc.update({
             "backlog": self.state.count("submission", "queued"),
             "verdicts": [{"submission_id": int(r["id"]), "status": r["status"],
                           "reason": (r["data"].get("verdict") or {}).get("reason") or r["data"].get("given_up"),
                           "node": r["data"].get("node")}
-                         for r in self.state.records("submission") if r["status"] != "queued"],
+                         for r in self.state.latest("submission", n, not_status="queued")],
+            "verdicts_total": self.state.count("submission") - self.state.count("submission", "queued"),
             "challenges": [{"challenge_id": int(r["id"]), "status": r["status"],
                             "evidence_cid": r["data"].get("evidence_cid"), "mine": bool(r["data"].get("mine"))}
-                           for r in self.state.records("challenge")],
+                           for r in self.state.latest("challenge", n)],
+            "challenges_total": self.state.count("challenge"),
         })
         return doc
 

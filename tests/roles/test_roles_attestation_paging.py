@@ -303,7 +303,7 @@ def test_a_version_1_state_file_is_migrated(tmp_path):
     db.close()
     s = StateStore(path)
     try:
-        assert s.get("_schema_version") == _state._VERSION == 2
+        assert s.get("_schema_version") == _state._VERSION == 3
         assert [r["id"] for r in s.page("attestation", 0.0, -1, 10)] == ["9", "10", "100"]
     finally:
         s.close()

@@ -47,7 +47,7 @@ def test_canary_record_moves_like_ordinary_bad_work(devnet, tmp_path):
     t = SimpleNamespace(protocol=p, pool_id=pool_id, pool=pool, state=state, quorum=1, gt=SimpleNamespace(step=1),
                         metrics=SimpleNamespace(set=lambda k, v: gauge.__setitem__(k, v)),
                         # the ordinary and the canary work are attested by a quorum (lazy validators), the third not
-                        _attesting_operators=lambda pending: {ordinary: {"0xlazy"}, canary: {"0xlazy"}})
+                        _trusted=lambda subs: {ordinary, canary})
     for name in ("_record_submission", "_left_out"):
         setattr(t, name, getattr(Trainer, name).__get__(t))
 

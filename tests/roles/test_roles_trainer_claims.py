@@ -43,5 +43,5 @@ def test_trainer_assigns_from_the_claim_it_followed_without_searching_the_logs(d
         raise AssertionError("task_claim: the trainer searched the chain's logs for a claim it had followed")
 
     p.task_claim = no_search  # type: ignore[method-assign]
-    assert t._assigned(sid) == frozenset(expected)
+    assert t._assigned(sid) == tuple(expected)
     t.state.close()

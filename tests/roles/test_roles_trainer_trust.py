@@ -9,10 +9,10 @@ import pytest
 
 from intellect.agents.grpo import UntrustedValueError
 from intellect.agents.roles.trainer import (
-    attesting_operators,
     effective_quorum,
     ready_submissions,
     same_operator,
+    trusted_submissions,
     verified_samples,
 )
 from intellect.agents.tasks import synthetic_task_set
@@ -110,22 +110,39 @@ def test_poisoned_attested_file_trains_a_finite_checkpoint(tmp_path):
     assert all(bool(torch.isfinite(t).all()) for t in weights.values())
 
 
-def test_quorum_counts_operators_not_validator_keys(tmp_path):
-    """Two validator keys of one operator are one attestation towards the quorum."""
+def test_trust_counts_assigned_slots_not_keys_and_waits_for_the_rest(tmp_path):
+    """Issue 33: slots, not keys or owners. Submission 7's slots are (VALIDATOR, VALIDATOR, OTHER) (VALIDATOR's
+    stake drew it twice): VALIDATOR's one attestation fills two slots, a quorum of 2, but not all three, so it
+    trains only after the wait; with OTHER's too, every slot attested, at once. An unassigned key weighs nothing."""
     from intellect.agents.roles._state import StateStore
 
     state = StateStore(tmp_path / "state.sqlite")
-    owners = {VALIDATOR: OWNER, OTHER: OWNER, WORKER: WORKER}
-    for v in (VALIDATOR, OTHER):  # one operator, two keys
-        state.put("attestation", f"7:{v}", "valid", {"submission_id": 7, "validator": v, "owner": owners[v]})
-    state.put("attestation", f"8:{VALIDATOR}", "valid", {"submission_id": 8, "validator": VALIDATOR})  # older record
-    ops = attesting_operators(state.records("attestation"), owners.__getitem__)
-    assert ops == {7: {OWNER}, 8: {OWNER}}
-    subs = {7: {"policy_step": 0, "status": "pending"}}
-    assert ready_submissions(ops, subs, quorum=2, train_step=0, async_level=2) == ([], [])
-    state.put("attestation", f"7:{WORKER}", "valid", {"submission_id": 7, "validator": WORKER, "owner": "0x" + "99" * 20})
-    ops = attesting_operators(state.records("attestation"), owners.__getitem__)
-    assert ready_submissions(ops, subs, quorum=2, train_step=0, async_level=2) == ([7], [])
+    slots = {7: (VALIDATOR, VALIDATOR, OTHER), 8: ()}  # 8: not assignable (yet)
+
+    def attest(sid: int, v: str) -> None:
+        state.put("attestation", f"{sid}:{v}", "valid", {"submission_id": sid, "validator": v, "owner": v})
+
+    subs = {7: {"policy_step": 0, "status": "pending", "seen_at": 1000.0},
+            8: {"policy_step": 0, "status": "pending", "seen_at": 1000.0}}
+
+    def trusted(now: float) -> set[int]:
+        return trusted_submissions(state.records("attestation"), subs, lambda sid: slots[sid], quorum=2, now=now,
+                                   wait_s=60.0)
+
+    attest(7, WORKER)  # not assigned: nothing
+    attest(8, VALIDATOR)
+    assert trusted(5000.0) == set()
+    attest(7, VALIDATOR)
+    assert trusted(1059.0) == set()  # two slots of three attested: not yet
+    assert trusted(1060.0) == {7}  # the wait is over and nobody challenged it (checked on-chain by the caller)
+    assert ready_submissions(trusted(1060.0), subs, train_step=0, async_level=2) == ([7], [])
+    attest(7, OTHER)
+    assert trusted(1000.0) == {7}  # every slot attested: at once
+    subs[7]["status"] = "consumed"
+    assert trusted(5000.0) == set()
+    del subs[8]["seen_at"]  # a record from before issue 33 counts as seen now: never past its wait here
+    slots[8] = (VALIDATOR, OTHER)
+    assert trusted(5000.0) == set()
 
 
 def test_only_the_chains_assigned_validators_make_a_submission_ready(devnet, tmp_path):
@@ -158,22 +175,24 @@ def test_only_the_chains_assigned_validators_make_a_submission_ready(devnet, tmp
     trainer.protocol, trainer.state = devnet.protocol(0), StateStore(tmp_path / "state.sqlite")
     trainer.assigner, trainer._assignments, trainer._owners = Assigner(trainer.protocol, k=2, quorum=1), {}, {}
     assigned = trainer._assigned(sid)
-    assert len(assigned) == 2 and assigned <= set(validators)
-    assert set(trainer.state.record("assignment", sid)["data"]["validators"]) == assigned  # kept: computed once
+    assert len(assigned) == 2 and set(assigned) <= set(validators)
+    assert tuple(trainer.state.record("assignment", sid)["data"]["validators"]) == assigned  # kept: computed once
     outsider = next(v for v in validators if v not in assigned)
-    subs = {sid: {"policy_step": 0, "status": "pending"}}
+    subs = {sid: {"policy_step": 0, "status": "pending", "seen_at": 0.0}}  # long past the wait
 
     def attest(v: str) -> None:
         trainer.state.put("attestation", f"{sid}:{v}", "valid", {"submission_id": sid, "validator": v, "owner": v})
 
+    def trusted() -> set[int]:
+        return trusted_submissions(trainer.state.records("attestation"), subs, trainer._assigned, quorum=1,
+                                   now=1e9, wait_s=60.0)
+
     attest(outsider)
-    assert trainer._attesting_operators({sid}) == {}
-    assert ready_submissions(trainer._attesting_operators({sid}), subs, quorum=1, train_step=0, async_level=2) \
-        == ([], [])
-    attest(sorted(assigned)[0])
-    assert trainer._attesting_operators({sid}) == {sid: {sorted(assigned)[0]}}
-    assert ready_submissions(trainer._attesting_operators({sid}), subs, quorum=1, train_step=0, async_level=2) \
-        == ([sid], [])
-    # the same records counted by every validator, as before assignment: the outsider alone was enough
-    everyone = attesting_operators(trainer.state.records("attestation"), str.lower)
-    assert everyone == {sid: {outsider, sorted(assigned)[0]}}
+    assert trusted() == set()
+    assert ready_submissions(trusted(), subs, train_step=0, async_level=2) == ([], [])
+    attest(assigned[0])
+    assert trusted() == {sid}
+    assert ready_submissions(trusted(), subs, train_step=0, async_level=2) == ([sid], [])
+    # had every validator's attestation counted, as before assignment, the outsider alone would have been enough
+    assert trusted_submissions(trainer.state.records("attestation"), subs, lambda _: (outsider,), quorum=1,
+                               now=1e9, wait_s=60.0) == {sid}

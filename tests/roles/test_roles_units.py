@@ -21,20 +21,18 @@ def _subs(**steps):
     return {int(k[1:]): {"policy_step": v, "status": "pending"} for k, v in steps.items()}
 
 
-def test_ready_submissions_requires_quorum_of_distinct_validators():
+def test_ready_submissions_takes_only_trusted_pending_ones():
     subs = _subs(s1=0, s2=0, s3=0)
-    att = {1: {"0xa", "0xb"}, 2: {"0xa"}, 3: set()}
-    ready, stale = ready_submissions(att, subs, quorum=2, train_step=0, async_level=2)
+    ready, stale = ready_submissions({1}, subs, train_step=0, async_level=2)
     assert ready == [1] and stale == []
-    ready, _ = ready_submissions(att, subs, quorum=1, train_step=0, async_level=2)
+    ready, _ = ready_submissions({1, 2, 9}, subs, train_step=0, async_level=2)
     assert ready == [1, 2]
 
 
 def test_ready_submissions_separates_stale_and_skips_consumed():
     subs = _subs(s1=0, s2=1, s3=3)
     subs[3]["status"] = "consumed"
-    att = {1: {"0xa"}, 2: {"0xa"}, 3: {"0xa"}}
-    ready, stale = ready_submissions(att, subs, quorum=1, train_step=3, async_level=2)
+    ready, stale = ready_submissions({1, 2, 3}, subs, train_step=3, async_level=2)
     assert ready == [2] and stale == [1]
 
 

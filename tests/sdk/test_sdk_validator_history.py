@@ -54,10 +54,13 @@ def test_the_set_at_the_claim_is_fixed_before_it(net: Devnet) -> None:
     now = history.at(net.protocol(5).block_number() - 1)
     assert set(now) == {b.address.lower(), late.address.lower(), under.address.lower()}
     assert history.min_stake_at(before) == 100 * TOKEN
-    for k in (1, 2, 5):  # however many are assigned, never a validator that joined after the claim
-        got = assigned_validators(claim.seed, at_claim, k, owners=at_claim, exclude=(w.address, w.address))
+    stakes = history.stakes_at(before)  # the weights the assignment draws from: their stakes at that block
+    assert stakes == {a.address.lower(): 100 * TOKEN, b.address.lower(): 100 * TOKEN}
+    assert history.stakes_at(net.protocol(5).block_number() - 1)[under.address.lower()] == 201 * TOKEN
+    for k in (1, 2, 5):  # however many slots, never a validator that joined after the claim
+        got = assigned_validators(claim.seed, stakes, k, owners=at_claim, exclude=(w.address, w.address))
         assert late.address.lower() not in got and under.address.lower() not in got
-        assert len(got) == min(k, 2)
+        assert len(got) == k and set(got) <= set(at_claim)
     assert history.at(before) == at_claim  # cached, and a fresh reader agrees
     assert ValidatorHistory(net.protocol(8)).at(before) == at_claim
 
@@ -111,6 +114,8 @@ def test_at_is_incremental_and_agrees_with_per_validator_weights_at_every_block(
             got = history.at(block)
         assert got == _per_validator(net.protocol(8), reference, block), block
         assert "eth_call" not in calls and calls.count("eth_getLogs") <= 1, (block, calls)
+        stakes = history.stakes_at(block)  # the assignment's weights (issue 33): the chain's own, same validators
+        assert stakes == {v: net.protocol(8).validator_weight_at(v, block) for v in got}, block
         seen.add(tuple(sorted(got)))
     assert len(seen) >= 6  # the set really moved along the way
     assert set(history.at(head - 1)) == {a.address.lower(), b.address.lower(), e.address.lower()}
