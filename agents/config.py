@@ -275,6 +275,12 @@ class ValidatorSettings(_Section):
     """Verification profile (`intellect.verifier.toploc.PROFILES`; the pool's rules fix it): `mixed` (default:
     honest bf16 or fp32 workers, e.g. vLLM on a GPU, pass against this validator on any hardware) or `fp32`
     (exact: every node computes in fp32); `reference` is the old name of `mixed` (docs/benchmarks-verifier.md)."""
+    evidence: Literal["enforce", "track", "off"] = "track"
+    """Per-worker evidence (issue 35, `intellect.verifier.evidence`): `track` (default) keeps every worker's evidence in
+    the state store and logs flags, but attests an ambiguous submission and challenges no one on evidence; `enforce`
+    holds ambiguous submissions (no attestation, no challenge) and challenges a flagged worker; `off` keeps nothing.
+    The shipped honest calibration is the tiny model's (docs/benchmarks-verifier.md §1.3): enforce it only on a pool
+    whose model and compute classes it was calibrated on (honest SmolLM2 bf16 flips are noisier)."""
     slash_losing_voters: bool = True
     """After a challenge this validator opened or voted on resolves, slash (`AttesterBook.slashVoter`, each once)
     every validator whose vote in its latest round was on the losing side (`intellect.agents.roles.accountability`;

@@ -340,6 +340,7 @@ def _sampling_check(
             flips=int((margins > 0).sum()),
             positions=len(completion),
             differing=int((margins > thresholds.replay_tie_margin).sum()),
+            margins=tuple(float(m) for m in margins[margins > 0].tolist()),
         )
         res = res.model_copy(update={"replay": stats})
         worst = int(margins.argmax())

@@ -39,10 +39,11 @@ from enum import StrEnum
 from typing import Any, Literal, NamedTuple
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from intellect.sdk import IntellectError
 from intellect.verifier.completion import EndError, check_completion_end, eos_token_ids
+from intellect.verifier.evidence import EvidenceRules, observe, rules_for_profile, submission_llr
 from intellect.verifier.prefill import verify_samples
 from intellect.verifier.replay import problem_seed, sample_seed
 from intellect.verifier.rewards import (
@@ -66,10 +67,12 @@ from intellect.verifier.toploc import (
 
 __all__ = [
     "ADV_EPS",
+    "EVIDENCE_HIGH",
     "REWARD_TOL",
     "Checkpoint",
     "Claim",
     "Hardware",
+    "Outcome",
     "RejectReason",
     "Rejection",
     "SubmissionRules",
@@ -301,8 +304,19 @@ class Rejection(IntellectError):
         self.stats = stats or {}
 
 
+Outcome = Literal["accept", "reject", "ambiguous"]
+
+
 class Verdict(BaseModel):
-    """The outcome of `check_submission` (`reason` is a `RejectReason` value when rejected)."""
+    """The outcome of `check_submission` (`reason` is a `RejectReason` value when rejected).
+
+    `outcome` is three-way (issue 35): `accept` (attest, pay, train), `reject` (challenge: slashable) and
+    `ambiguous`: every bound passed, but the submission's own evidence (`llr`, `intellect.verifier.evidence`) is
+    more than honest numerics give with probability e^−`EvidenceRules.ambiguous_llr`. Ambiguous never slashes and
+    never pays at once: the validator neither attests nor challenges it (its pay waits for the challenge window,
+    in which the worker's accumulated evidence may get it voided), the trainer never sees an attestation for it,
+    and its LLR joins the worker's evidence. `accepted` is True only for `accept` (callers that read only it treat
+    an ambiguous submission as not accepted; they must not challenge it: see `slashable`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -312,6 +326,31 @@ class Verdict(BaseModel):
     detail: str = ""
     stats: dict[str, Any] = Field(default_factory=dict)
     seconds: float = 0.0
+    outcome: Outcome = "accept"
+    """`accept`, `reject` or `ambiguous`; defaults to what `accepted` says for verdicts made without it"""
+    llr: float | None = None
+    """the submission's log-likelihood ratio, cheat vs honest (`intellect.verifier.evidence.submission_llr`), when
+    its samples were replayed"""
+    observations: dict[str, list[int]] | None = None
+    """the binned observations the LLR came from (per component, count per bin): what a voter recomputes"""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_outcome(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "outcome" not in data:
+            data = {**data, "outcome": "accept" if data.get("accepted") else "reject"}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Verdict:
+        if self.accepted != (self.outcome == "accept"):
+            raise ValueError(f"verdict {self.submission_id}: accepted={self.accepted} but outcome {self.outcome}")
+        return self
+
+    @property
+    def slashable(self) -> bool:
+        """A rejection: the validator challenges it. Never an ambiguous verdict."""
+        return self.outcome == "reject"
 
 
 class SubmissionRules(BaseModel):
@@ -371,22 +410,43 @@ class Claim:
 
 
 def check_submission(rollouts: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
-                     model: Callable[[int], Checkpoint]) -> Verdict:
+                     model: Callable[[int], Checkpoint], *, evidence: EvidenceRules | None = None,
+                     compute_class: str | None = None) -> Verdict:
     """Run every check of a submission (see the module docstring); `model(step)` loads the checkpoint of
     the file's policy step, called only once the cheaper checks passed. Never raises `Rejection`:
-    a failed check is a rejecting `Verdict`."""
+    a failed check is a rejecting `Verdict`.
+
+    `evidence`: the pool's evidence rules (default: `rules_for_profile(rules.toploc_profile)`); the verdict carries
+    the submission's LLR and observations, and a submission that passes every check with LLR ≥
+    `evidence.ambiguous_llr` is `ambiguous` (reason `evidence_high`). `compute_class`: the worker's declared class
+    (the rules' default class when None or unknown)."""
     t0 = time.perf_counter()
+    ev = evidence if evidence is not None else rules_for_profile(rules.toploc_profile)
+    found: dict[str, Any] = {}
     try:
-        stats = _check(rollouts, claim, task_set, rules, model)
-        return Verdict(submission_id=claim.submission_id, accepted=True, stats=stats,
-                       seconds=time.perf_counter() - t0)
+        stats = _check(rollouts, claim, task_set, rules, model, ev, compute_class, found)
     except Rejection as rej:
         return Verdict(submission_id=claim.submission_id, accepted=False, reason=rej.reason, detail=rej.detail,
-                       stats=rej.stats, seconds=time.perf_counter() - t0)
+                       stats=rej.stats, seconds=time.perf_counter() - t0, outcome="reject",
+                       llr=found.get("llr"), observations=found.get("observations"))
+    llr = found.get("llr")
+    if llr is not None and llr >= ev.ambiguous_llr:
+        return Verdict(submission_id=claim.submission_id, accepted=False, reason=EVIDENCE_HIGH,
+                       detail=f"every bound passed, but the submission's evidence LLR {llr:.2f} ≥ "
+                              f"{ev.ambiguous_llr:.2f} (class {ev.judged_class(compute_class)}): ambiguous, held",
+                       stats=stats, seconds=time.perf_counter() - t0, outcome="ambiguous", llr=llr,
+                       observations=found.get("observations"))
+    return Verdict(submission_id=claim.submission_id, accepted=True, stats=stats, seconds=time.perf_counter() - t0,
+                   outcome="accept", llr=llr, observations=found.get("observations"))
+
+
+EVIDENCE_HIGH = "evidence_high"
+"""The reason of an `ambiguous` verdict: the submission's own evidence LLR reached `ambiguous_llr`."""
 
 
 def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
-           load: Callable[[int], Checkpoint]) -> dict[str, Any]:
+           load: Callable[[int], Checkpoint], ev: EvidenceRules, compute_class: str | None,
+           found: dict[str, Any]) -> dict[str, Any]:
     R = RejectReason
     # -- the file against the on-chain submission -----------------------------------------------
     try:
@@ -452,6 +512,10 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
                for k, (_, rows) in enumerate(groups) for i, r in enumerate(rows)]
     thresholds = profile(rules.toploc_profile)  # TOPLOC bounds, replay tolerance and differing budget together
     results = verify_samples(model, samples, thresholds, temperature=rules.temperature)
+    # the evidence (issue 35): no model work, the replay's margins and TOPLOC's chunks binned, before any verdict
+    obs = observe(results, ev)
+    found["observations"] = {k: list(v) for k, v in obs.counts.items()}
+    found["llr"] = submission_llr(obs, ev, compute_class)
     for i, res in enumerate(results):
         if not res.ok:
             chunk = res.chunks[res.failed_chunk] if res.chunks and res.failed_chunk is not None else None

@@ -74,6 +74,7 @@ __all__ = [
     "n_chunks",
     "profile",
     "proofs_hash",
+    "rejudge",
     "replay_differing_allowed",
     "verify_proofs",
     "verify_proofs_many",
@@ -503,6 +504,9 @@ class ReplayStats(BaseModel):
     positions: int
     differing: int = 0
     """positions whose margin exceeds the thresholds' `replay_tie_margin` (counted per submission)"""
+    margins: tuple[float, ...] = ()
+    """the margins of the tokens that are not the replayed argmax (margin > 0; +inf for a token the mask
+    excludes), in position order: the per-token evidence `intellect.verifier.evidence` accumulates"""
 
 
 class ChunkStats(BaseModel):
@@ -767,3 +771,27 @@ def verify_proofs_many(
     for i, c in zip(todo, checked, strict=True):
         results[i] = _error_result(c) if isinstance(c, Exception) else _judge(c, thresholds)
     return [r for r in results if r is not None]
+
+
+def rejudge(results: Sequence[VerificationResult], thresholds: Thresholds) -> list[VerificationResult]:
+    """The per-sample results of a looser profile's `verify_samples` judged again under `thresholds` (stricter),
+    with no model work: each passing sample's chunks against the per-chunk bounds, its replay margins against
+    the per-token tolerance, its differing tokens recounted at the tie margin. A failed sample stays failed."""
+    out: list[VerificationResult] = []
+    for r in results:
+        if not r.ok:
+            out.append(r)
+            continue
+        j = _judge(list(r.chunks), thresholds)
+        if j.ok and r.replay is not None:
+            rp = r.replay
+            rp = rp.model_copy(update={"differing": sum(1 for m in rp.margins if m > thresholds.replay_tie_margin)})
+            j = j.model_copy(update={"replay": rp})
+            if thresholds.max_replay_margin is not None and not rp.max_margin <= thresholds.max_replay_margin:
+                j = j.model_copy(update={"ok": False, "reason": ReasonCode.REPLAY_MISMATCH,
+                                         "detail": f"replay margin {rp.max_margin:.3g} > "
+                                                   f"{thresholds.max_replay_margin}"})
+        elif r.replay is not None:
+            j = j.model_copy(update={"replay": r.replay})
+        out.append(j)
+    return out

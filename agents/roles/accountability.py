@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -78,12 +79,16 @@ class RoundAction:
     uphold: bool = False
 
 
-def round_actions(protocol: Any, state: Any, *, now: int | None = None) -> list[RoundAction]:
+def round_actions(protocol: Any, state: Any, *, now: int | None = None,
+                  vote_of: Callable[[dict[str, Any], dict[str, Any]], bool | None] | None = None) -> list[RoundAction]:
     """What an honest validator sends now about the challenges of its state store (`challenge` records; the
-    `submission` record of the same id holds its verdict, status `accepted` or `rejected`), in record order:
+    `submission` record of the same id holds its verdict, status `accepted`, `rejected` or `ambiguous`), in record
+    order:
 
     - an `open` round it did not open and has not voted in (`voteOf`), with a verdict and the vote period running:
-      `vote`, uphold iff the verdict rejects the work (every round, whoever opened it);
+      `vote` (every round, whoever opened it), uphold iff the verdict rejects the work, or as `vote_of(challenge
+      data, submission record)` says when given (the validator's: it also recomputes a flagged worker's cited
+      evidence, issue 35); no vote while that says None (an ambiguous verdict without evidence);
     - an `open` round whose vote period ended or whose outcome the ledger can already fix: `resolve`;
     - a `rejected` or `no_quorum` round (the chain agrees) of work its verdict rejects, inside the submission's
       window, with fewer than `MAX_OWN_ROUNDS` rounds opened by this validator: `rechallenge`.
@@ -97,7 +102,7 @@ def round_actions(protocol: Any, state: Any, *, now: int | None = None) -> list[
         if status not in ("open", "rejected", "no_quorum"):
             continue
         sub = state.record("submission", cid)
-        verdict = sub["status"] if sub is not None and sub["status"] in ("accepted", "rejected") else None
+        verdict = sub["status"] if sub is not None and sub["status"] in ("accepted", "rejected", "ambiguous") else None
         if status != "open" and (verdict != "rejected" or own_rounds(d) >= MAX_OWN_ROUNDS):
             continue
         if status != "open":
@@ -109,9 +114,11 @@ def round_actions(protocol: Any, state: Any, *, now: int | None = None) -> list[
         if info.status == ChallengeStatus.OPEN:
             if (verdict is not None and now < info.vote_end and info.challenger.lower() != me
                     and int(d.get("voted_round", 0)) != int(info.round)):
-                voted_round, _ = protocol.vote_of(cid, protocol.address)
-                if int(voted_round) != int(info.round):
-                    out.append(RoundAction("vote", cid, int(info.round), uphold=verdict == "rejected"))
+                uphold = ({"rejected": True, "accepted": False}.get(verdict) if vote_of is None
+                          else vote_of(d, sub))  # type: ignore[arg-type]
+                voted_round, _ = (None, None) if uphold is None else protocol.vote_of(cid, protocol.address)
+                if uphold is not None and int(voted_round) != int(info.round):
+                    out.append(RoundAction("vote", cid, int(info.round), uphold=uphold))
             if now >= info.vote_end or info.resolvable:
                 out.append(RoundAction("resolve", cid, int(info.round)))
         elif info.status in (ChallengeStatus.REJECTED, ChallengeStatus.NO_QUORUM) and status != "open":

@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from intellect.agents.roles import evidence as worker_evidence
 from intellect.agents.roles._inflight import InFlightChecks
 from intellect.agents.roles._runtime import (
     MAX_ATTESTATIONS_PAGE,
@@ -39,6 +40,7 @@ from intellect.agents.roles._runtime import (
 from intellect.agents.roles.accountability import round_actions, slash_losing_voters
 from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.sdk import IntellectError
+from intellect.verifier.evidence import rules_for_profile
 from intellect.verifier.isolation import ParseUnavailable
 from intellect.verifier.submission import (
     Checkpoint,
@@ -84,7 +86,9 @@ class Validator(Agent):
 
     def __init__(self, cfg: Any) -> None:
         super().__init__(cfg)
-        self._load_counters("verified", "accepted", "rejected", "challenged", "votes", "resolved", "attestations_posted")
+        self._load_counters("verified", "accepted", "rejected", "ambiguous", "challenged", "votes", "resolved",
+                            "attestations_posted")
+        self.evidence_rules = rules_for_profile(cfg.validator.toploc_profile)  # issue 35: evidence per worker
         self.metrics.declare("backlog", "gauge", "submissions waiting for or under verification")
         self.metrics.declare("verdicts_total", "counter", "verdicts by outcome and reason")
         self.metrics.declare("verify_seconds_total", "counter", "time spent verifying")
@@ -314,7 +318,8 @@ class Validator(Agent):
         claim = Claim(submission_id=sid, node=sub["node"], policy_step=sub["policy_step"],
                       proofs_hash=sub["proofs_hash"], work_units=sub["work_units"], rollouts_cid=sub["rollouts_cid"],
                       seed=lambda: self.claim_seed(sid), budget_class=lambda: self.claim_class(sid, sub["node"]))
-        verdict = check_submission(data, claim, self.task_set, self.submission_rules(), self.checkpoint_model)
+        verdict = check_submission(data, claim, self.task_set, self.submission_rules(), self.checkpoint_model,
+                                   evidence=self.evidence_rules)
         return verdict.model_copy(update={"seconds": time.perf_counter() - t0})
 
     # -- acting on verdicts --------------------------------------------------------------------
@@ -349,6 +354,10 @@ class Validator(Agent):
                 return
             verdict = Verdict(submission_id=sid, accepted=False, reason="unavailable",
                               detail=f"rollout file {sub['rollouts_cid']} not retrievable after {attempts} tries: {exc}")
+        if verdict.outcome == "ambiguous" and self.cfg.validator.evidence != "enforce":  # issue 35, not enforced
+            log.info("submission %d would be ambiguous (%s); attested: validator.evidence is %s", sid, verdict.detail,
+                     self.cfg.validator.evidence)
+            verdict = Verdict.model_validate({**verdict.model_dump(), "accepted": True, "outcome": "accept"})
         self.count("verified")
         self.metrics.inc("verdicts_total", outcome="accepted" if verdict.accepted else "rejected",
                          reason=verdict.reason or "ok")
@@ -356,11 +365,67 @@ class Validator(Agent):
         if verdict.accepted:
             self.count("accepted")
             self._attest(sid, sub, verdict)
+        elif verdict.outcome == "ambiguous":  # issue 35: no attestation, no challenge; its evidence accumulates
+            self.count("ambiguous")
+            log.warning("submission %d ambiguous: %s", sid, verdict.detail)
+            self.state.put("submission", sid, "ambiguous", {"verdict": verdict.model_dump()})
         else:
             self.count("rejected")
             log.warning("submission %d rejected: %s (%s)", sid, verdict.reason, verdict.detail)
             self.state.put("submission", sid, "rejected", {"verdict": verdict.model_dump()})
             self._challenge(sid, sub, verdict)
+        if verdict.outcome != "reject":
+            self.add_evidence(sid, sub, verdict)
+
+    def add_evidence(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
+        """Add a judged submission's LLR to its worker's evidence (state store); a worker whose evidence crosses
+        h is challenged on the newest cited submission still in its window (`intellect.agents.roles.evidence`)."""
+        if self.cfg.validator.evidence == "off":
+            return
+        ev = worker_evidence.record_verdict(self.state, self.evidence_rules, sid, sub, verdict.llr)
+        if ev is None or not ev.flagged or self.cfg.validator.evidence != "enforce":
+            return
+        worker = str(sub["node"]).lower()
+        rec = self.state.record(worker_evidence.KIND, worker)
+        if rec is not None and rec["status"] == "challenged":
+            return
+        if (open_id := worker_evidence.open_challenge(self.state, worker)) is not None:  # one challenge at a time
+            self.state.put(worker_evidence.KIND, worker, "challenged", {"challenged": open_id})
+            return
+        target = worker_evidence.flagged_target(self.state, ev, self.protocol.chain_time())
+        if target is None:
+            log.error("worker %s flagged, but no cited submission is still in its window", worker)
+            return
+        claim = ev.claim(self.evidence_rules)
+        run, total = ev.cited()
+        flag = Verdict(submission_id=target, accepted=False, outcome="reject", reason=worker_evidence.EVIDENCE_REASON,
+                       detail=f"{len(run)} consecutive submissions of {worker}, evidence {total:.2f} ≥ "
+                              f"h = {self.evidence_rules.threshold:.2f}",
+                       stats={"evidence": json.loads(claim.model_dump_json(by_alias=True))})
+        tsub = self.state.record("submission", target)
+        assert tsub is not None
+        self._challenge(target, tsub["data"], flag)
+        self.state.put(worker_evidence.KIND, worker, "challenged", {"challenged": target})
+
+    def vote_of(self, challenge: dict[str, Any], sub: dict[str, Any]) -> bool | None:
+        """How this validator votes on an open challenge (None: not now): its own verdict of the submission, or,
+        for a challenge of a flagged worker, its own recomputation of the cited evidence (issue 35); it never
+        upholds a challenge of a submission it found ambiguous on that submission's own grounds."""
+        if sub["status"] == "rejected":
+            return True
+        cid = challenge.get("evidence_cid")
+        claim = None
+        if cid and self.ipfs is not None:
+            try:
+                claim = worker_evidence.claim_of(self.ipfs.cat(cid, max_size=1 << 20))
+            except Exception as exc:  # the challenger's evidence must be retrievable: judged without it
+                log.warning("evidence %s of a challenge not retrievable: %s", cid, exc)
+        if claim is not None:
+            uphold, why = worker_evidence.vote_on_claim(self.state, self.evidence_rules, claim,
+                                                        str(challenge.get("node") or sub["data"]["node"]))
+            log.info("evidence claim against %s: %s (%s)", claim.worker, uphold, why)
+            return uphold
+        return False if sub["status"] == "accepted" else None
 
     def _attest(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
         from intellect.agents.attestation import sign_attestation
@@ -401,7 +466,7 @@ class Validator(Agent):
                           reason=verdict.reason or "rejected", detail=verdict.detail[:2000], stats=verdict.stats,
                           validator=self.protocol.address, checked_at=time.time())
             cid = self.ipfs.add(ev.model_dump_json(by_alias=True).encode())
-        self.state.put("challenge", sid, "opening", {"evidence_cid": cid, "reason": verdict.reason})
+        self.state.put("challenge", sid, "opening", {"evidence_cid": cid, "reason": verdict.reason, "node": sub["node"]})
         try:
             self.protocol.challenge(sid, cid)
         except ContractRevert as exc:
@@ -459,7 +524,7 @@ class Validator(Agent):
         still go."""
         from intellect.sdk import ContractRevert
 
-        for act in round_actions(self.protocol, self.state):
+        for act in round_actions(self.protocol, self.state, vote_of=self.vote_of):
             cid = act.challenge_id
             try:
                 if act.kind == "vote":

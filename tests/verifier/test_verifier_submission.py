@@ -377,3 +377,29 @@ def test_target_length_of_a_later_row_must_be_the_assignment(honest: RolloutFile
     verdict = _check(_edit(honest, 1, target_length=r1.target_length + 1), task_set, checkpoint)
     assert (verdict.accepted, verdict.reason) == (False, RejectReason.WRONG_PROBLEMS), verdict.detail
     assert "row 1 of" in verdict.detail
+
+
+def test_verdict_carries_evidence_and_high_evidence_is_ambiguous(honest: RolloutFile, task_set: Any,
+                                                                checkpoint: Checkpoint) -> None:
+    """Issue 35: the honest submission's verdict carries its LLR (negative: every exact token is evidence of
+    honesty) and binned observations; under rules whose cheat shape sits on the exact bin (made up for the test:
+    every honest token is then evidence against the worker) the same submission passes every bound and is
+    `ambiguous`: not accepted, not slashable."""
+    from intellect.verifier.evidence import EXP_EDGES, MARGIN_EDGES, Component, EvidenceRules
+    from intellect.verifier.submission import EVIDENCE_HIGH
+
+    verdict = _check(honest, task_set, checkpoint)
+    assert verdict.outcome == "accept" and verdict.llr is not None and verdict.llr < 0
+    assert verdict.observations is not None
+    assert sum(verdict.observations["replay_margin"]) == verdict.stats["tokens"]
+    n = len(MARGIN_EDGES)
+    upside_down = EvidenceRules(components=(
+        Component(name="replay_margin", edges=MARGIN_EDGES, weight=0.5, alternative=(1.0,) + (0.0,) * (n - 1),
+                  honest={"cpu-fp32": (0.01,) + (0.99 / (n - 1),) * (n - 1)}),
+        Component(name="toploc_exp_mismatches", edges=EXP_EDGES, weight=0.05,
+                  alternative=(0.0,) + (1.0 / (n - 1),) * (n - 1), honest={"cpu-fp32": (1.0 / n,) * n}),
+    ), default_class="cpu-fp32")
+    data = honest.to_bytes()
+    amb = check_submission(data, _claim(honest), task_set, RULES, lambda step: checkpoint, evidence=upside_down)
+    assert amb.outcome == "ambiguous" and amb.reason == EVIDENCE_HIGH, amb
+    assert not amb.accepted and not amb.slashable and amb.llr is not None and amb.llr >= upside_down.ambiguous_llr

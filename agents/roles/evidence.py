@@ -1,0 +1,150 @@
+"""The validator's side of issue 35: each worker's running evidence in the state store, the challenge of a flagged
+worker, and the vote on such a challenge (`intellect.verifier.evidence` holds the statistic itself).
+
+State (the validator's SQLite store, so it survives restarts): one record of kind `evidence` per worker (id = the
+worker's address, lower case; status `tracking`, `flagged` or `challenged`; data = `WorkerEvidence`). Every
+submission judged `accept` or `ambiguous` adds its LLR (a rejected one is challenged on its own).
+
+A flagged worker is challenged through the ledger's existing challenge: one cited submission, the newest whose
+window is still open, with `Evidence` (schema `intellect.evidence/v1`) whose reason is `evidence_accumulated` and
+whose `stats["evidence"]` is the `EvidenceClaim` (the cited run: ids, rollout CIDs, LLRs, the rules' digest). An
+upheld challenge slashes the worker and voids every submission of it whose window is still open (the ledger's
+slash epoch): that is how an ambiguous submission's held reward is lost. No contract change.
+
+A voter of such a challenge recomputes: for each cited submission its own LLR (from its own verdict of it, in its
+state store; a submission it has not judged yet leaves the vote for a later pass) and the worker's submissions it
+knows in the cited range (from `WorkSubmitted`), and upholds iff `recheck_claim` does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from intellect.verifier.evidence import EvidenceClaim, EvidenceRules, WorkerEvidence, recheck_claim
+
+__all__ = ["EVIDENCE_REASON", "KIND", "claim_of", "flagged_target", "last_upheld", "open_challenge", "record_verdict", "vote_on_claim"]
+
+log = logging.getLogger(__name__)
+
+KIND = "evidence"
+EVIDENCE_REASON = "evidence_accumulated"
+"""The `Evidence.reason` of a challenge of a flagged worker (its `stats["evidence"]` is the `EvidenceClaim`)."""
+OPENING_GRACE_S = 120.0
+"""How long a challenge being opened (its transaction sent, not yet seen on chain) stops another of the same worker."""
+JUDGED = ("accepted", "ambiguous")
+"""Submission statuses whose LLR is part of a worker's evidence."""
+
+
+def worker_evidence(state: Any, worker: str, rules: EvidenceRules) -> WorkerEvidence:
+    rec = state.record(KIND, worker.lower())
+    if rec is None:
+        return WorkerEvidence(worker=worker.lower(), compute_class=rules.default_class)
+    return WorkerEvidence.model_validate(rec["data"]["evidence"])
+
+
+def record_verdict(state: Any, rules: EvidenceRules, sid: int, sub: dict[str, Any], llr: float | None) -> WorkerEvidence | None:
+    """Add one judged submission's LLR to its worker's evidence (persisted); the evidence, or None without an LLR."""
+    if llr is None:
+        return None
+    worker = str(sub["node"]).lower()
+    ev = worker_evidence(state, worker, rules)
+    old = state.record(KIND, worker)
+    data = old["data"] if old is not None else {}
+    spent = int(data.get("spent_until", -1))
+    upheld = last_upheld(state, worker)
+    if upheld is not None and upheld > int(data.get("upheld", -1)):
+        # the worker was slashed and its open-window submissions voided: its evidence restarts after every
+        # submission of it this validator knows now (events arrive in chain order: all those before the slash)
+        spent = max([upheld, spent, *(int(r["id"]) for r in state.records("submission")
+                                      if str(r["data"].get("node", "")).lower() == worker)])
+        ev = WorkerEvidence(worker=worker, compute_class=ev.compute_class)
+        state.put(KIND, worker, "tracking", {"evidence": json.loads(ev.model_dump_json()), "upheld": upheld,
+                                             "spent_until": spent, "challenged": None})
+    if sid <= spent:
+        return ev
+    flagged = ev.add(sid, llr, rules, rollouts_cid=str(sub.get("rollouts_cid", "")))
+    old = state.record(KIND, worker)
+    status = "challenged" if old is not None and old["status"] == "challenged" and flagged else (
+        "flagged" if flagged else "tracking")
+    state.put(KIND, worker, status, {"evidence": json.loads(ev.model_dump_json())})
+    if flagged and status == "flagged":
+        run, s = ev.cited()
+        log.warning("worker %s flagged: %d consecutive submissions, evidence %.1f ≥ h = %.1f", worker, len(run), s,
+                    rules.threshold)
+    return ev
+
+
+def last_upheld(state: Any, worker: str) -> int | None:
+    """The newest submission of `worker` whose challenge was upheld (the worker slashed and wiped then), or None."""
+    ids = [int(r["id"]) for r in state.records("challenge", "upheld")
+           if str(r["data"].get("node", "")).lower() == worker.lower()]
+    return max(ids) if ids else None
+
+
+def open_challenge(state: Any, worker: str) -> int | None:
+    """A challenge of one of `worker`'s submissions that is open, or being opened for less than `OPENING_GRACE_S`
+    (one whose transaction never went through does not block the next flag's challenge), or None."""
+    now = time.time()
+    for status in ("open", "opening"):
+        for r in state.records("challenge", status):
+            if str(r["data"].get("node", "")).lower() != worker.lower():
+                continue
+            if status == "open" or now - float(r.get("updated_at", now)) < OPENING_GRACE_S:
+                return int(r["id"])
+    return None
+
+
+def flagged_target(state: Any, ev: WorkerEvidence, now: int) -> int | None:
+    """The cited submission to challenge: the newest one whose window is still open and that is not challenged."""
+    run, _ = ev.cited()
+    for c in reversed(run):
+        sub = state.record("submission", c.submission_id)
+        if sub is None or int(sub["data"].get("window_end", 0)) <= now:
+            continue
+        if state.record("challenge", c.submission_id) is not None:
+            continue
+        return c.submission_id
+    return None
+
+
+def claim_of(evidence_json: bytes) -> EvidenceClaim | None:
+    """The `EvidenceClaim` of a challenge's evidence document, or None when the challenge is of another kind."""
+    try:
+        doc = json.loads(evidence_json)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict) or doc.get("reason") != EVIDENCE_REASON:
+        return None
+    raw = (doc.get("stats") or {}).get("evidence")
+    try:
+        return EvidenceClaim.model_validate(raw)
+    except ValueError:
+        return None
+
+
+def vote_on_claim(state: Any, rules: EvidenceRules, claim: EvidenceClaim, challenged_node: str) -> tuple[bool | None, str]:
+    """A voter's decision from its own records: (True/False, why), or (None, why) while it has not judged every
+    cited submission yet (vote on a later pass)."""
+    if claim.worker.lower() != challenged_node.lower():
+        return False, f"the claim is about {claim.worker}, the challenged submission is {challenged_node}'s"
+    llr_of: dict[int, float] = {}
+    pending = []
+    for c in claim.cited:
+        rec = state.record("submission", c.submission_id)
+        if rec is None or str(rec["data"].get("node", "")).lower() != claim.worker.lower():
+            return False, f"submission {c.submission_id} is not {claim.worker}'s in this pool"
+        if rec["status"] in JUDGED or rec["status"] == "rejected":
+            llr = (rec["data"].get("verdict") or {}).get("llr")
+            llr_of[c.submission_id] = float(llr) if llr is not None else 0.0
+        else:
+            pending.append(c.submission_id)
+    if pending:
+        return None, f"cited submissions {pending[:10]} not judged here yet"
+    lo, hi = min(llr_of), max(llr_of)
+    known = [int(r["id"]) for r in state.records("submission")
+             if str(r["data"].get("node", "")).lower() == claim.worker.lower() and lo <= int(r["id"]) <= hi
+             and r["status"] in JUDGED]
+    return recheck_claim(claim, rules, known, llr_of)
