@@ -125,7 +125,8 @@ def test_flagged_worker_is_challenged_with_evidence_and_the_vote_upholds_it(devn
         cited = [c["submission_id"] for c in doc["stats"]["evidence"]["cited"]]
         assert cited == sids[:2] and doc["reason"] == "evidence_accumulated"
         assert v.vote_of(ch["data"], v.state.record("submission", target)) is True
-    voters[0]._votes_and_resolutions()  # votes uphold; the outcome is then fixed, so it resolves the challenge too
+    voters[0]._votes_and_resolutions()  # votes uphold: the outcome is then fixed ...
+    voters[0]._votes_and_resolutions()  # ... and its next pass resolves the challenge (round_actions, issue 33)
     (vote,) = w.get_events(["VoteCast"], filters={"challengeId": target})
     assert vote.args["uphold"] is True and vote.args["validator"] == validators[1].address
     assert w.challenge_info(target).status == ChallengeStatus.UPHELD
