@@ -112,11 +112,14 @@ def _when(ts: int) -> str:
 class IntellectGroup(click.Group):
     """A group that also offers PLUGINS and `intellect.cli` entry points, imported on use."""
 
+    plugins: dict[str, str] = PLUGINS
+    entry_point_group = "intellect.cli"
+
     def _plugin_targets(self, name: str | None = None) -> dict[str, str]:
         """name -> target of the plugins; with `name` a built-in, without reading package metadata
         (every `intellect shardcast fetch` process would pay for the entry-point scan)."""
         targets = {}
-        for n, target in PLUGINS.items():
+        for n, target in self.plugins.items():
             if importlib.util.find_spec(target.split(":")[0].rsplit(".", 1)[0]) is not None:
                 targets[n] = target
         if name is not None and name in targets:
@@ -124,7 +127,7 @@ class IntellectGroup(click.Group):
         try:
             from importlib.metadata import entry_points
 
-            for ep in entry_points(group="intellect.cli"):
+            for ep in entry_points(group=self.entry_point_group):
                 targets.setdefault(ep.name, ep.value)
         except Exception:  # broken metadata must not break the CLI
             pass
@@ -240,7 +243,15 @@ def faucet(ctx: _Ctx) -> None:
 
 
 # -- node ---------------------------------------------------------------------------------------
-@cli.group(short_help="Register, show or exit a node.")
+class NodeGroup(IntellectGroup):
+    """`intellect node`: its own commands plus those of the `intellect.cli.node` entry point group (the agents'
+    `preflight`, which reads the hardware with torch and the verifier's class rule)."""
+
+    plugins: dict[str, str] = {}  # noqa: RUF012 (read only)
+    entry_point_group = "intellect.cli.node"
+
+
+@cli.group(cls=NodeGroup, short_help="Register, show, exit or preflight a node.")
 def node() -> None:
     """Nodes of the NodeRegistry. A node key proves control by signing its registration (EIP-712)."""
 

@@ -51,6 +51,7 @@ class Anvil:
     state_file: Path | None = None
     host: str = "127.0.0.1"
     """The address anvil listens on; `0.0.0.0` for a chain other hosts reach."""
+    chain_id: int = 31337
     block_time: float | None = None
     extra_args: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
@@ -68,7 +69,7 @@ class Anvil:
         # --max-persisted-states 0: anvil keeps its recent states (~500 blocks) in memory and writes older ones
         # to ~/.foundry/anvil/tmp, which it leaves behind when stopped (hundreds of MB per thousand blocks, every
         # demo and test run); nothing here reads state that old, so none is kept on disk.
-        cmd = [_anvil_binary(), "--host", self.host, "--port", str(self.port), "--chain-id", "31337",
+        cmd = [_anvil_binary(), "--host", self.host, "--port", str(self.port), "--chain-id", str(self.chain_id),
                "--max-persisted-states", "0"]
         if self.state_file is not None:
             cmd += ["--state", str(self.state_file), "--preserve-historical-states"]
