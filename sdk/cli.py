@@ -637,8 +637,15 @@ def rewards() -> None:
 def rewards_status(ctx: _Ctx, node_addr: str | None) -> None:
     p = ctx.protocol(need_account=node_addr is None)
     r = p.rewards(node_addr)
+    # when each pending reward becomes claimable: its challenge window's end (if no challenge is upheld)
+    ends = {s.submission_id: s.window_end for s in p.submissions(node=r.node, with_status=False)
+            if s.submission_id in set(r.pending_ids)} if r.pending_ids else {}
+    if ctx.json:
+        _out(ctx, {**json.loads(r.model_dump_json()), "claimable_at": ends}, "")
+        return
     _out(ctx, r, lambda: [f"node       {r.node}", f"claimable  {_tok(r.claimable)} ({len(r.claimable_ids)} submissions)",
                           f"pending    {_tok(r.pending)} ({len(r.pending_ids)} in window or challenged)",
+                          *[f"  #{i:<6} claimable from {_when(ends[i])} unless challenged" for i in sorted(ends)],
                           f"paid       {_tok(r.paid)}"])
 
 
