@@ -117,19 +117,24 @@ def _tok(wei: int) -> str:
 
 
 def _rules(p: Any, cid: str, ipfs_spec: str | None, peers: list[str]) -> tuple[Any, str]:
+    from intellect.sdk.deploy import EMPTY_FILE_CID
     from intellect.sdk.ipfs import open_ipfs
     from intellect.sdk.poolrules import PoolRules
+
+    if cid == EMPTY_FILE_CID:
+        return None, "the pool names no rules document (the empty file: a dev default pool, whose tasks and budgets " \
+                     "come from the agents' configuration)"
 
     if not ipfs_spec and not peers:
         return None, "no IPFS and no live peer to fetch the rules from"
     import tempfile
 
-    spec = ipfs_spec or f"embedded:{tempfile.mkdtemp(prefix='intellect-preflight-')}"
-    try:
-        data = open_ipfs(spec, peers=peers).cat(cid, max_size=1 << 20)
-        return PoolRules.from_bytes(data, source=cid), ""
-    except Exception as exc:
-        return None, f"{type(exc).__name__}: {str(exc)[:200]}"
+    with tempfile.TemporaryDirectory(prefix="intellect-preflight-") as scratch:  # a store only for this read
+        try:
+            data = open_ipfs(ipfs_spec or f"embedded:{scratch}", peers=peers).cat(cid, max_size=1 << 20)
+            return PoolRules.from_bytes(data, source=cid), ""
+        except Exception as exc:
+            return None, f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declared: tuple[str, int, int] | None,
@@ -172,7 +177,8 @@ def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declare
         rep.add("stake", OK, f"active {_tok(active)} >= minimum {_tok(min_stake)} for {role}")
     elif bal + active >= min_stake:
         rep.add("stake", WARN, f"active {_tok(active)} < minimum {_tok(min_stake)}; balance {_tok(bal)} covers it",
-                f"`intellect stake deposit {(min_stake - active) / 1e18:g}`")
+                ("register first (below), then " if node.status == NodeStatus.NONE else "")
+                + f"`intellect stake deposit {(min_stake - active) / 1e18:g}`")
     else:
         rep.add("stake", FAIL, f"active {_tok(active)} + balance {_tok(bal)} < minimum {_tok(min_stake)} for {role}",
                 "get tokens" + (" (`intellect faucet`)" if dev else " (buy or receive INTL)"))
@@ -220,7 +226,8 @@ def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declare
                         f"{trainer.endpoint}/status did not answer within {timeout:g} s ({why})",
                         "the trainer is down or unreachable from here: try later")
             else:
-                rep.add("trainer", OK, f"{trainer.endpoint} live (step {doc.get('step', doc.get('latest_step', '-'))})")
+                rep.add("trainer", OK, f"{trainer.endpoint} live (policy step {doc.get('policy_step', '-')}: "
+                        f"{str(doc.get('doing', ''))[:80]})")
                 if gw := peer_service(doc, "ipfs"):
                     live_peers.append(gw)
     relays = directory.by_role("relay")
@@ -238,7 +245,7 @@ def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declare
     rules, why = _rules(p, prm.rules_cid, ipfs_spec, [*peers, *live_peers])
     if rules is None:
         rep.add("pool rules", WARN, f"{prm.rules_cid} not read ({why})",
-                "pass --ipfs or --peer GATEWAY to read the pool's rules")
+                "" if why.startswith("the pool names no rules") else "pass --ipfs or --peer GATEWAY to read them")
     else:
         rep.add("pool rules", OK, f"{prm.rules_cid}: model {rules.model.family}, group {rules.group_size} x "
                 f"{rules.problems_per_task} problems, budgets {dict(rules.budgets)}")

@@ -108,6 +108,11 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, requests.HTTPError):
         status = exc.response.status_code if exc.response is not None else "?"
         return f"HTTP {status}"
+    if isinstance(exc, requests.RequestException):  # its text repeats the URL's path ("Max retries ... url: /v2/KEY")
+        text = str(exc).lower()
+        why = next((t for t in ("connection refused", "timed out", "no route to host", "connection reset",
+                                "name or service not known", "network is unreachable") if t in text), "")
+        return exc.__class__.__name__ + (f": {why}" if why else "")
     return f"{exc.__class__.__name__}: {str(exc)[:160]}"
 
 

@@ -80,3 +80,12 @@ def test_agent_http_401_is_one_line_and_exit_3(http_rpc: tuple, tmp_path: Path) 
     errors = [ln for ln in out.stderr.splitlines() if " ERROR " in ln]
     assert len(errors) == 1 and "HTTP 401" in errors[0], out.stderr[-2000:]
     assert "Traceback" not in out.stderr and SECRET not in out.stderr
+
+
+def test_a_refused_connection_does_not_repeat_the_urls_path(tmp_path: Path) -> None:
+    from intellect.sdk._procs import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v2/{SECRET}"  # nothing listens there
+    with pytest.raises(RpcError, match="connection refused") as info:
+        Protocol.connect(url, retry=RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.01))
+    assert SECRET not in str(info.value)
