@@ -718,18 +718,19 @@ def deploy(ctx: _Ctx, profile: str | None, params_file: Path | None, out_dir: Pa
     """Deploy and wire IntellectToken, NodeRegistry, StakeManager, TaskLedger and AttesterBook onto the chain at
     --network/--rpc-url, signed by --keystore (or --dev-account on a dev chain), and write the deployment file
     other nodes need. On a dev chain it also mints to the deployer and creates and funds the default pool."""
+    from web3 import Web3
+
     from ._accounts import dev_account, load_keystore
     from ._config import DEV_CHAIN_IDS, resolve_network
+    from ._tx import RetryPolicy, redact_url, with_retries
     from .deploy import deploy_contracts, params_for_network
 
     o = ctx.opts
-    _spec, url = resolve_network(o["network"], o["rpc_url"])
-    from web3 import Web3
-
-    from ._tx import RetryPolicy, redact_url, with_retries
-
+    spec, url = resolve_network(o["network"], o["rpc_url"])
     w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 30}, exception_retry_configuration=None))
     chain_id = int(with_retries(lambda: w3.eth.chain_id, RetryPolicy(), f"connect to {redact_url(url)}"))
+    if spec is not None and spec.chain_id != chain_id:
+        raise ConfigError(f"{redact_url(url)} is chain {chain_id}, not {spec.name} ({spec.chain_id}): check --rpc-url")
     dev = chain_id in DEV_CHAIN_IDS
     if o["keystore"] is not None:
         account = load_keystore(o["keystore"], password_file=o["password_file"])

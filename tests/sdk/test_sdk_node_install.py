@@ -6,12 +6,10 @@ fresh venv (no system site-packages; versions pinned to requirements.lock), runs
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import tomllib
 import urllib.request
@@ -52,24 +50,10 @@ def _wait(pred, timeout: float, what: str, proc: subprocess.Popen | None = None)
 
 @pytest.mark.slow  # ~3-5 min: builds the wheel and a fresh venv (pip fetches the core dependencies)
 def test_wheel_with_relay_extra_runs_a_devnet_and_a_relay_outside_the_checkout(tmp_path: Path) -> None:
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("setup.py", "pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, src / name)
-    for pkg in ("sdk", "verifier", "agents"):
-        shutil.copytree(REPO / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(wheels), str(src)], check=True, timeout=300)
-    [wheel] = list(wheels.glob("intellect_protocol-*.whl"))
-    pins = tmp_path / "pins.txt"  # the lock's versions, without its hashes (pip checks hashes for all or none)
-    pins.write_text("\n".join(m.group(0) for m in re.finditer(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[^\s\\;]+",
-                                                               (REPO / "requirements.lock").read_text(), re.M)))
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    py, bin_ = venv / "bin" / "python", venv / "bin"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile", "-c",
-                    str(pins), f"{wheel}[relay]"], check=True, timeout=900)
+    from wheel_venv import node_env, node_venv  # type: ignore[import-not-found]
+
+    bin_ = node_venv(tmp_path, "relay")
+    py = bin_ / "python"
     listed = json.loads(subprocess.run([str(py), "-m", "pip", "list", "--format", "json"], capture_output=True,
                                        text=True, check=True, timeout=120).stdout)
     installed = {d["name"].lower() for d in listed}
@@ -77,8 +61,7 @@ def test_wheel_with_relay_extra_runs_a_devnet_and_a_relay_outside_the_checkout(t
 
     run = tmp_path / "elsewhere"  # not the checkout: nothing of it is on the path or in the cwd
     run.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["PATH"] = f"{bin_}{os.pathsep}/usr/bin:/bin"
+    env = node_env(bin_)
     anvil = shutil.which("anvil") or str(REPO / "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")
     env["INTELLECT_ANVIL"] = anvil  # anvil is not a Python package: an operator installs it (npm) for a devnet
     helped = subprocess.run([str(bin_ / "intellect-agent"), "--help"], capture_output=True, text=True, cwd=run,
