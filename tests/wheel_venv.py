@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 def build_wheel(tmp_path: Path) -> Path:
     """The wheel of a copy of the sources (the checkout's build/ stays untouched)."""
     src = tmp_path / "src"
-    src.mkdir()
+    src.mkdir(parents=True)
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
     for pkg in ("sdk", "verifier", "agents"):
