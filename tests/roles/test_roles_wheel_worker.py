@@ -16,7 +16,8 @@ from intellect.sdk._accounts import dev_account
 WORKSHOP = {"eth-brownie", "slither-analyzer", "playwright", "ruff", "atheris", "mutmut"}
 
 
-@pytest.mark.slow  # installs torch and the ML stack into a fresh venv (minutes), then a pool runs
+@pytest.mark.slow  # installs torch and the ML stack into a fresh venv (7 min at load 20), then a pool runs
+@pytest.mark.timeout(2400)
 def test_worker_from_the_wheel_joins_a_pool_and_is_paid(swarm, tmp_path) -> None:
     bin_ = node_venv(tmp_path / "install", "worker")
     listed = json.loads(subprocess.run([str(bin_ / "python"), "-m", "pip", "list", "--format", "json"],

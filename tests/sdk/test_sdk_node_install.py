@@ -48,7 +48,8 @@ def _wait(pred, timeout: float, what: str, proc: subprocess.Popen | None = None)
         time.sleep(0.5)
 
 
-@pytest.mark.slow  # ~3-5 min: builds the wheel and a fresh venv (pip fetches the core dependencies)
+@pytest.mark.slow  # 3-10 min: builds the wheel and a fresh venv (pip fetches the core dependencies)
+@pytest.mark.timeout(1800)
 def test_wheel_with_relay_extra_runs_a_devnet_and_a_relay_outside_the_checkout(tmp_path: Path) -> None:
     from wheel_venv import node_env, node_venv  # type: ignore[import-not-found]
 
