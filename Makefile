@@ -60,6 +60,7 @@ lock-trl:
 demo: bootstrap
 	python -m intellect.agents.demo $(DEMO_ARGS)
 
+## deploys onto a running local chain (`intellect devnet` or `anvil` first; brownie would stop an anvil it launched itself)
 deploy: bootstrap
 	brownie run deploy
 

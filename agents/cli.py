@@ -7,7 +7,8 @@
 
 Configuration precedence: field defaults < YAML file < INTELLECT_AGENT__SECTION__FIELD env < --set.
 Exit codes: 0 clean stop, 2 bad configuration (also: a device this machine lacks, e.g. cuda without a GPU),
-3 the agent refused to start (e.g. missing stake).
+3 the agent refused to start (e.g. missing stake) or the network failed (an RPC URL answering HTTP 401/403/404/5xx:
+one line naming the status).
 """
 
 from __future__ import annotations

@@ -30,15 +30,3 @@ def use_private_anvil_port() -> None:
     dev["host"] = "http://127.0.0.1"
     dev.setdefault("cmd_settings", {})["port"] = int(port)
 
-
-def attach_development(url: str) -> None:
-    """Before `network.connect("development")`: point brownie's development network at the node already
-    running at `url` (http://host:port). brownie attaches to a node that answers there instead of launching one."""
-    from brownie._config import CONFIG
-
-    host, _, port = url.rstrip("/").rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"{url!r} is not an http://host:port URL")
-    dev = CONFIG.networks["development"]
-    dev["host"] = host
-    dev.setdefault("cmd_settings", {})["port"] = int(port)

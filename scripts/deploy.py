@@ -1,6 +1,7 @@
 """Deploy and wire the protocol contracts, create the default pool on dev networks, write the deployment file.
 
 Usage:
+    anvil &  (or: intellect devnet)                     # a running chain first
     brownie run deploy                                  # local anvil (development): faucet, default pool
     BASE_SEPOLIA_RPC_URL=... DEPLOYER_PRIVATE_KEY=... brownie run deploy --network base-sepolia
     DEPLOYER_KEYSTORE=path DEPLOYER_KEYSTORE_PASSWORD=... brownie run deploy --network base-mainnet
@@ -11,8 +12,12 @@ Environment:
     INTELLECT_DEPLOY_PARAMS      optional DeployParams JSON file overriding the network's defaults
     INTELLECT_DEPLOYMENTS_DIR    where deployments/<chainId>.json goes (default: ./deployments)
 
-Tests and tools call ``deploy_all(deployer, params)`` so they exercise this exact wiring; so does
-``scripts/deploy_devnet.py``, the deploy command ``intellect.sdk.devnet`` runs against its own anvil.
+``brownie run deploy`` (``main``) is a thin wrapper: it exports what brownie compiled into ``sdk/abi/`` and runs
+the SDK's deploy (``intellect.sdk.deploy.deploy_contracts``, the one ``intellect devnet`` and ``intellect deploy`` run
+from an installed wheel). Start the chain first: on a development network with no chain running brownie would
+launch its own anvil and stop it on exit, so ``main`` refuses. The brownie tests and tools call
+``deploy_all(deployer, params)``, the same wiring with brownie contract objects of the sources they compile;
+``tests/contracts/test_contracts_sdk_deploy.py`` checks the two configure the same chain.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from brownie import accounts, network, web3
 from intellect.sdk._config import ContractRecord, Deployment  # the deployment file's one model
 from intellect.sdk._errors import DeploymentError
 from scripts._deployment import ROLE_IDS, DeployParams, params_for_network
-from scripts.export_abi import ABI_DIR, BUILD_DIR, artifact_abi_sha256, export_abis
+from scripts.export_abi import ABI_DIR, BUILD_DIR, CALLEES, _artifact, artifact_abi_sha256, export_abis
 
 log = logging.getLogger("intellect.deploy")
 
@@ -148,35 +153,55 @@ def verify_wiring(d: Deployed) -> None:
         raise DeploymentError("deployment wiring is wrong: " + "; ".join(problems))
 
 
-def _deployer() -> Any:
-    """The dev account on local networks; the key or keystore from the environment on live ones."""
-    if network.show_active() in ("development",) or network.show_active().startswith("development"):
-        return accounts[0]
+def _deployer_key(dev: bool) -> Any:
+    """The deployer as a signing key for the SDK's deploy: anvil's account 0 on local networks (the account brownie
+    calls accounts[0]); DEPLOYER_PRIVATE_KEY or DEPLOYER_KEYSTORE(+_PASSWORD) on live ones (never printed)."""
+    from eth_account import Account
+
+    from intellect.sdk._accounts import dev_account, load_keystore
+
+    if dev:
+        acct = dev_account(0)
+        if accounts and accounts[0].address != acct.address:
+            raise DeploymentError(f"the chain's first account {accounts[0].address} is not anvil's dev account 0 "
+                                  f"({acct.address}): set DEPLOYER_PRIVATE_KEY or DEPLOYER_KEYSTORE")
+        return acct
     key = os.environ.get("DEPLOYER_PRIVATE_KEY")
     if key:
-        return accounts.add(key)
+        return Account.from_key(key)
     keystore = os.environ.get("DEPLOYER_KEYSTORE")
     if keystore:
-        return accounts.load(keystore, os.environ.get("DEPLOYER_KEYSTORE_PASSWORD"))
+        return load_keystore(keystore, os.environ.get("DEPLOYER_KEYSTORE_PASSWORD"))
     raise DeploymentError(
         f"network {network.show_active()!r} needs a deployer: set DEPLOYER_PRIVATE_KEY or DEPLOYER_KEYSTORE"
     )
 
 
-def main() -> Deployed:
-    """`brownie run deploy [--network NAME]`."""
+def main() -> Deployment:
+    """`brownie run deploy [--network NAME]`: exports the ABIs and bytecode brownie just compiled into sdk/abi/
+    and deploys exactly those with the SDK's deploy (`intellect.sdk.deploy.deploy_contracts`: web3, EIP-1559 fees
+    read from the chain, so a plain `anvil` works; the deployment file is written only once the wiring checked
+    out). Refuses to deploy onto an anvil brownie launched itself: it dies when this script ends, and the
+    deployment file would name a chain that no longer exists (start `intellect devnet` or `anvil` first)."""
+    from brownie.network import rpc
+
+    from intellect.sdk.deploy import deploy_contracts
+
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     name = network.show_active()
+    if rpc.is_active() and rpc.is_child():
+        raise DeploymentError(
+            "no chain was running at the development network's address, so brownie launched its own anvil, which "
+            "it stops when this script ends (the deployment file would name a chain that no longer exists): start "
+            "the chain first (`intellect devnet`, or `anvil` in another shell), then `brownie run deploy`"
+        )
     dev = name.startswith("development") or web3.eth.chain_id in (31337, 1337)
     params = params_for_network(name, os.environ.get("INTELLECT_DEPLOY_PARAMS"))
-    deployer = _deployer()
-    deployed = deploy_all(deployer, params, dev=dev)
     export_abis(BUILD_DIR, ABI_DIR)
+    artifacts = {n: _artifact(n, BUILD_DIR) for n in CALLEES}
     out_dir = Path(os.environ.get("INTELLECT_DEPLOYMENTS_DIR", ROOT / "deployments"))
-    path = deployed.deployment.write(out_dir)
-    for contract, record in deployed.deployment.contracts.items():
-        log.info("%-15s %s", contract, record.address)
-    if deployed.default_pool_id is not None:
-        log.info("default pool     %d", deployed.default_pool_id)
-    log.info("deployment file  %s", path)
-    return deployed
+    deployment = deploy_contracts(web3.provider.endpoint_uri, _deployer_key(dev), params, dev=dev, network=name,
+                                  out_dir=out_dir, artifacts=artifacts)
+    if deployment.default_pool_id is not None:
+        log.info("default pool     %d", deployment.default_pool_id)
+    return deployment

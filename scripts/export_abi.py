@@ -32,6 +32,8 @@ CALLEES: dict[str, tuple[str, ...]] = {
     "StakeManager": ("IntellectToken", "NodeRegistry"),
     "TaskLedger": ("IntellectToken", "NodeRegistry", "StakeManager"),
     "AttesterBook": ("IntellectToken", "NodeRegistry", "StakeManager", "TaskLedger"),
+    # a library linked into TaskLedger: shipped for its bytecode (intellect.sdk.deploy deploys it and links it)
+    "PoolRules": (),
 }
 
 

@@ -63,7 +63,7 @@ from ._models import (
     TaskStatus,
     claim_seed,
 )
-from ._tx import ErrorDecoder, RetryPolicy, Transactor, with_retries
+from ._tx import ErrorDecoder, RetryPolicy, Transactor, redact_url, with_retries
 
 __all__ = ["Protocol"]
 
@@ -140,13 +140,13 @@ class Protocol:
         w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": request_timeout},
                                     exception_retry_configuration=None))
         retry = retry or RetryPolicy()
-        chain_id = int(with_retries(lambda: w3.eth.chain_id, retry, f"connect to {url}"))
+        chain_id = int(with_retries(lambda: w3.eth.chain_id, retry, f"connect to {redact_url(url)}"))
         if spec is not None and spec.chain_id != chain_id:
-            raise ConfigError(f"{url} is chain {chain_id}, not {spec.name} ({spec.chain_id}): check --rpc-url")
+            raise ConfigError(f"{redact_url(url)} is chain {chain_id}, not {spec.name} ({spec.chain_id}): check --rpc-url")
         if isinstance(deployment, Deployment):
             dep = deployment
             if dep.chain_id != chain_id:
-                raise ConfigError(f"deployment is for chain {dep.chain_id}, the node at {url} is chain {chain_id}")
+                raise ConfigError(f"deployment is for chain {dep.chain_id}, the node at {redact_url(url)} is chain {chain_id}")
         else:
             dep = load_deployment(chain_id, deployment)
         if account is None and keystore is not None:
@@ -195,7 +195,7 @@ class Protocol:
         except (ContractLogicError, IntellectError):
             raise
         except _ANSWER_FAILURES as exc:
-            raise RpcError(f"{what}: unreadable answer from the RPC node {self.rpc_url or ''}: "
+            raise RpcError(f"{what}: unreadable answer from the RPC node {redact_url(self.rpc_url)}: "
                            f"{type(exc).__name__}: {str(exc)[:300]}") from None
 
     def transact(self, contract: str, function: str, *args: Any, wait: bool = True,

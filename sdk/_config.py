@@ -184,7 +184,8 @@ def load_deployment(chain_id: int | None = None, path: Path | str | None = None)
         raw = json.loads(path.read_text())
     except FileNotFoundError:
         raise DeploymentError(
-            f"no deployment file {path}: deploy first (`brownie run deploy`) or pass --deployment PATH"
+            f"no deployment file {path}: pass --deployment PATH with the network's file (from whoever deployed it), "
+            f"or deploy one (`intellect devnet`, `intellect deploy`, `brownie run deploy`)"
         ) from None
     except (OSError, ValueError, RecursionError) as exc:  # unreadable, not UTF-8/JSON, >4300 digits, deep nesting
         raise DeploymentError(f"deployment file {path} is not JSON: {exc}") from exc

@@ -29,7 +29,7 @@ from web3.exceptions import ContractLogicError, TimeExhausted, TransactionNotFou
 
 from ._errors import ContractRevert, RpcError, TransactionTimeout, TransientRpcError
 
-__all__ = ["ErrorDecoder", "RetryPolicy", "Transactor", "with_retries"]
+__all__ = ["ErrorDecoder", "RetryPolicy", "Transactor", "http_error", "redact_url", "with_retries"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -73,10 +73,12 @@ def with_retries(fn: Callable[[], T], policy: RetryPolicy, what: str) -> T:
             return fn()
         except Exception as exc:
             if not is_transient(exc):
+                if isinstance(exc, requests.HTTPError):
+                    raise http_error(exc, what) from None
                 raise
             if attempt == policy.attempts - 1:
                 raise TransientRpcError(
-                    f"{what}: the RPC node kept failing ({exc.__class__.__name__}: {str(exc)[:160]}) after "
+                    f"{what}: the RPC node kept failing ({_describe(exc)}) after "
                     f"{policy.attempts} attempts; check the node / --rpc-url and retry"
                 ) from exc
             delay = policy.delay(attempt)
@@ -84,6 +86,51 @@ def with_retries(fn: Callable[[], T], policy: RetryPolicy, what: str) -> T:
                         attempt + 1, delay)
             time.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def redact_url(url: str) -> str:
+    """An RPC URL fit for a log line or an error: scheme, host and port; a path or query (where providers put the
+    API key) becomes `/…`, credentials are dropped."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "<unreadable URL>"
+    rest = "/…" if (parts.path not in ("", "/") or parts.query) else ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}{rest}"
+
+
+def _describe(exc: BaseException) -> str:
+    """A failure in a few words; an HTTP error by its status only (its text holds the URL, and a provider's URL
+    often holds the API key)."""
+    if isinstance(exc, requests.HTTPError):
+        status = exc.response.status_code if exc.response is not None else "?"
+        return f"HTTP {status}"
+    if isinstance(exc, requests.RequestException):  # its text repeats the URL's path ("Max retries ... url: /v2/KEY")
+        text = str(exc).lower()
+        why = next((t for t in ("connection refused", "timed out", "no route to host", "connection reset",
+                                "name or service not known", "network is unreachable") if t in text), "")
+        return exc.__class__.__name__ + (f": {why}" if why else "")
+    return f"{exc.__class__.__name__}: {str(exc)[:160]}"
+
+
+_HTTP_HINTS = {
+    401: "the provider refused the credentials: check the API key in the RPC URL",
+    403: "the provider refused access: check the API key, its allowed origins/IPs, or the plan",
+    404: "nothing answers JSON-RPC at that path: check the RPC URL",
+}
+
+
+def http_error(exc: requests.HTTPError, what: str) -> RpcError:
+    """One RpcError line for an RPC node's HTTP error answer (401/403/404/...): status, URL without its
+    query or credentials, and what to check. (HTTP 408/425/429/5xx are retried first: `is_transient`.)"""
+    status = exc.response.status_code if exc.response is not None else 0
+    reason = (exc.response.reason if exc.response is not None else "") or ""
+    url = f" from {redact_url(exc.response.url)}" if exc.response is not None and exc.response.url else ""
+    hint = _HTTP_HINTS.get(status, "check --rpc-url and the provider's status")
+    return RpcError(f"{what}: the RPC node answered HTTP {status} {reason}{url}; {hint}".replace("  ", " "))
 
 
 class ErrorDecoder:

@@ -112,11 +112,14 @@ def _when(ts: int) -> str:
 class IntellectGroup(click.Group):
     """A group that also offers PLUGINS and `intellect.cli` entry points, imported on use."""
 
+    plugins: dict[str, str] = PLUGINS
+    entry_point_group = "intellect.cli"
+
     def _plugin_targets(self, name: str | None = None) -> dict[str, str]:
         """name -> target of the plugins; with `name` a built-in, without reading package metadata
         (every `intellect shardcast fetch` process would pay for the entry-point scan)."""
         targets = {}
-        for n, target in PLUGINS.items():
+        for n, target in self.plugins.items():
             if importlib.util.find_spec(target.split(":")[0].rsplit(".", 1)[0]) is not None:
                 targets[n] = target
         if name is not None and name in targets:
@@ -124,7 +127,7 @@ class IntellectGroup(click.Group):
         try:
             from importlib.metadata import entry_points
 
-            for ep in entry_points(group="intellect.cli"):
+            for ep in entry_points(group=self.entry_point_group):
                 targets.setdefault(ep.name, ep.value)
         except Exception:  # broken metadata must not break the CLI
             pass
@@ -240,7 +243,15 @@ def faucet(ctx: _Ctx) -> None:
 
 
 # -- node ---------------------------------------------------------------------------------------
-@cli.group(short_help="Register, show or exit a node.")
+class NodeGroup(IntellectGroup):
+    """`intellect node`: its own commands plus those of the `intellect.cli.node` entry point group (the agents'
+    `preflight`, which reads the hardware with torch and the verifier's class rule)."""
+
+    plugins: dict[str, str] = {}  # noqa: RUF012 (read only)
+    entry_point_group = "intellect.cli.node"
+
+
+@cli.group(cls=NodeGroup, short_help="Register, show, exit or preflight a node.")
 def node() -> None:
     """Nodes of the NodeRegistry. A node key proves control by signing its registration (EIP-712)."""
 
@@ -632,8 +643,15 @@ def rewards() -> None:
 def rewards_status(ctx: _Ctx, node_addr: str | None) -> None:
     p = ctx.protocol(need_account=node_addr is None)
     r = p.rewards(node_addr)
+    # when each pending reward becomes claimable: its challenge window's end (if no challenge is upheld)
+    ends = {s.submission_id: s.window_end for s in p.submissions(node=r.node, with_status=False)
+            if s.submission_id in set(r.pending_ids)} if r.pending_ids else {}
+    if ctx.json:
+        _out(ctx, {**json.loads(r.model_dump_json()), "claimable_at": ends}, "")
+        return
     _out(ctx, r, lambda: [f"node       {r.node}", f"claimable  {_tok(r.claimable)} ({len(r.claimable_ids)} submissions)",
                           f"pending    {_tok(r.pending)} ({len(r.pending_ids)} in window or challenged)",
+                          *[f"  #{i:<6} claimable from {_when(ends[i])} unless challenged" for i in sorted(ends)],
                           f"paid       {_tok(r.paid)}"])
 
 
@@ -649,24 +667,28 @@ def rewards_claim(ctx: _Ctx, node_addr: str | None) -> None:
          f"claimed {_tok(paid)} for {len(r.claimable_ids)} submissions" if paid else "nothing claimable yet")
 
 
-# -- devnet -------------------------------------------------------------------------------------
-@cli.command(short_help="Run a local anvil chain with the contracts deployed (source checkout).")
+# -- devnet / deploy ----------------------------------------------------------------------------
+@cli.command(short_help="Run a local anvil chain with the contracts deployed.")
 @click.option("--port", type=int, default=8545, show_default=True, help="anvil's port.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address anvil listens on: 0.0.0.0 for a chain other hosts join (a dev chain: its accounts' keys "
+                   "are public, so only on a network you trust).")
 @click.option("--deployments", "deployments_dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("deployments"), show_default=True, help="Where <chainId>.json is written.")
 @click.option("--state", "state_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Keep the chain in this file across restarts (anvil --state).")
 @click.pass_obj
-def devnet(ctx: _Ctx, port: int, deployments_dir: Path, state_file: Path | None) -> None:
-    """Start anvil on PORT, deploy with scripts/deploy.py (dev parameters: faucet, default pool 1 with
-    quorum 1 and a 300 s window) and serve until Ctrl-C. Other shells then use the default network."""
+def devnet(ctx: _Ctx, port: int, host: str, deployments_dir: Path, state_file: Path | None) -> None:
+    """Start anvil on HOST:PORT, deploy the contracts shipped in this package (dev parameters: faucet, default
+    pool 1 with quorum 1 and a 300 s window) and serve until Ctrl-C. Other shells then use the default network;
+    other hosts pass --rpc-url http://THIS-HOST:PORT and a copy of the deployment file (--deployment)."""
     import signal
     import time
 
     from . import devnet as _devnet
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop anvil on SIGTERM too
-    anvil = _devnet.Anvil(port=port, state_file=state_file).start()
+    anvil = _devnet.Anvil(port=port, state_file=state_file, host=host).start()
     try:
         dep_file = deployments_dir / "31337.json"
         if state_file is not None and state_file.exists() and dep_file.exists():
@@ -675,9 +697,12 @@ def devnet(ctx: _Ctx, port: int, deployments_dir: Path, state_file: Path | None)
             dep = load_deployment(path=dep_file)
         else:
             dep = _devnet.deploy(anvil.url, deployments_dir.resolve())
-        _out(ctx, {"rpc_url": anvil.url, "deployment": str(dep_file), "contracts": dep.contracts},
-             lambda: [f"anvil      {anvil.url} (chain {dep.chain_id})", f"deployment {dep_file}",
-                      *[f"{k:<15}{v}" for k, v in dep.contracts.items()],
+        listen = f"{host}:{anvil.port}"
+        _out(ctx, {"rpc_url": anvil.url, "listen": listen, "deployment": str(dep_file),
+                   "contracts": {k: v.address for k, v in dep.contracts.items()}},
+             lambda: [f"anvil      {anvil.url} (chain {dep.chain_id}; listening on {listen})",
+                      f"deployment {dep_file}",
+                      *[f"{k:<15}{v.address}" for k, v in dep.contracts.items()],
                       "dev accounts: --dev-account 0..9 (0 = deployer, admin, default pool trainer); Ctrl-C stops"])
         while anvil.proc is not None and anvil.proc.poll() is None:
             time.sleep(0.5)
@@ -685,6 +710,53 @@ def devnet(ctx: _Ctx, port: int, deployments_dir: Path, state_file: Path | None)
         pass
     finally:
         anvil.stop()
+
+
+@cli.command("deploy", short_help="Deploy the contracts onto a running chain (the package's bytecode).")
+@click.option("--profile", type=click.Choice(["development", "base-sepolia", "base-mainnet"]), default=None,
+              help="Deploy parameters (default: development on a dev chain; required elsewhere).")
+@click.option("--params", "params_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A DeployParams JSON file (overrides --profile).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("deployments"),
+              show_default=True, help="Where <chainId>.json is written (only once the deploy checked out).")
+@click.pass_obj
+def deploy(ctx: _Ctx, profile: str | None, params_file: Path | None, out_dir: Path) -> None:
+    """Deploy and wire IntellectToken, NodeRegistry, StakeManager, TaskLedger and AttesterBook onto the chain at
+    --network/--rpc-url, signed by --keystore (or --dev-account on a dev chain), and write the deployment file
+    other nodes need. On a dev chain it also mints to the deployer and creates and funds the default pool."""
+    from web3 import Web3
+
+    from ._accounts import dev_account, load_keystore
+    from ._config import DEV_CHAIN_IDS, resolve_network
+    from ._tx import RetryPolicy, redact_url, with_retries
+    from .deploy import deploy_contracts, params_for_network
+
+    o = ctx.opts
+    spec, url = resolve_network(o["network"], o["rpc_url"])
+    w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 30}, exception_retry_configuration=None))
+    chain_id = int(with_retries(lambda: w3.eth.chain_id, RetryPolicy(), f"connect to {redact_url(url)}"))
+    if spec is not None and spec.chain_id != chain_id:
+        raise ConfigError(f"{redact_url(url)} is chain {chain_id}, not {spec.name} ({spec.chain_id}): check --rpc-url")
+    dev = chain_id in DEV_CHAIN_IDS
+    if o["keystore"] is not None:
+        account = load_keystore(o["keystore"], password_file=o["password_file"])
+    elif o["dev_account"] is not None and dev:
+        account = dev_account(o["dev_account"])
+    else:
+        raise ConfigError("deploy signs transactions: pass --keystore FILE (or --dev-account N on a dev chain)")
+    if params_file is None and profile is None and not dev:
+        raise ConfigError(f"chain {chain_id} is not a dev chain: choose --profile base-sepolia|base-mainnet or "
+                          "--params FILE (the parameters are permanent)")
+    params = params_for_network(profile or "development", params_file)
+    dep = deploy_contracts(w3, account, params, dev=dev, network=profile or ("development" if dev else ""),
+                           out_dir=out_dir, max_fee_gwei=o["max_fee_gwei"])
+    path = out_dir / f"{dep.chain_id}.json"
+    _out(ctx, {"deployment": str(path), "chain_id": dep.chain_id,
+               "contracts": {k: v.address for k, v in dep.contracts.items()},
+               "default_pool_id": dep.default_pool_id},
+         lambda: [f"deployed on chain {dep.chain_id}: {path}",
+                  *[f"{k:<15}{v.address}" for k, v in dep.contracts.items()],
+                  *([f"default pool   {dep.default_pool_id}"] if dep.default_pool_id is not None else [])])
 
 
 # -- ipfs ---------------------------------------------------------------------------------------

@@ -1,55 +1,46 @@
-"""A local devnet for tests, agents and the demo: anvil on a free port + the contracts deployed
-by THE SAME code as `brownie run deploy` (`scripts/deploy.py: deploy_all`).
+"""A local devnet for tests, agents, the demo and operators: anvil + the contracts deployed by
+`intellect.sdk.deploy.deploy_contracts` (web3 and the bytecode shipped in the package), so an installed wheel starts
+one outside any checkout.
 
     from intellect.sdk import devnet
-    with devnet.start() as net:              # anvil + deploy_all; returns a Devnet
+    with devnet.start() as net:              # anvil + deploy_contracts(dev_params()); returns a Devnet
         p = net.protocol(dev_account=1)      # a Protocol acting as anvil's dev account 1
         net.increase_time(3600)              # evm_increaseTime + evm_mine
 
-The deploy is the checkout's own program, `scripts/deploy_devnet.py` (DEPLOY_PROGRAM), run in a
-subprocess: it loads the brownie project, attaches brownie's `development` network to this anvil,
-calls `deploy_all(accounts[0], params)`, writes `<chainId>.json` into the devnet's own directory
-and names it on stdout (DEPLOY_MARKER). The SDK imports nothing of `scripts/`: the two meet in
-that command line and the deployment file (`Deployment`, whose one owner is `_config`). Needs a
-source checkout (the contracts and the brownie project); a pip-installed SDK can still `connect`
-to any deployment.
+`Anvil(host="0.0.0.0")` listens on every interface (a chain other hosts join: `intellect devnet --host 0.0.0.0`).
+anvil itself comes from PATH, `$INTELLECT_ANVIL`, or a checkout's node_modules (npm `@foundry-rs/anvil`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._config import Deployment, load_deployment
+from ._accounts import dev_account
+from ._config import Deployment
 from ._errors import ConfigError, IntellectError
 from ._fetch import fetch
 from ._procs import free_port, stop_process, wait_until
 
-__all__ = ["DEPLOY_MARKER", "DEPLOY_PROGRAM", "Anvil", "Devnet", "deploy", "start", "start_anvil"]
+__all__ = ["Anvil", "Devnet", "deploy", "start", "start_anvil"]
 
 log = logging.getLogger(__name__)
 _REPO = Path(__file__).resolve().parents[1]
 _MAX_RPC_ANSWER = 64 << 20  # anvil's answers to the test helpers below are a few hundred bytes
 
-DEPLOY_PROGRAM = Path("scripts") / "deploy_devnet.py"
-"""The checkout's deploy command, relative to its root: `python DEPLOY_PROGRAM RPC_URL OUT_DIR`."""
-DEPLOY_MARKER = "INTELLECT_DEPLOYMENT="
-"""The deploy command's stdout line that names the deployment file it wrote."""
-
-
 def _anvil_binary() -> str:
-    for cand in (shutil.which("anvil"), str(_REPO / "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")):
+    for cand in (os.environ.get("INTELLECT_ANVIL"), shutil.which("anvil"),
+                 str(_REPO / "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")):
         if cand and Path(cand).exists():
             return cand
-    raise ConfigError("anvil is not installed: run `make bootstrap` (npm @foundry-rs/anvil)")
+    raise ConfigError("anvil is not installed: `npm install -g @foundry-rs/anvil` (or foundryup), put it on PATH "
+                      "or set INTELLECT_ANVIL; in a checkout `make bootstrap` installs it")
 
 
 @dataclass
@@ -58,13 +49,18 @@ class Anvil:
 
     port: int = 0
     state_file: Path | None = None
+    host: str = "127.0.0.1"
+    """The address anvil listens on; `0.0.0.0` for a chain other hosts reach."""
+    chain_id: int = 31337
     block_time: float | None = None
     extra_args: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        """The URL this host uses (loopback when anvil listens on every interface)."""
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> Anvil:
         if self.proc is not None and self.proc.poll() is None:
@@ -73,7 +69,7 @@ class Anvil:
         # --max-persisted-states 0: anvil keeps its recent states (~500 blocks) in memory and writes older ones
         # to ~/.foundry/anvil/tmp, which it leaves behind when stopped (hundreds of MB per thousand blocks, every
         # demo and test run); nothing here reads state that old, so none is kept on disk.
-        cmd = [_anvil_binary(), "--host", "127.0.0.1", "--port", str(self.port), "--chain-id", "31337",
+        cmd = [_anvil_binary(), "--host", self.host, "--port", str(self.port), "--chain-id", str(self.chain_id),
                "--max-persisted-states", "0"]
         if self.state_file is not None:
             cmd += ["--state", str(self.state_file), "--preserve-historical-states"]
@@ -131,26 +127,13 @@ def start_anvil(port: int = 0, *, state_file: Path | None = None) -> Anvil:
     return Anvil(port=port, state_file=state_file).start()
 
 
-def deploy(rpc_url: str, out_dir: Path, *, params: dict[str, Any] | None = None, root: Path | None = None,
-           timeout: float = 300.0) -> Deployment:
-    """Deploy onto `rpc_url` with the checkout's deploy command (`root`/DEPLOY_PROGRAM: `deploy_all` with dev
-    parameters, or `params` = a DeployParams dict); the deployment file lands in `out_dir`."""
-    root = root or _REPO
-    program = root / DEPLOY_PROGRAM
-    if not program.exists():
-        raise ConfigError(f"{program} not found: devnet deploys need the source checkout")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    if params is not None:
-        pfile = out_dir / "deploy-params.json"
-        pfile.write_text(json.dumps(params))
-        env["INTELLECT_DEPLOY_PARAMS"] = str(pfile)
-    proc = subprocess.run([sys.executable, str(program), rpc_url, str(out_dir)], env=env,
-                          capture_output=True, text=True, timeout=timeout, cwd=root)
-    marker = [ln for ln in proc.stdout.splitlines() if ln.startswith(DEPLOY_MARKER)]
-    if proc.returncode != 0 or not marker:
-        raise IntellectError(f"deploy failed (exit {proc.returncode}): {(proc.stderr or proc.stdout)[-2000:]}")
-    return load_deployment(path=marker[-1].split("=", 1)[1])
+def deploy(rpc_url: str, out_dir: Path, *, params: dict[str, Any] | None = None) -> Deployment:
+    """Deploy onto the dev chain at `rpc_url` as anvil's account 0 (`deploy_contracts`: dev parameters, or
+    `params` = a DeployParams dict); the deployment file lands in `out_dir`."""
+    from .deploy import DeployParams, deploy_contracts, dev_params
+
+    chosen = dev_params() if params is None else DeployParams.model_validate(params)
+    return deploy_contracts(rpc_url, dev_account(0), chosen, dev=True, network="development", out_dir=out_dir)
 
 
 @dataclass
@@ -191,11 +174,11 @@ class Devnet:
 
 
 def start(directory: Path | None = None, *, port: int = 0, state_file: Path | None = None,
-          params: dict[str, Any] | None = None) -> Devnet:
+          params: dict[str, Any] | None = None, host: str = "127.0.0.1") -> Devnet:
     """Start anvil and deploy the contracts with dev parameters; the deployment file lands in `directory`."""
     own = directory is None
     directory = Path(tempfile.mkdtemp(prefix="intellect-devnet-")) if directory is None else directory
-    anvil = Anvil(port=port, state_file=state_file).start()
+    anvil = Anvil(port=port, state_file=state_file, host=host).start()
     try:
         dep = deploy(anvil.url, directory, params=params)
     except BaseException:

@@ -60,12 +60,18 @@ rm -rf "$ROOT"/*.egg-info
 "${PIP[@]}" install -q --no-deps --no-build-isolation -e .
 "${PIP[@]}" check >/dev/null || { "${PIP[@]}" check >&2; die "the installed environment is inconsistent (pip check)"; }
 
-log "installing npm packages (solc, anvil, OpenZeppelin)"
-# `npm install` (not `npm ci`): npm 11 calls a lock file that omits other platforms' optional
-# anvil binaries out of sync; install still honours the locked versions.
-npm install --ignore-scripts --no-audit --no-fund --loglevel=error
+# `npm ci`: exactly package-lock.json, which it never rewrites (a fresh clone stays clean after `make test`;
+# `npm install` added the other platforms' optional anvil binaries to the lock, 72 lines). The lock lists
+# them now, so npm 11 calls it in sync. Skipped when node_modules was installed from this very lock.
 ANVIL="$ROOT/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil"
-[[ -x "$ANVIL" ]] || die "anvil binary missing after npm install ($ANVIL)"
+NPM_STAMP="$ROOT/node_modules/.intellect-stamp"
+npm_want="$(cat "$ROOT/package.json" "$ROOT/package-lock.json" | sha256sum | cut -d' ' -f1)"
+if [[ ! -x "$ANVIL" || ! -f "$NPM_STAMP" || "$(cat "$NPM_STAMP")" != "$npm_want" ]]; then
+  log "installing npm packages from package-lock.json (solc, anvil, OpenZeppelin)"
+  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+  [[ -x "$ANVIL" ]] || die "anvil binary missing after npm ci ($ANVIL)"
+  echo "$npm_want" > "$NPM_STAMP"
+fi
 
 ln -sf "$ROOT/tools/solc/solc-v0.8.37" "$VENV/bin/solc"
 ln -sf "$ANVIL" "$VENV/bin/anvil"

@@ -1,8 +1,8 @@
 """What the SDK may import, read from the source with `ast` (function-level imports and code in string
 literals included):
 
-- nothing of the brownie scripts (`scripts.*`): the devnet runs the checkout's deploy command
-  (`scripts/deploy_devnet.py`) as a program, and the scripts import the SDK, never the other way round;
+- nothing of the brownie scripts (`scripts.*`): the devnet deploys with `intellect.sdk.deploy` and the bytecode
+  shipped in the package, and the scripts import the SDK, never the other way round;
 - one HTTP client across the product (SDK, verifier, agents): `intellect.sdk._fetch` (total deadlines),
   `http.client` only there and in Shardcast's shard downloader, `requests` only where web3's
   HTTPProvider's exceptions are classified.
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -54,11 +52,14 @@ def test_the_scripts_import_rule_sees_a_snippet() -> None:
     assert not _SCRIPTS_IMPORT.search("see scripts/deploy_devnet.py and `brownie run deploy`")
 
 
-def test_the_devnet_deploy_command_is_a_program_of_the_checkout() -> None:
-    program = REPO / devnet.DEPLOY_PROGRAM
-    assert program.is_file()
-    out = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2 and "usage:" in out.stderr
+def test_the_devnet_deploys_from_the_package_not_the_checkout() -> None:
+    # every contract the deploy creates ships its bytecode in the package; the devnet runs no program of a checkout
+    from intellect.sdk.deploy import DEPLOY_ORDER, load_artifact
+
+    for name in DEPLOY_ORDER:
+        assert len(load_artifact(name)["bytecode"]) > 100, name
+    src = Path(devnet.__file__).read_text()
+    assert "subprocess.run" not in src and "scripts/" not in src and "sys.executable" not in src
 
 
 @pytest.mark.parametrize(("library", "allowed"), [

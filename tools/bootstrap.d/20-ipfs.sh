@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The js-ipfs test daemon (ipfs@0.66.1, Kubo-compatible RPC API) for the SDK's IPFS tests.
-# Idempotent: returns at once when tools/ipfs/node_modules matches package.json + package-lock.json.
+# Installs exactly tools/ipfs/package-lock.json (`npm ci` never rewrites it). Idempotent: returns at once when tools/ipfs/node_modules matches package.json + package-lock.json.
 set -euo pipefail
 ROOT="${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 DIR="$ROOT/tools/ipfs"
@@ -11,6 +11,6 @@ if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -f "$DIR/node_modules/ipfs/
 fi
 printf '\033[1;34m[bootstrap]\033[0m %s\n' "installing the js-ipfs test daemon in tools/ipfs" >&2
 cd "$DIR"
-npm install --prefer-offline --ignore-scripts --no-audit --no-fund --loglevel=error
-[[ -f node_modules/ipfs/src/cli.js ]] || { echo "ipfs CLI missing after npm install" >&2; exit 1; }
+npm ci --prefer-offline --ignore-scripts --no-audit --no-fund --loglevel=error
+[[ -f node_modules/ipfs/src/cli.js ]] || { echo "ipfs CLI missing after npm ci" >&2; exit 1; }
 echo "$want" > "$STAMP"

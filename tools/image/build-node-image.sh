@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A node image for one role, from Debian packages and the wheel (issue 36): no registry, no base image needed.
+#
+#   tools/image/build-node-image.sh relay out/          # -> out/intellect-relay-rootfs.tar (+ out/rootfs/)
+#   podman import out/intellect-relay-rootfs.tar intellect-relay   # where podman runs (not on this machine's kernel)
+#
+# The root filesystem is Debian bookworm minbase + python3 (3.11) + a venv at /opt/intellect with the wheel built
+# from this checkout and the role's extra (pyproject.toml), versions pinned to requirements.lock. Worker,
+# validator and trainer images take torch from TORCH_INDEX (default: PyPI, whose build is CUDA's; pass
+# https://download.pytorch.org/whl/cpu for a CPU image). The entry point is /opt/intellect/bin/intellect-agent.
+# Needs root, mmdebstrap (Debian) and network to Debian's mirror and PyPI (fetched on this host, installed offline).
+set -euo pipefail
+ROLE="${1:?usage: build-node-image.sh worker|validator|trainer|relay OUT_DIR}"
+OUT="$(mkdir -p "${2:?OUT_DIR}" && cd "$2" && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+case "$ROLE" in worker|validator|trainer|relay) ;; *) echo "unknown role $ROLE" >&2; exit 2;; esac
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+# the wheel, from a copy of the sources (the checkout's build/ stays untouched)
+mkdir -p "$WORK/src"
+cp "$ROOT/setup.py" "$ROOT/pyproject.toml" "$ROOT/README.md" "$WORK/src/"
+cp -r "$ROOT/sdk" "$ROOT/verifier" "$ROOT/agents" "$WORK/src/"
+find "$WORK/src" -name __pycache__ -prune -exec rm -rf {} +
+PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"  # a Python with setuptools and wheel (the bootstrap's venv)
+"$PYTHON" -m pip wheel --no-deps --no-build-isolation -q -w "$WORK/wheels" "$WORK/src"
+WHEEL="$(ls "$WORK"/wheels/intellect_protocol-*.whl)"
+grep -oE '^[A-Za-z0-9][A-Za-z0-9._-]*==[^ \\;]+' "$ROOT/requirements.lock" > "$WORK/pins.txt"
+# the role's Python packages, fetched here by pip (this host's pip settings) into a wheelhouse; the image's pip then
+# installs offline from it (--no-index): nothing of this host's network setup goes into the image
+if [[ "$ROLE" != relay ]]; then
+  "$PYTHON" -m pip download -q --disable-pip-version-check --only-binary=:all: -d "$WORK/wheelhouse" \
+    ${TORCH_INDEX:+--index-url "$TORCH_INDEX"} "torch==2.13.0"
+fi
+"$PYTHON" -m pip download -q --disable-pip-version-check --only-binary=:all: -d "$WORK/wheelhouse" \
+  -c "$WORK/pins.txt" "$WHEEL[$ROLE]"
+RFS="$OUT/rootfs"
+BASE="$OUT/base-bookworm-python3.tar"  # Debian minbase + python3: built once, reused for every role
+if [[ ! -f "$BASE" ]]; then
+  mmdebstrap --variant=minbase --include=python3,python3-venv,ca-certificates --mode=root bookworm "$OUT/.base.partial.tar"
+  mv "$OUT/.base.partial.tar" "$BASE"
+fi
+rm -rf "$RFS"
+mkdir -p "$RFS"
+tar -C "$RFS" -xf "$BASE"
+mkdir -p "$RFS/tmp/intellect"
+cp -r "$WORK/wheelhouse" "$RFS/tmp/intellect/"
+chroot "$RFS" python3 -m venv /opt/intellect
+chroot "$RFS" env PIP_CONFIG_FILE=/dev/null /opt/intellect/bin/pip install -q --disable-pip-version-check \
+  --no-compile --no-index --find-links /tmp/intellect/wheelhouse "intellect-protocol[$ROLE]"
+rm -rf "$RFS/tmp/intellect" "$RFS/root/.cache"
+tar -C "$RFS" -cf "$OUT/intellect-$ROLE-rootfs.tar" .
+echo "$OUT/intellect-$ROLE-rootfs.tar"
