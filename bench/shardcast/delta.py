@@ -98,7 +98,7 @@ def files(d: Path) -> list[tuple[str, bytes]]:
     return [(p.relative_to(d).as_posix(), p.read_bytes()) for p in sorted(d.rglob("*")) if p.is_file()]
 
 
-def baselines(a: bytes, b: bytes, full: int) -> dict[str, float]:
+def baselines(a: bytes, b: bytes, full: int, level: int) -> dict[str, float]:
     (n,) = struct.unpack("<Q", a[:8])
     x = np.frombuffer(a, np.uint16, offset=8 + n) ^ np.frombuffer(b, np.uint16, offset=8 + n)
     changed = float(np.mean(x != 0))
@@ -107,7 +107,7 @@ def baselines(a: bytes, b: bytes, full: int) -> dict[str, float]:
     t_xz3 = time.perf_counter() - t0
     planes = x.view(np.uint8).reshape(-1, 2)
     t0 = time.perf_counter()
-    xp19 = sum(len(_zstd.compress(np.ascontiguousarray(planes[:, k]), 19)) for k in range(2))
+    xp19 = sum(len(_zstd.compress(np.ascontiguousarray(planes[:, k]), level)) for k in range(2))
     t_xp19 = time.perf_counter() - t0
     return {"changed_pct": 100 * changed, "xor_zstd3_pct": 100 * xz3 / full, "xor_zstd3_s": t_xz3,
             "xor_planes_zstd19_pct": 100 * xp19 / full, "xor_planes_zstd19_s": t_xp19}
@@ -153,7 +153,10 @@ def main() -> None:
     ap.add_argument("--lr", type=float, action="append", help="learning rate (repeat); default 1e-6 and 2e-5")
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--updates", type=int, default=2, help="AdamW updates per policy step (trainer default 2)")
-    ap.add_argument("--level", type=int, default=19)
+    ap.add_argument("--level", type=int, default=3, help="zstd level of ckdelta/v1 (the Origin's default: 3)")
+    ap.add_argument("--baseline-level", type=int, default=19, help="zstd level of the XOR-planes baseline")
+    ap.add_argument("--pair", type=int, action="append",
+                    help="only the pair (t-1, t) for these t (repeat); default every pair")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3, help="Shardcast fetches of each kind (median)")
     ap.add_argument("--ckpts", type=Path, default=None, help="where checkpoints are saved / reused")
@@ -166,15 +169,21 @@ def main() -> None:
     rows = []
     for lr in a.lr or [1e-6, 2e-5]:
         dirs = make_steps(src, ckpts / f"lr{lr:g}", lr, a.steps, a.updates)
-        for t in range(1, len(dirs)):
+        for t in a.pair or range(1, len(dirs)):
             prev, cur = files(dirs[t - 1]), files(dirs[t])
             full = sum(len(d) for _, d in cur)
             row: dict[str, float | str] = {"lr": f"{lr:g}", "step": f"{t - 1}->{t}", "full_bytes": full}
-            row.update(baselines(dict(prev)["model.safetensors"], dict(cur)["model.safetensors"], full))
+            row.update(baselines(dict(prev)["model.safetensors"], dict(cur)["model.safetensors"], full,
+                                 a.baseline_level))
+            c0 = time.process_time()
             payload, st = encode_delta(dict(prev), cur, base_manifest_id="0" * 64, level=a.level, threads=a.threads)
+            enc_cpu = time.process_time() - c0
+            c0 = time.process_time()
             dec, rebuilt = decode_timed(payload, dict(prev), cur, a.threads)
+            dec_cpu = time.process_time() - c0
             assert rebuilt == dict(cur), "delta did not rebuild the checkpoint"
             row.update({"ckdelta_pct": 100 * len(payload) / full, "encode_s": st.seconds, "decode_s": dec,
+                        "encode_cpu_s": enc_cpu, "decode_cpu_s": dec_cpu,
                         "streams": json.dumps(st.per_stream)})
             work = Path(tempfile.mkdtemp(prefix="delta-sc-"))
             try:
@@ -184,14 +193,14 @@ def main() -> None:
             rows.append(row)
             print(json.dumps(row), flush=True)
     print()
-    print("| lr | step | changed | xor+zstd3 | xor planes zstd19 | ckdelta/v1 | encode s | decode s | "
-          "fetch full s | fetch delta s | full / delta |")
+    print(f"| lr | step | changed | xor+zstd3 | xor planes zstd{a.baseline_level} | ckdelta/v1 (zstd {a.level}) | "
+          "encode s (CPU s) | decode s (CPU s) | fetch full s | fetch delta s | full / delta |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['lr']} | {r['step']} | {r['changed_pct']:.1f} % | {r['xor_zstd3_pct']:.2f} % | "
-              f"{r['xor_planes_zstd19_pct']:.2f} % | **{r['ckdelta_pct']:.2f} %** | {r['encode_s']:.1f} | "
-              f"{r['decode_s']:.2f} | {r['fetch_full_s']:.2f} | {r['fetch_delta_s']:.2f} | "
-              f"{r['fetch_full_s'] / r['fetch_delta_s']:.1f}× |")
+              f"{r['xor_planes_zstd19_pct']:.2f} % | **{r['ckdelta_pct']:.2f} %** | {r['encode_s']:.1f} "
+              f"({r['encode_cpu_s']:.1f}) | {r['decode_s']:.1f} ({r['decode_cpu_s']:.1f}) | {r['fetch_full_s']:.2f} | "
+              f"{r['fetch_delta_s']:.2f} | {r['fetch_full_s'] / r['fetch_delta_s']:.1f}× |")
     load = os.getloadavg()
     print(f"load at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     if a.json:

@@ -181,6 +181,23 @@ def test_delta_header_lying_about_files_refused() -> None:
         _decode(_join(header, frames), base, target)
 
 
+def test_sparse_gaps_running_past_the_tensor_refused() -> None:
+    base, target = _pair()
+    header, frames = _split(encode_delta(base, target, base_manifest_id=MID, level=3)[0])
+    st = next(f for f in header["files"] if f["op"] == "diff")
+    gaps = next(s for s in st["streams"] if s["kind"] == "gaps" and s["width"] == 2)
+    values = next(s for s in st["streams"] if s["kind"] == "plane" and s["width"] == 2)
+    start = sum(s["length"] for f in header["files"][: header["files"].index(st)] for s in f["streams"])
+    start += sum(s["length"] for s in st["streams"][: st["streams"].index(gaps)])
+    # As many gap bytes as values (within the size bound), each saying "254 zeros first": the last
+    # value would land far past the tensor's elements.
+    lie = _zstd.compress(bytes([254]) * values["size"], 3)
+    rest = frames[start + gaps["length"] :]
+    gaps["length"], gaps["size"] = len(lie), values["size"]
+    with pytest.raises(DeltaError, match="gaps run past"):
+        _decode(_join(header, frames[:start] + lie + rest), base, target)
+
+
 # -- a real checkpoint after a real optimizer step ----------------------------------------------------
 
 
