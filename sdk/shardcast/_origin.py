@@ -183,8 +183,9 @@ class Origin:
             if base is not None:
                 try:
                     manifest = self._add_delta(manifest, Path(checkpoint_dir), base, staging / "shards")
-                except (DeltaError, _zstd.ZstdError, OSError) as e:  # the full checkpoint still goes out
-                    log.warning("step %d published without a delta: %s", step, e)
+                except Exception as e:  # a delta is an optimisation: the full checkpoint still goes out
+                    log.warning("step %d published without a delta: %s: %s", step, type(e).__name__, e,
+                                exc_info=not isinstance(e, DeltaError | _zstd.ZstdError | OSError))
             final = self.data_dir / "versions" / manifest.id
             if final.exists():
                 shutil.rmtree(staging)

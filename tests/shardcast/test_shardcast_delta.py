@@ -359,3 +359,19 @@ def test_unknown_delta_encoding_in_manifest_refused_and_full_checkpoint_fetched(
     res = Client([origin.url], fsync=False).fetch_detailed(m2, tmp_path / "out", base=one)
     assert not res.delta and "intellect.ckdelta/v7" in (res.delta_error or "")
     assert_same_tree(two, tmp_path / "out")
+
+
+def test_origin_publishes_the_checkpoint_when_its_delta_fails(tmp_path: Path, origin: Origin, steps: tuple[Path, Path],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    one, two = steps
+    origin.publish(one, step=1, model_name="tiny")
+
+    def broken(*a, **kw):  # type: ignore[no-untyped-def]
+        raise RuntimeError("encoder bug")
+
+    monkeypatch.setattr(origin_mod, "encode_delta", broken)
+    m2, _ = origin.publish(two, step=2, model_name="tiny")
+    assert m2.delta is None
+    res = Client([origin.url], fsync=False).fetch_detailed(m2, tmp_path / "out", base=one)
+    assert not res.delta and res.delta_error is None
+    assert_same_tree(two, tmp_path / "out")
