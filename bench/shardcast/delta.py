@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from intellect.sdk.shardcast import Client, Origin, _zstd
-from intellect.sdk.shardcast._delta import decode_delta, encode_delta
+from intellect.sdk.shardcast._delta import decode_to_memory, encode_delta
 
 TEXTS = ["The quick brown fox jumps over the lazy dog. " * 8, "def add(a, b):\n    return a + b\n" * 6,
          "Question: what is 17 * 23? Answer: 391. " * 6, "In 1492 Columbus sailed the ocean blue. " * 7]
@@ -115,11 +115,9 @@ def baselines(a: bytes, b: bytes, full: int, level: int) -> dict[str, float]:
 
 def decode_timed(payload: bytes, base: dict[str, bytes], cur: list[tuple[str, bytes]],
                  threads: int) -> tuple[float, dict[str, bytes]]:
-    out: dict[str, bytes] = {}
     expected = [(p, len(d), hashlib.sha256(d).hexdigest()) for p, d in cur]
     t0 = time.perf_counter()
-    decode_delta(payload, lambda p: memoryview(base[p]) if p in base else None, expected,
-                 base_manifest_id="0" * 64, write=lambda p, b: out.__setitem__(p, bytes(b)), threads=threads)
+    out = decode_to_memory(payload, base, expected, base_manifest_id="0" * 64, threads=threads)
     return time.perf_counter() - t0, out
 
 

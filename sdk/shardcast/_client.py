@@ -16,10 +16,12 @@ the others.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
 import logging
+import mmap
 import os
 import shutil
 import sys
@@ -456,7 +458,7 @@ class Client:
             raise UnknownDeltaVersionError(d.encoding, DELTA_SCHEMA)
         if d.size > manifest.total_size:
             raise DeltaError(f"delta of {d.size} bytes is larger than the checkpoint ({manifest.total_size})")
-        base_files = self._check_base(base, d.base_files, d.base_step)
+        self._check_base_sizes(base, d.base_files, d.base_step)
         payload = bytearray(d.size)
         sink = _MemorySink(payload)
         pool = SourcePool(sources, reputation=self.reputation)
@@ -466,17 +468,47 @@ class Client:
         staging = out.parent / f".{out.name}.shardcast-delta"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        try:
-            def write(path: str, data: memoryview) -> None:
-                p = staging / safe_relpath(path)
-                p.parent.mkdir(parents=True, exist_ok=True)
-                with open(p, "wb") as f:
-                    f.write(data)
-                    if self.fsync:
-                        os.fsync(f.fileno())
+        maps: dict[str, tuple[int, mmap.mmap | None]] = {}
 
-            dstats = decode_delta(payload, lambda p: base_files.get(p), [(f.path, f.size, f.sha256) for f in d.files],
-                                  base_manifest_id=d.base_manifest_id, write=write)
+        def prepare(path: str, size: int, from_base: bool) -> memoryview:
+            """The staged file, a kernel copy of the base's (copy_file_range) or empty, mapped writable."""
+            p = staging / safe_relpath(path)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if from_base:
+                src = base / safe_relpath(path)
+                if not src.is_file() or src.stat().st_size != size:
+                    raise DeltaError(f"{path}: the base {base} has no file of {size} bytes at this path")
+                shutil.copyfile(src, p)
+            fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+            if not from_base:
+                os.ftruncate(fd, size)
+            m = mmap.mmap(fd, size) if size else None
+            maps[path] = (fd, m)
+            return memoryview(m) if m is not None else memoryview(bytearray())
+
+        def done(path: str) -> None:
+            fd, m = maps.pop(path)
+            if m is not None:
+                if self.fsync:
+                    m.flush()
+                m.close()
+            if self.fsync:
+                os.fsync(fd)
+            os.close(fd)
+
+        try:
+            try:
+                dstats = decode_delta(payload, [(f.path, f.size, f.sha256) for f in d.files],
+                                      base_manifest_id=d.base_manifest_id, prepare=prepare, done=done)
+            except DeltaError as e:
+                self._diagnose_base(base, d.base_files, d.base_step, e)
+                raise
+            finally:
+                for fd, m in maps.values():  # a refused rebuild: unmap what is left (views may linger)
+                    if m is not None:
+                        with contextlib.suppress(BufferError):
+                            m.close()
+                    os.close(fd)
             self._install_dir(staging, out, overwrite)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -491,20 +523,33 @@ class Client:
         return result
 
     @staticmethod
-    def _check_base(base: Path, files: list[FileDigest], step: int) -> dict[str, memoryview]:
-        """The base checkpoint's files, read and checked against the delta's base digests."""
-        out: dict[str, memoryview] = {}
+    def _check_base_sizes(base: Path, files: list[FileDigest], step: int) -> None:
+        """Cheap checks before the download: every base file is there with its size. Their contents are
+        checked by what they rebuild (each rebuilt file against the manifest's sha256), and against the
+        base digests when that fails (`_diagnose_base`)."""
         for f in files:
             p = base / safe_relpath(f.path)
             try:
-                data = p.read_bytes()
+                size = p.stat().st_size
             except OSError as e:
                 raise DeltaError(f"base {base} lacks {f.path} of step {step}: {e}") from e
-            if len(data) != f.size or hashlib.sha256(data).hexdigest() != f.sha256:
-                raise DeltaError(f"base {base}: {f.path} is not step {step}'s file (size {len(data)}, "
-                                 f"expected {f.size}, or its sha256 differs): not the delta's base")
-            out[f.path] = memoryview(data)
-        return out
+            if size != f.size:
+                raise DeltaError(f"base {base}: {f.path} is not step {step}'s file ({size} bytes, expected {f.size})")
+
+    @staticmethod
+    def _diagnose_base(base: Path, files: list[FileDigest], step: int, cause: DeltaError) -> None:
+        """After a refused rebuild: raise naming the base file that is not the delta's, if one is not."""
+        for f in files:
+            h = hashlib.sha256()
+            try:
+                with open(base / safe_relpath(f.path), "rb") as fh:
+                    while chunk := fh.read(_BUF):
+                        h.update(chunk)
+            except OSError:
+                continue
+            if h.hexdigest() != f.sha256:
+                raise DeltaError(f"base {base}: {f.path} is not step {step}'s file (its sha256 differs from the "
+                                 f"manifest's base digest): not the delta's base ({cause})") from cause
 
     @staticmethod
     def _install_dir(staged: Path, out: Path, overwrite: bool) -> None:

@@ -71,6 +71,7 @@ __all__ = [
     "DeltaStats",
     "UnknownDeltaVersionError",
     "decode_delta",
+    "decode_to_memory",
     "encode_delta",
 ]
 
@@ -437,17 +438,22 @@ def _check_streams(f: DeltaFile) -> None:
 
 def decode_delta(
     payload: bytes | memoryview,
-    base: Callable[[str], memoryview | None],
     expected: Sequence[tuple[str, int, str]],
     *,
     base_manifest_id: str,
-    write: Callable[[str, memoryview], None],
+    prepare: Callable[[str, int, bool], memoryview],
+    done: Callable[[str], None] | None = None,
     threads: int = 2,
 ) -> DeltaStats:
-    """Rebuild the target files from `payload` and the base (`base(path)` -> its bytes or None).
+    """Rebuild the target files from `payload`, in place.
 
-    expected: (path, size, sha256) of every target file, in manifest order (the manifest's word);
-    each rebuilt file must hash to its sha256 before `write(path, bytes)` sees it."""
+    expected: (path, size, sha256) of every target file, in manifest order (the manifest's word).
+    prepare(path, size, from_base): a writable buffer of `size` bytes for that file, holding the
+    base's file of the same path when `from_base` (raise `DeltaError` if the base has none of
+    that size), anything otherwise. The decoder writes only what changed (a sparse group touches
+    only its changed values), then checks the buffer against the file's sha256 and calls
+    `done(path)`. A client prepares a copy of its base file made by the kernel (`copy_file_range`)
+    and mapped, so unchanged bytes never pass through Python."""
     t0 = time.perf_counter()
     mv = memoryview(payload).cast("B")
     header, pos = parse_header(mv, [(p, s) for p, s, _ in expected], base_manifest_id)
@@ -458,20 +464,39 @@ def decode_delta(
             for s in f.streams:
                 frames.append((s, mv[pos : pos + s.length]))
                 pos += s.length
+            out = prepare(f.path, f.size, f.op != "raw")
+            if len(out) != f.size:
+                raise DeltaError(f"{f.path}: prepared buffer of {len(out)} bytes, expected {f.size}")
             if f.op == "raw":
-                out = _unzstd(frames[0][1], f.size, f.path)
-            else:
-                b = base(f.path)
-                if b is None or len(b) != f.size:
-                    raise DeltaError(f"{f.path}: the base has no file of {f.size} bytes at this path")
-                out = b if f.op == "same" else _apply_diff(f, b, frames, ex)
+                _unzstd(frames[0][1], f.size, f.path, out)
+            elif f.op == "diff":
+                _apply_diff(f, out, frames, ex)
             digest = hashlib.sha256(out).hexdigest()
+            out.release()  # the caller may now unmap it
             if digest != sha[f.path]:
                 raise DeltaError(f"{f.path}: rebuilt file has sha256 {digest}, the manifest says {sha[f.path]} "
                                  f"(a delta against other bytes, or a corrupt one)")
-            write(f.path, out)
+            if done is not None:
+                done(f.path)
     return DeltaStats(payload_bytes=len(mv), target_bytes=sum(s for _, s, _ in expected),
                       seconds=time.perf_counter() - t0)
+
+
+def decode_to_memory(payload: bytes | memoryview, base: Mapping[str, bytes | bytearray | memoryview],
+                     expected: Sequence[tuple[str, int, str]], *, base_manifest_id: str,
+                     threads: int = 2) -> dict[str, bytes]:
+    """`decode_delta` with the base and the result in memory ({path: bytes})."""
+    bufs: dict[str, bytearray] = {}
+
+    def prepare(path: str, size: int, from_base: bool) -> memoryview:
+        b = base.get(path) if from_base else None
+        if from_base and (b is None or len(memoryview(b).cast("B")) != size):
+            raise DeltaError(f"{path}: the base has no file of {size} bytes at this path")
+        bufs[path] = bytearray(b) if b is not None else bytearray(size)
+        return memoryview(bufs[path])
+
+    decode_delta(payload, expected, base_manifest_id=base_manifest_id, prepare=prepare, threads=threads)
+    return {p: bytes(b) for p, b in bufs.items()}
 
 
 def _unzstd(frame: memoryview, size: int, what: str, into: memoryview | None = None) -> memoryview:
@@ -481,8 +506,9 @@ def _unzstd(frame: memoryview, size: int, what: str, into: memoryview | None = N
         raise DeltaError(f"{what}: {e}") from e
 
 
-def _apply_diff(f: DeltaFile, base: memoryview, frames: list[tuple[Stream, memoryview]],
-                ex: ThreadPoolExecutor) -> memoryview:
+def _apply_diff(f: DeltaFile, buf: memoryview, frames: list[tuple[Stream, memoryview]],
+                ex: ThreadPoolExecutor) -> None:
+    """Turn `buf` (the base file's bytes) into the target file's, in place."""
     import numpy as np
 
     counts = _group_counts(f)
@@ -492,9 +518,11 @@ def _apply_diff(f: DeltaFile, base: memoryview, frames: list[tuple[Stream, memor
         return _unzstd(frame, s.size, f.path)
 
     raws = list(ex.map(unzstd, frames))  # every frame into a buffer of exactly its declared size
-    values: dict[tuple[int, str], np.ndarray] = {}
+    dst = np.frombuffer(buf, dtype=np.uint8)  # unchanged bytes stay: sparse groups touch only what changed
+    dense: dict[tuple[int, str], np.ndarray] = {}
     i = 0
     for (w, tr), n in sorted(counts.items()):
+        dt = _WIDTH_DTYPE[w]
         sparse = frames[i][0].kind == "gaps"
         gaps = np.frombuffer(raws[i], dtype=np.uint8) if sparse else None
         i += sparse
@@ -503,9 +531,9 @@ def _apply_diff(f: DeltaFile, base: memoryview, frames: list[tuple[Stream, memor
         for j in range(w):
             cols[:, j] = np.frombuffer(raws[i + j], dtype=np.uint8)
         i += w
-        vals = cols.reshape(-1).view(_WIDTH_DTYPE[w])
+        vals = cols.reshape(-1).view(dt)
         if gaps is None:
-            values[(w, tr)] = vals
+            dense[(w, tr)] = vals
             continue
         ends = gaps != 255
         if int(np.count_nonzero(ends)) != k:
@@ -513,18 +541,24 @@ def _apply_diff(f: DeltaFile, base: memoryview, frames: list[tuple[Stream, memor
         pos = np.cumsum(gaps, dtype=np.int64)[ends] + np.arange(k, dtype=np.int64)
         if k and pos[-1] >= n:
             raise DeltaError(f"{f.path}: group ({w}, {tr}) gaps run past its {n} elements")
-        dense = np.zeros(n, dtype=_WIDTH_DTYPE[w])
-        dense[pos] = vals + np.array(1, dtype=_WIDTH_DTYPE[w])
-        values[(w, tr)] = dense
-    out = bytearray(f.size)
-    used = dict.fromkeys(values, 0)
-    dst = np.frombuffer(out, dtype=np.uint8)
-    src = np.frombuffer(base, dtype=np.uint8)
+        # element index in the group -> byte offset in the file, through the group's segments
+        segs = [s for s in f.segments if (s.width, s.transform) == (w, tr)]
+        first = np.cumsum([0] + [(s.end - s.start) // w for s in segs], dtype=np.int64)
+        which = np.searchsorted(first, pos, side="right") - 1
+        at = np.array([s.start for s in segs], dtype=np.int64)[which] + (pos - first[which]) * w
+        old = np.zeros(k, dtype=dt)
+        for j in range(w):
+            old |= dst[at + j].astype(dt) << np.array(8 * j, dtype=dt)
+        new = _inverse(old, vals + np.array(1, dtype=dt), w, tr).view(np.uint8).reshape(k, w)
+        for j in range(w):
+            dst[at + j] = new[:, j]
+    used = dict.fromkeys(dense, 0)
     for s in f.segments:
         key = (s.width, s.transform)
+        if key not in dense:
+            continue
         n = (s.end - s.start) // s.width
-        d = values[key][used[key] : used[key] + n]
+        d = dense[key][used[key] : used[key] + n]
         used[key] += n
-        b = src[s.start : s.end].view(_WIDTH_DTYPE[s.width])
+        b = dst[s.start : s.end].view(_WIDTH_DTYPE[s.width])
         dst[s.start : s.end] = _inverse(b, d, s.width, s.transform).view(np.uint8)
-    return memoryview(out)

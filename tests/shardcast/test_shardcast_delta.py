@@ -28,7 +28,7 @@ from intellect.sdk.shardcast._delta import (
     DeltaError,
     DeltaHeader,
     UnknownDeltaVersionError,
-    decode_delta,
+    decode_to_memory,
     encode_delta,
 )
 
@@ -82,10 +82,7 @@ def _expected(target: list[tuple[str, bytes]]) -> list[tuple[str, int, str]]:
 
 def _decode(payload: bytes, base: dict[str, bytes], target: list[tuple[str, bytes]],
             base_id: str = MID) -> dict[str, bytes]:
-    out: dict[str, bytes] = {}
-    decode_delta(payload, lambda p: memoryview(base[p]) if p in base else None, _expected(target),
-                 base_manifest_id=base_id, write=lambda p, b: out.__setitem__(p, bytes(b)))
-    return out
+    return decode_to_memory(payload, base, _expected(target), base_manifest_id=base_id)
 
 
 def _split(payload: bytes) -> tuple[dict, bytes]:  # type: ignore[type-arg]
@@ -101,13 +98,16 @@ def _join(header: dict, frames: bytes) -> bytes:  # type: ignore[type-arg]
 # -- the codec ---------------------------------------------------------------------------------------
 
 
-def test_delta_roundtrip_bit_exact_and_small() -> None:
-    base, target = _pair()
+@pytest.mark.parametrize("frac", [0.05, 0.9], ids=["sparse", "dense"])
+def test_delta_roundtrip_bit_exact_and_small(frac: float) -> None:
+    base, target = _pair(frac=frac)
     payload, stats = encode_delta(base, target, base_manifest_id=MID, level=9)
     assert _decode(payload, base, target) == dict(target)
     full = sum(len(d) for _, d in target)
-    assert stats.payload_bytes == len(payload) < full * 0.25
+    assert stats.payload_bytes == len(payload) < full * (0.25 if frac < 0.5 else 0.9)
     header = DeltaHeader.model_validate(_split(payload)[0])
+    kinds = {s.kind for f in header.files for s in f.streams if s.width > 1}
+    assert kinds == ({"gaps", "plane"} if frac < 0.5 else {"plane"})
     ops = {f.path: f.op for f in header.files}
     assert ops == {"added/notes.txt": "raw", "config.json": "same", "model.safetensors": "diff"}
     st = next(f for f in header.files if f.path == "model.safetensors")
