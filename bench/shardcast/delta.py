@@ -121,9 +121,13 @@ def decode_timed(payload: bytes, base: dict[str, bytes], cur: list[tuple[str, by
     return time.perf_counter() - t0, out
 
 
-def shardcast_times(prev: Path, cur: Path, work: Path, repeat: int, level: int) -> dict[str, float]:
-    """Publish prev and cur from an origin; time a client fetching cur in full and as a delta."""
-    origin = Origin(work / "origin", shard_size=50_000_000, delta_level=level).start()
+def shardcast_times(prev: Path, cur: Path, work: Path, repeat: int, level: int,
+                    link_mbit: float | None) -> dict[str, float]:
+    """Publish prev and cur from an origin; time a client fetching cur in full and as a delta.
+    link_mbit: cap the origin's sending at this many Mbit/s per client (its 4 download threads
+    share it: each response is capped at a quarter), as a network link between them would."""
+    rate = int(link_mbit * 1e6 / 8 / 4) if link_mbit else None
+    origin = Origin(work / "origin", shard_size=50_000_000, delta_level=level, max_rate=rate).start()
     try:
         origin.publish(prev, step=1, model_name="bench")
         t0 = time.perf_counter()
@@ -159,11 +163,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="Shardcast fetches of each kind (median)")
     ap.add_argument("--ckpts", type=Path, default=None, help="where checkpoints are saved / reused")
     ap.add_argument("--json", type=Path, default=None, help="write the results here too")
+    ap.add_argument("--link-mbit", type=float, default=None,
+                    help="cap the origin at this many Mbit/s per client (default: loopback, uncapped)")
     a = ap.parse_args()
     src, name = model_dir()
     ckpts = a.ckpts or Path(tempfile.mkdtemp(prefix="delta-ckpts-"))
     load = os.getloadavg()
-    print(f"model: {name} ({src}); zstd {_zstd.version()}; load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    print(f"model: {name} ({src}); zstd {_zstd.version()}; load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
+          f"link {a.link_mbit or 'loopback'} Mbit/s")
     rows = []
     for lr in a.lr or [1e-6, 2e-5]:
         dirs = make_steps(src, ckpts / f"lr{lr:g}", lr, a.steps, a.updates)
@@ -185,7 +192,7 @@ def main() -> None:
                         "streams": json.dumps(st.per_stream)})
             work = Path(tempfile.mkdtemp(prefix="delta-sc-"))
             try:
-                row.update(shardcast_times(dirs[t - 1], dirs[t], work, a.repeat, a.level))
+                row.update(shardcast_times(dirs[t - 1], dirs[t], work, a.repeat, a.level, a.link_mbit))
             finally:
                 shutil.rmtree(work, ignore_errors=True)
             rows.append(row)
