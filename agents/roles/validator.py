@@ -223,7 +223,9 @@ class Validator(Agent):
                 out.parent.mkdir(parents=True, exist_ok=True)
                 if self._shardcast_reputation is None:  # corrupt-shard benches outlive one fetch
                     self._shardcast_reputation = SourceReputation()
-                Client(relays=sources, ipfs=self.ipfs, fsync=False, reputation=self._shardcast_reputation).fetch(cid, out)
+                prev = out.parent / f"step-{step - 1}"  # a delta against it when held, else the full checkpoint
+                Client(relays=sources, ipfs=self.ipfs, fsync=False, reputation=self._shardcast_reputation).fetch(
+                    cid, out, base=prev if (prev / "config.json").is_file() else None)
             import torch
 
             from intellect.agents.hardware import resolve

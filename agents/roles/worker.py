@@ -125,14 +125,17 @@ class CheckpointFollower:
         if out.exists():
             return out
         t0 = time.perf_counter()
+        prev = self.path(step - 1)  # held from the last step: fetch only the change (full checkpoint otherwise)
         res = Client(relays=w.shardcast_sources(), ipfs=w.ipfs, fsync=False, reputation=self.reputation).fetch_detailed(
-            cid, out)
+            cid, out, base=prev if (prev / "config.json").is_file() else None)
         w.count("checkpoints_fetched")
         if res.corrupt_dropped:  # a source served bytes that failed the manifest's sha256: benched by the client
             w.count("corrupt_shards_dropped", res.corrupt_dropped)
             log.warning("checkpoint step %d: dropped %d corrupt shard(s); verified shards came from %s", step,
                         res.corrupt_dropped, res.per_source)
         self.fetches = [*self.fetches[-9:], {"step": step, "manifest_cid": cid, "shards": res.downloaded_shards,
+                                             "bytes": res.downloaded_bytes, "delta": res.delta,
+                                             "delta_error": res.delta_error,
                                              "corrupt_dropped": res.corrupt_dropped, "per_source": res.per_source}]
         log.info("fetched checkpoint step %d (%s) in %.2fs", step, cid, time.perf_counter() - t0)
         w.manifest_cids[step] = cid

@@ -10,6 +10,7 @@ canonical bytes) names the version on the wire, its IPFS CID names it on-chain.
 """
 
 from ._client import Client, FetchResult
+from ._delta import DELTA_SCHEMA, DeltaError, UnknownDeltaVersionError
 from ._download import SourcePool, SourceReputation
 from ._errors import (
     FetchError,
@@ -22,7 +23,7 @@ from ._errors import (
     UnsafePathError,
     UpstreamError,
 )
-from ._manifest import MANIFEST_SCHEMA, FileEntry, Manifest, ShardEntry
+from ._manifest import MANIFEST_SCHEMA, DeltaInfo, FileDigest, FileEntry, Manifest, ShardEntry
 from ._origin import DEFAULT_SHARD_SIZE, IpfsLike, Origin, build_shards
 from ._relay import Relay
 from ._wire import API_PREFIX
@@ -30,10 +31,14 @@ from ._wire import API_PREFIX
 __all__ = [
     "API_PREFIX",
     "DEFAULT_SHARD_SIZE",
+    "DELTA_SCHEMA",
     "MANIFEST_SCHEMA",
     "Client",
+    "DeltaError",
+    "DeltaInfo",
     "FetchError",
     "FetchResult",
+    "FileDigest",
     "FileEntry",
     "InconsistentManifestError",
     "IpfsLike",
@@ -47,6 +52,7 @@ __all__ = [
     "ShardcastError",
     "SourcePool",
     "SourceReputation",
+    "UnknownDeltaVersionError",
     "UnknownSchemaVersionError",
     "UnsafePathError",
     "UpstreamError",

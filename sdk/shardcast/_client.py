@@ -16,10 +16,12 @@ the others.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
 import logging
+import mmap
 import os
 import shutil
 import sys
@@ -30,10 +32,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._delta import DELTA_SCHEMA, DeltaError, UnknownDeltaVersionError, decode_delta
 from ._directio import ALIGN, DIRECT_MIN, DirectFile, preallocate
 from ._download import DownloadStats, SourcePool, SourceReputation, download_shards
 from ._errors import FetchError, OutputExistsError, ShardcastError, UnknownSchemaVersionError
-from ._manifest import MAX_MANIFEST_BYTES, Manifest, ShardEntry, safe_relpath
+from ._manifest import MAX_MANIFEST_BYTES, FileDigest, Manifest, ShardEntry, safe_relpath
 from ._origin import IpfsLike
 
 __all__ = ["Client", "FetchResult"]
@@ -80,6 +83,10 @@ class FetchResult:
     failures: int
     seconds: float
     per_source: dict[str, int]
+    delta: bool = False
+    """True when the checkpoint was rebuilt from its delta against a local base."""
+    delta_error: str | None = None
+    """Why a delta offered for this checkpoint was refused (then the full checkpoint was fetched)."""
 
 
 class _Staging:
@@ -215,6 +222,31 @@ class _ClientSink:
         self._journal.close()
 
 
+class _MemorySink:
+    """Receives the delta's shards straight into one buffer (a delta is small: a few % of a checkpoint)."""
+
+    def __init__(self, buf: bytearray) -> None:
+        self.view = memoryview(buf)
+
+    def buffer_phase(self, shard: ShardEntry, pos: int) -> int:
+        return 0
+
+    def begin(self, shard: ShardEntry) -> None:
+        pass
+
+    def target(self, shard: ShardEntry) -> memoryview | None:
+        return self.view[shard.offset : shard.offset + shard.size]
+
+    def write(self, shard: ShardEntry, pos: int, data: memoryview) -> None:
+        raise AssertionError("unreachable: bytes land in target()")
+
+    def commit(self, shard: ShardEntry) -> None:
+        pass
+
+    def abort(self, shard: ShardEntry) -> None:
+        pass
+
+
 class _TotalHasher:
     """sha256 of the whole stream, computed in shard order as shards get verified (pipelined)."""
 
@@ -321,12 +353,16 @@ class Client:
                                    source=str(manifest_or_cid))
 
     def fetch(self, manifest_or_cid: Manifest | str | bytes | Path, out_dir: Path | str, *,
-              overwrite: bool = False) -> Path:
-        """Download, verify and atomically write the checkpoint to `out_dir`; returns `out_dir`."""
-        return self.fetch_detailed(manifest_or_cid, out_dir, overwrite=overwrite).path
+              overwrite: bool = False, base: Path | str | None = None) -> Path:
+        """Download, verify and atomically write the checkpoint to `out_dir`; returns `out_dir`.
+
+        base: a local directory holding an earlier checkpoint (normally the previous step, as an
+        earlier fetch installed it): when the manifest carries a delta against exactly those files,
+        only the delta is downloaded and the checkpoint rebuilt from it; else the full checkpoint."""
+        return self.fetch_detailed(manifest_or_cid, out_dir, overwrite=overwrite, base=base).path
 
     def fetch_detailed(self, manifest_or_cid: Manifest | str | bytes | Path, out_dir: Path | str, *,
-                       overwrite: bool = False) -> FetchResult:
+                       overwrite: bool = False, base: Path | str | None = None) -> FetchResult:
         t0 = time.monotonic()
         manifest = self.resolve(manifest_or_cid)
         sources = list(self.relays)
@@ -338,6 +374,18 @@ class Client:
         if out.exists() and not overwrite:
             raise OutputExistsError(f"{out} already exists; remove it or pass overwrite=True")
         out.parent.mkdir(parents=True, exist_ok=True)
+        delta_error: str | None = None
+        if base is not None and manifest.delta is not None:
+            try:
+                return self._fetch_delta(manifest, sources, Path(base), out, overwrite, t0)
+            except (DeltaError, FetchError) as e:
+                delta_error = f"{type(e).__name__}: {e}"
+                log.warning("delta of %s step %d refused (%s): fetching the full checkpoint", manifest.model_name,
+                            manifest.step, delta_error)
+        return self._fetch_full(manifest, sources, out, overwrite, t0, delta_error)
+
+    def _fetch_full(self, manifest: Manifest, sources: list[str], out: Path, overwrite: bool, t0: float,
+                    delta_error: str | None) -> FetchResult:
         side = out.parent / f".{out.name}.shardcast"
         done = self._prepare_sidecar(side, manifest)
         staging = _Staging(manifest, side / "data", direct=self.direct_io)
@@ -392,11 +440,129 @@ class Client:
                              downloaded_shards=stats.shards, downloaded_bytes=stats.bytes,
                              corrupt_dropped=stats.corrupt, failures=stats.failures,
                              seconds=time.monotonic() - t0,
-                             per_source=dict(stats.per_source))
+                             per_source=dict(stats.per_source), delta_error=delta_error)
         self.last_result = result
         log.info("fetched %s step %d into %s: %d shards downloaded, %d resumed, %.2f s", manifest.model_name,
                  manifest.step, out, result.downloaded_shards, result.resumed_shards, result.seconds)
         return result
+
+    # -- deltas ------------------------------------------------------------------------------------
+
+    def _fetch_delta(self, manifest: Manifest, sources: list[str], base: Path, out: Path, overwrite: bool,
+                     t0: float) -> FetchResult:
+        """Rebuild the checkpoint from its delta and the files in `base`; raises DeltaError (or
+        FetchError when the delta could not be downloaded) for the caller to fall back on."""
+        d = manifest.delta
+        assert d is not None
+        if d.encoding != DELTA_SCHEMA:
+            raise UnknownDeltaVersionError(d.encoding, DELTA_SCHEMA)
+        if d.size > manifest.total_size:
+            raise DeltaError(f"delta of {d.size} bytes is larger than the checkpoint ({manifest.total_size})")
+        self._check_base_sizes(base, d.base_files, d.base_step)
+        payload = bytearray(d.size)
+        sink = _MemorySink(payload)
+        pool = SourcePool(sources, reputation=self.reputation)
+        # A delta is an optimisation: give up on it quickly and fetch the checkpoint instead.
+        stats = download_shards(manifest, [s.index for s in d.shards], pool, sink, workers=self.workers,
+                                wait=self.wait, stall_timeout=min(self.stall_timeout, 30.0), max_hard_failures=3)
+        staging = out.parent / f".{out.name}.shardcast-delta"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        maps: dict[str, tuple[int, mmap.mmap | None]] = {}
+
+        def prepare(path: str, size: int, from_base: bool) -> memoryview:
+            """The staged file, a kernel copy of the base's (copy_file_range) or empty, mapped writable."""
+            p = staging / safe_relpath(path)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if from_base:
+                src = base / safe_relpath(path)
+                if not src.is_file() or src.stat().st_size != size:
+                    raise DeltaError(f"{path}: the base {base} has no file of {size} bytes at this path")
+                shutil.copyfile(src, p)
+            fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+            if not from_base:
+                os.ftruncate(fd, size)
+            m = mmap.mmap(fd, size) if size else None
+            maps[path] = (fd, m)
+            return memoryview(m) if m is not None else memoryview(bytearray())
+
+        def done(path: str) -> None:
+            fd, m = maps.pop(path)
+            if m is not None:
+                if self.fsync:
+                    m.flush()
+                m.close()
+            if self.fsync:
+                os.fsync(fd)
+            os.close(fd)
+
+        try:
+            try:
+                dstats = decode_delta(payload, [(f.path, f.size, f.sha256) for f in d.files],
+                                      base_manifest_id=d.base_manifest_id, prepare=prepare, done=done)
+            except DeltaError as e:
+                self._diagnose_base(base, d.base_files, d.base_step, e)
+                raise
+            finally:
+                for fd, m in maps.values():  # a refused rebuild: unmap what is left (views may linger)
+                    if m is not None:
+                        with contextlib.suppress(BufferError):
+                            m.close()
+                    os.close(fd)
+            self._install_dir(staging, out, overwrite)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        result = FetchResult(path=out, manifest=manifest, resumed_shards=0, downloaded_shards=stats.shards,
+                             downloaded_bytes=stats.bytes, corrupt_dropped=stats.corrupt, failures=stats.failures,
+                             seconds=time.monotonic() - t0, per_source=dict(stats.per_source), delta=True)
+        self.last_result = result
+        log.info("rebuilt %s step %d from its %d-byte delta against step %d (%.2f %% of the checkpoint; decoded in "
+                 "%.2f s) into %s", manifest.model_name, manifest.step, d.size, d.base_step,
+                 100 * d.size / max(1, manifest.total_size), dstats.seconds, out)
+        return result
+
+    @staticmethod
+    def _check_base_sizes(base: Path, files: list[FileDigest], step: int) -> None:
+        """Cheap checks before the download: every base file is there with its size. Their contents are
+        checked by what they rebuild (each rebuilt file against the manifest's sha256), and against the
+        base digests when that fails (`_diagnose_base`)."""
+        for f in files:
+            p = base / safe_relpath(f.path)
+            try:
+                size = p.stat().st_size
+            except OSError as e:
+                raise DeltaError(f"base {base} lacks {f.path} of step {step}: {e}") from e
+            if size != f.size:
+                raise DeltaError(f"base {base}: {f.path} is not step {step}'s file ({size} bytes, expected {f.size})")
+
+    @staticmethod
+    def _diagnose_base(base: Path, files: list[FileDigest], step: int, cause: DeltaError) -> None:
+        """After a refused rebuild: raise naming the base file that is not the delta's, if one is not."""
+        for f in files:
+            h = hashlib.sha256()
+            try:
+                with open(base / safe_relpath(f.path), "rb") as fh:
+                    while chunk := fh.read(_BUF):
+                        h.update(chunk)
+            except OSError:
+                continue
+            if h.hexdigest() != f.sha256:
+                raise DeltaError(f"base {base}: {f.path} is not step {step}'s file (its sha256 differs from the "
+                                 f"manifest's base digest): not the delta's base ({cause})") from cause
+
+    @staticmethod
+    def _install_dir(staged: Path, out: Path, overwrite: bool) -> None:
+        trash = None
+        if out.exists():
+            if not overwrite:
+                raise OutputExistsError(f"{out} appeared while fetching; not replacing it")
+            trash = out.parent / f".{out.name}.shardcast-old"
+            shutil.rmtree(trash, ignore_errors=True)
+            out.rename(trash)
+        staged.rename(out)
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
 
     # -- internals -------------------------------------------------------------------------------
 

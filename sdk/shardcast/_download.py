@@ -333,7 +333,7 @@ def download_shards(
                         done_cv.wait(0.5)  # in-flight shards may fail and come back
                         continue
                     index = queue.popleft()
-                shard = manifest.shards[index]
+                shard = manifest.shard(index)
                 url, delay = pool.pick()
                 if url is None:
                     with lock:

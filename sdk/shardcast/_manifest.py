@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ._errors import InconsistentManifestError, ManifestError, UnknownSchemaVersionError, UnsafePathError
 
-__all__ = ["MANIFEST_SCHEMA", "FileEntry", "Manifest", "ShardEntry", "safe_relpath"]
+__all__ = ["MANIFEST_SCHEMA", "DeltaInfo", "FileDigest", "FileEntry", "Manifest", "ShardEntry", "safe_relpath"]
 
 MANIFEST_SCHEMA = "intellect.shardcast.manifest/v1"
 #: Largest manifest a reader accepts (a 62 GB checkpoint in 50 MB shards is ~1,300 shards ≈ 200 KB).
@@ -89,6 +89,55 @@ class ShardEntry(BaseModel):
         return v
 
 
+class FileDigest(BaseModel):
+    """A file of a checkpoint with its sha256 (what a client that rebuilt it from a delta checks)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    size: int = Field(ge=0)
+    sha256: str
+
+    @field_validator("path")
+    @classmethod
+    def _path_is_safe(cls, v: str) -> str:
+        return safe_relpath(v)
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str) -> str:
+        if not _HEX64.match(v):
+            raise ValueError("sha256 must be 64 lowercase hex characters")
+        return v
+
+
+class DeltaInfo(BaseModel):
+    """The checkpoint also as a change against the previous published step (docs/shardcast.md, "Deltas").
+
+    The delta is one byte stream of `size` bytes in shards of the manifest's `shard_size`, served
+    like the checkpoint's own shards; their indices continue after the checkpoint's (a version has
+    `len(shards) + len(delta.shards)` shards on the wire). `encoding` is a free string here, so that
+    a manifest whose delta this reader cannot decode is still a manifest: the client refuses the
+    delta (`UnknownDeltaVersionError`) and fetches the full checkpoint."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    encoding: str = Field(min_length=1, max_length=100, description="payload format, e.g. intellect.ckdelta/v1")
+    base_step: int = Field(ge=0)
+    base_manifest_id: str = Field(description="id of the base version's manifest")
+    base_files: list[FileDigest] = Field(description="the base checkpoint's files and sha256s")
+    files: list[FileDigest] = Field(description="this checkpoint's files (as `Manifest.files`) and sha256s")
+    size: int = Field(gt=0)
+    shards: list[ShardEntry]
+
+    @field_validator("base_manifest_id")
+    @classmethod
+    def _hex(cls, v: str) -> str:
+        if not _HEX64.match(v):
+            raise ValueError("must be 64 lowercase hex characters")
+        return v
+
+
 class Manifest(BaseModel):
     """A versioned description of one checkpoint (see the module docstring)."""
 
@@ -107,6 +156,7 @@ class Manifest(BaseModel):
     total_sha256: str = Field(description="sha256 of the whole concatenated stream")
     root_sha256: str = Field(description="sha256 over the concatenated shard digests (hash list)")
     relay_hints: list[str] = Field(default_factory=list, description="relay base URLs to try")
+    delta: DeltaInfo | None = Field(default=None, description="the checkpoint as a change against the previous step")
 
     @field_validator("total_sha256", "root_sha256")
     @classmethod
@@ -151,13 +201,53 @@ class Manifest(BaseModel):
         root = hashlib.sha256(b"".join(bytes.fromhex(s.sha256) for s in self.shards)).hexdigest()
         if root != self.root_sha256:
             raise InconsistentManifestError("root_sha256 does not match the shard digests")
+        if self.delta is not None:
+            self._delta_consistent(self.delta)
         return self
+
+    def _delta_consistent(self, d: DeltaInfo) -> None:
+        if [(f.path, f.size) for f in d.files] != [(f.path, f.size) for f in self.files]:
+            raise InconsistentManifestError("delta.files do not list the checkpoint's files")
+        if d.base_step >= self.step:
+            raise InconsistentManifestError(f"delta base step {d.base_step} is not before step {self.step}")
+        if len({f.path for f in d.base_files}) != len(d.base_files):
+            raise InconsistentManifestError("delta.base_files lists a path twice")
+        pos, first = 0, len(self.shards)
+        for j, s in enumerate(d.shards):
+            if s.index != first + j or s.offset != pos:
+                raise InconsistentManifestError(f"delta shard {j} has index {s.index} / offset {s.offset}, expected "
+                                                f"{first + j} / {pos}")
+            if s.size > self.shard_size or (j < len(d.shards) - 1 and s.size != self.shard_size):
+                raise InconsistentManifestError(f"delta shard {j} has size {s.size}")
+            pos += s.size
+        if pos != d.size:
+            raise InconsistentManifestError(f"delta shards add up to {pos} bytes, delta.size says {d.size}")
+
+    @property
+    def shard_count(self) -> int:
+        """Shards of this version on the wire: the checkpoint's, then its delta's."""
+        return len(self.shards) + (len(self.delta.shards) if self.delta is not None else 0)
+
+    def shard(self, index: int) -> ShardEntry:
+        """Shard `index` on the wire (a delta shard past the checkpoint's)."""
+        n = len(self.shards)
+        if index < n:
+            return self.shards[index]
+        if self.delta is None:
+            raise IndexError(index)
+        return self.delta.shards[index - n]
+
+    def all_shards(self) -> list[ShardEntry]:
+        return [*self.shards, *(self.delta.shards if self.delta is not None else ())]
 
     # -- identity and (de)serialisation ------------------------------------------------------
 
     def to_bytes(self) -> bytes:
         """Canonical JSON (sorted keys, no spaces): the bytes published to IPFS and served."""
-        return json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":")).encode()
+        # A manifest without a delta serialises as it did before deltas existed (same id).
+        exclude = {"delta"} if self.delta is None else None
+        return json.dumps(self.model_dump(mode="json", by_alias=True, exclude=exclude), sort_keys=True,
+                          separators=(",", ":")).encode()
 
     @property
     def id(self) -> str:

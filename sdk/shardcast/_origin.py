@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from .._http import ServerLimits
+from . import _zstd
+from ._delta import DEFAULT_LEVEL, DELTA_SCHEMA, DeltaError, encode_delta
 from ._errors import ManifestError, ShardcastError
-from ._manifest import FileEntry, Manifest, ShardEntry, checkpoint_files, now_utc
+from ._manifest import DeltaInfo, FileDigest, FileEntry, Manifest, ShardEntry, checkpoint_files, now_utc
 from ._server import ShardServer
-from ._store import ShardStore
+from ._store import ShardStore, VersionState
 
 __all__ = ["DEFAULT_SHARD_SIZE", "IpfsLike", "Origin", "build_shards"]
 
@@ -131,7 +133,17 @@ class Origin:
         relay_hints: Sequence[str] = (),
         max_rate: int | None = None,
         limits: ServerLimits | None = None,
+        delta: bool = True,
+        delta_level: int = DEFAULT_LEVEL,
+        delta_threads: int = 2,
     ) -> None:
+        """delta: publish each checkpoint also as a change against the previous version this origin
+        published of the same model (`intellect.ckdelta/v1`, docs/shardcast.md "Deltas");
+        delta_level: its zstd level; delta_threads: streams compressed in parallel."""
+        self.delta = delta
+        self.delta_level = delta_level
+        self.delta_threads = delta_threads
+        self.last_delta_stats: dict[str, float | int | str] | None = None
         self.data_dir = Path(data_dir)
         self.ipfs = ipfs
         self.shard_size = shard_size
@@ -167,6 +179,13 @@ class Origin:
         try:
             manifest = build_shards(checkpoint_dir, staging / "shards", step=step, model_name=model_name,
                                     shard_size=self.shard_size, relay_hints=self.relay_hints)
+            base = self._delta_base(model_name, step) if self.delta else None
+            if base is not None:
+                try:
+                    manifest = self._add_delta(manifest, Path(checkpoint_dir), base, staging / "shards")
+                except Exception as e:  # a delta is an optimisation: the full checkpoint still goes out
+                    log.warning("step %d published without a delta: %s: %s", step, type(e).__name__, e,
+                                exc_info=not isinstance(e, DeltaError | _zstd.ZstdError | OSError))
             final = self.data_dir / "versions" / manifest.id
             if final.exists():
                 shutil.rmtree(staging)
@@ -176,7 +195,74 @@ class Origin:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         cid = self.ipfs.add(manifest.to_bytes(), pin=True) if self.ipfs is not None else None
-        self.store.add_version(manifest, present={s.index for s in manifest.shards})
+        self.store.add_version(manifest, present={s.index for s in manifest.all_shards()})
         log.info("published %s step %d: %d bytes in %d shards, manifest %s cid %s", model_name, step,
                  manifest.total_size, len(manifest.shards), manifest.id[:12], cid)
         return manifest, cid
+
+    # -- deltas ------------------------------------------------------------------------------------
+
+    def _delta_base(self, model_name: str, step: int) -> VersionState | None:
+        """The newest complete version of `model_name` before `step` this origin holds (the previous
+        publish), or None."""
+        for st in reversed(self.store.versions()):
+            m = st.manifest
+            if m.model_name == model_name and m.step < step and st.complete and not st.removed:
+                return st
+        return None
+
+    def _add_delta(self, manifest: Manifest, checkpoint_dir: Path, base: VersionState, shard_dir: Path) -> Manifest:
+        """`manifest` with a delta against `base` whose shards are written into `shard_dir`; the
+        manifest unchanged when the delta would not be smaller than the checkpoint."""
+        target = [(f.path, (checkpoint_dir / f.path).read_bytes()) for f in manifest.files]
+        total = hashlib.sha256()
+        for _, data in target:
+            total.update(data)
+        if total.hexdigest() != manifest.total_sha256:
+            raise DeltaError(f"{checkpoint_dir} changed while it was being published")
+        base_files = read_version_files(base)
+        payload, stats = encode_delta(base_files, target, base_manifest_id=base.manifest.id,
+                                      level=self.delta_level, threads=self.delta_threads)
+        self.last_delta_stats = {"base_step": base.manifest.step, "step": manifest.step, "bytes": stats.payload_bytes,
+                                 "full_bytes": manifest.total_size, "encode_s": round(stats.seconds, 3)}
+        if stats.payload_bytes >= manifest.total_size:
+            log.info("step %d: delta (%d bytes) not smaller than the checkpoint: published without one",
+                     manifest.step, stats.payload_bytes)
+            return manifest
+        shards: list[ShardEntry] = []
+        first = len(manifest.shards)
+        view = memoryview(payload)
+        for j, off in enumerate(range(0, len(payload), manifest.shard_size)):
+            piece = view[off : off + manifest.shard_size]
+            (shard_dir / str(first + j)).write_bytes(piece)
+            shards.append(ShardEntry(index=first + j, offset=off, size=len(piece),
+                                     sha256=hashlib.sha256(piece).hexdigest()))
+        info = DeltaInfo(
+            encoding=DELTA_SCHEMA, base_step=base.manifest.step, base_manifest_id=base.manifest.id,
+            base_files=[FileDigest(path=p, size=len(d), sha256=hashlib.sha256(d).hexdigest())
+                        for p, d in base_files.items()],
+            files=[FileDigest(path=p, size=len(d), sha256=hashlib.sha256(d).hexdigest()) for p, d in target],
+            size=len(payload), shards=shards)
+        log.info("step %d: delta against step %d is %d bytes (%.2f %% of %d), encoded in %.2f s", manifest.step,
+                 base.manifest.step, len(payload), 100 * len(payload) / max(1, manifest.total_size),
+                 manifest.total_size, stats.seconds)
+        return Manifest.model_validate({**manifest.model_dump(by_alias=True), "delta": info.model_dump()})
+
+
+def read_version_files(st: VersionState) -> dict[str, bytes]:
+    """The files of a stored version, reassembled from its verified shard files (the bytes clients got)."""
+    m = st.manifest
+    out: dict[str, bytes] = {}
+    for f in m.files:
+        buf = bytearray(f.size)
+        for shard in m.shards:
+            lo, hi = max(shard.offset, f.offset), min(shard.offset + shard.size, f.offset + f.size)
+            if lo >= hi:
+                continue
+            with open(st.shard_path(shard.index), "rb") as fh:
+                fh.seek(lo - shard.offset)
+                n = fh.readinto(memoryview(buf)[lo - f.offset : hi - f.offset])
+            if n != hi - lo:
+                raise DeltaError(f"shard {shard.index} of version {m.id[:12]} is short")
+        out[f.path] = bytes(buf)
+    return out

@@ -111,6 +111,13 @@ class _RelaySink:
         self._part(shard).unlink(missing_ok=True)
 
 
+def _pull_order(manifest: Manifest, present: set[int]) -> list[int]:
+    """Shards still to pull: the delta's first (small, and what every client holding the previous
+    step asks for), then the checkpoint's."""
+    delta = [s.index for s in manifest.delta.shards] if manifest.delta is not None else []
+    return [i for i in [*delta, *(s.index for s in manifest.shards)] if i not in present]
+
+
 class Relay:
     """Relay node: `Relay(upstreams=[url], data_dir=..., keep=3, port=8601).start()`."""
 
@@ -261,7 +268,7 @@ class Relay:
         if st is None:
             return
         t0 = time.monotonic()
-        missing = [s.index for s in manifest.shards if s.index not in st.present]
+        missing = _pull_order(manifest, st.present)
         while missing and not self._stop.is_set() and not st.removed:
             with self._lock:
                 self._pulling += 1
@@ -279,7 +286,7 @@ class Relay:
             finally:
                 with self._lock:
                     self._pulling -= 1
-            missing = [s.index for s in manifest.shards if s.index not in st.present]
+            missing = _pull_order(manifest, st.present)
 
     # -- RAM arena write-behind --------------------------------------------------------------------
 

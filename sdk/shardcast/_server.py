@@ -2,14 +2,15 @@
 
 Routes (all under `/shardcast/v1`)::
 
-    GET /health                                     {"schema", "role", "versions"}, and for a relay
+    GET /health                                     {"schema", "role", "versions", "bytes_served"}, and for a relay
                                                     with a RAM arena "unpersisted_bytes",
                                                     "ram_free_bytes"
     GET /versions?after=<id>&wait=<s>               versions document; long-polls while the
                                                     latest version is still `after`
     GET /versions/<id>/manifest?wait=<s>            canonical manifest bytes
     GET /versions/<id>/shards/<i>?wait=<s>          shard bytes (Range supported); waits up to
-                                                    `wait` s for a shard still on its way
+                                                    `wait` s for a shard still on its way; indices
+                                                    past the checkpoint's are its delta's
 
 The SDK's `HttpServer` (an I/O thread holds idle connections; a bounded pool answers requests):
 the work is `sendfile` in the kernel and blocking waits (long-polls), both of which release the GIL.
@@ -89,7 +90,7 @@ class _Handler(JsonHandler):
         store = self.owner.store
         if path == "/health":
             doc: dict[str, Any] = {"schema": VERSIONS_SCHEMA, "role": self.owner.role,
-                                   "versions": len(store.versions())}
+                                   "versions": len(store.versions()), "bytes_served": self.owner.bytes_served}
             if store.arena is not None:  # a relay with a RAM arena: what it still owes the disk
                 doc["unpersisted_bytes"] = sum(slot.size for _, _, slot in store.unpersisted())
                 doc["ram_free_bytes"] = store.arena.free_bytes()
@@ -117,9 +118,9 @@ class _Handler(JsonHandler):
         st = store.wait_for_version(vid, wait)
         if st is None:
             return self._error(HTTPStatus.NOT_FOUND, f"unknown version {vid}")
-        if index >= len(st.manifest.shards):
-            return self._error(HTTPStatus.NOT_FOUND, f"version {vid} has {len(st.manifest.shards)} shards")
-        shard = st.manifest.shards[index]
+        if index >= st.manifest.shard_count:  # the checkpoint's shards, then its delta's
+            return self._error(HTTPStatus.NOT_FOUND, f"version {vid} has {st.manifest.shard_count} shards")
+        shard = st.manifest.shard(index)
         path = store.wait_for_shard(vid, index, max(0.0, wait - (time.monotonic() - t0)))
         if path is None:
             return self._error(HTTPStatus.SERVICE_UNAVAILABLE, f"shard {index} of {vid} not here yet",
@@ -175,6 +176,7 @@ class _Handler(JsonHandler):
         owner.activity(+1)
         try:
             self._send_range(f, base + start, end - start)
+            owner.served(end - start)
         finally:
             owner.activity(-1)
         return None
@@ -206,6 +208,7 @@ class ShardServer(HttpServer):
         self.role = role
         self.max_rate = max_rate
         self._active = 0  # shard responses being sent
+        self.bytes_served = 0  # shard bytes sent (checkpoint and delta shards), for /health and tests
         self._idle_since = time.monotonic()
         self._activity_lock = threading.Lock()
         # many clients connect at once: the default backlog (4096) spares them SYN-retry stalls
@@ -217,6 +220,10 @@ class ShardServer(HttpServer):
         with self._activity_lock:
             self._active += delta
             self._idle_since = time.monotonic()
+
+    def served(self, n: int) -> None:
+        with self._activity_lock:
+            self.bytes_served += n
 
     def idle_for(self) -> float:
         """Seconds since the last shard response ended; 0.0 while one is being sent."""

@@ -43,7 +43,7 @@ class VersionState:
 
     @property
     def complete(self) -> bool:
-        return len(self.present) == len(self.manifest.shards)
+        return len(self.present) == self.manifest.shard_count
 
     def shard_path(self, index: int) -> Path:
         return self.directory / "shards" / str(index)
@@ -221,7 +221,7 @@ class ShardStore:
                 log.warning("ignoring %s: manifest id %s does not match its directory", d, manifest.id)
                 continue
             present = set()
-            for s in manifest.shards:
+            for s in manifest.all_shards():
                 p = d / "shards" / str(s.index)
                 if p.is_file() and p.stat().st_size == s.size:
                     present.add(s.index)

@@ -106,7 +106,8 @@ def publish(checkpoint_dir: Path, step: int, model_name: str, shard_size: int, r
     if manifest_out is not None:
         manifest_out.write_bytes(manifest.to_bytes())
     click.echo(json.dumps({"manifest_id": manifest.id, "cid": cid, "shards": len(manifest.shards),
-                           "total_size": manifest.total_size}))
+                           "total_size": manifest.total_size,
+                           "delta_size": manifest.delta.size if manifest.delta is not None else None}))
     if serve:
         origin.start()
         click.echo(f"origin serving on {origin.url}", err=True)
@@ -179,9 +180,12 @@ def _manifest_arg(spec: str, relays: list[str], client: Client) -> Manifest | st
               help="Write shards with O_DIRECT where the file system allows it (no page-cache copy).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a tty).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
+@click.option("--base", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="A local earlier checkpoint (the previous step): fetch only the manifest's delta against it "
+                   "when it has one for exactly those files, else the full checkpoint.")
 def fetch(manifest: str, out_dir: Path, relays: tuple[str, ...], ipfs_spec: str | None, workers: int,
           overwrite: bool, verify_total: bool, fsync: bool, direct_io: bool, progress: bool | None,
-          as_json: bool) -> None:
+          as_json: bool, base: Path | None) -> None:
     """Fetch MANIFEST (a manifest JSON file, an IPFS CID with --ipfs, or 'latest' from the first relay)."""
     show = progress if progress is not None else sys.stderr.isatty()
     bar: Any = contextlib.nullcontext()
@@ -207,7 +211,7 @@ def fetch(manifest: str, out_dir: Path, relays: tuple[str, ...], ipfs_spec: str 
     try:
         m = _manifest_arg(manifest, list(relays), client)
         with bar:
-            result = client.fetch_detailed(m, out_dir, overwrite=overwrite)
+            result = client.fetch_detailed(m, out_dir, overwrite=overwrite, base=base)
     except ManifestError as e:
         raise click.ClickException(f"manifest refused: {e}") from e
     except IntellectError as e:  # shardcast errors, and IPFS errors when resolving a CID
@@ -215,7 +219,7 @@ def fetch(manifest: str, out_dir: Path, relays: tuple[str, ...], ipfs_spec: str 
     summary = {"path": str(result.path), "manifest_id": result.manifest.id, "step": result.manifest.step,
                "downloaded_shards": result.downloaded_shards, "resumed_shards": result.resumed_shards,
                "downloaded_bytes": result.downloaded_bytes, "corrupt_dropped": result.corrupt_dropped,
-               "failures": result.failures,
+               "failures": result.failures, "delta": result.delta, "delta_error": result.delta_error,
                "seconds": round(result.seconds, 3), "per_source": result.per_source}
     if as_json:
         click.echo(json.dumps(summary))

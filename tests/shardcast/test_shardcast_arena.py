@@ -160,7 +160,7 @@ def test_relay_arena_drops_persisted_version_for_the_next(tmp_path: Path, origin
         wait_for(lambda: relay_complete(r, m2.id), what="step 2 at relay")
         st1, st2 = r.store.get(m1.id), r.store.get(m2.id)
         assert st1 is not None and st2 is not None
-        assert set(st2.ram) == {s.index for s in m2.shards}  # the new version is in RAM
+        assert set(st2.ram) == {s.index for s in m2.all_shards()}  # the new version (and its delta) in RAM
         assert not st1.ram and st1.complete  # the old one moved out, still served from its files
         Client([r.url], workers=2).fetch(m1, tmp_path / "out1")
         Client([r.url], workers=2).fetch(m2, tmp_path / "out2")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -35,6 +36,33 @@ def test_publish_no_serve_then_fetch_json_summary(tmp_path: Path, random_checkpo
                                         "--no-progress"])
         assert res.exit_code == 0, res.output
         assert_same_tree(random_checkpoint, tmp_path / "out2")
+
+
+def test_publish_twice_then_fetch_with_base_takes_the_delta(tmp_path: Path, random_checkpoint: Path) -> None:
+    runner = CliRunner()
+    common = ["--data-dir", str(tmp_path / "o"), "--shard-size", "500000", "--no-serve"]
+    res = runner.invoke(shardcast, ["publish", str(random_checkpoint), "--step", "1", "--model-name", "tiny", *common])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output.strip().splitlines()[-1])["delta_size"] is None
+    step1 = tmp_path / "held-step-1"
+    shutil.copytree(random_checkpoint, step1)
+    weights = random_checkpoint / "model-00002-of-00002.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[1000:1010] = bytes(10)  # step 2 changes a few bytes
+    weights.write_bytes(bytes(data))
+    mf = tmp_path / "m2.json"
+    res = runner.invoke(shardcast, ["publish", str(random_checkpoint), "--step", "2", "--model-name", "tiny", *common,
+                                    "--manifest-out", str(mf)])
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.output.strip().splitlines()[-1])
+    assert 0 < info["delta_size"] < 10_000  # a few changed bytes of a 3 MB checkpoint
+    with Origin(tmp_path / "o") as origin:
+        res = runner.invoke(shardcast, ["fetch", str(mf), str(tmp_path / "out"), "--relay", origin.url, "--json",
+                                        "--no-progress", "--base", str(step1)])
+        assert res.exit_code == 0, res.output
+        summary = json.loads(res.output.strip().splitlines()[-1])
+        assert summary["delta"] is True and summary["downloaded_bytes"] == info["delta_size"]
+        assert_same_tree(random_checkpoint, tmp_path / "out")
 
 
 def test_fetch_bad_manifest_file_reports_clear_error(tmp_path: Path) -> None:
