@@ -1,0 +1,99 @@
+"""TOPLOC values pinned exactly (issue 39, mutmut's survivors on `verifier/toploc.py`).
+
+Each test pins one value or rule that a mutant changed and no other test noticed: the field inverse table (its
+result is cached for the process, so other tests never recompute it), the on-chain `proofsHash` encoding byte
+for byte, the `fp32` constructor itself (the `PROFILES` entry is built once at import), the aggregate check's
+"no matching exponent" filter and its verdict text, the verdict of an unexpected error, and the batched proof
+builder against the per-sample one. docs/benchmarks-security.md ("mutmut") lists the mutants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+import torch
+
+from intellect.verifier.toploc import (
+    PRIME,
+    ChunkStats,
+    ProofFormatError,
+    ReasonCode,
+    Thresholds,
+    ToplocError,
+    VerificationResult,
+    _error_result,
+    _inverse_table,
+    build_proofs,
+    build_proofs_many,
+    check_aggregate,
+    proofs_hash,
+)
+
+
+def test_inverse_table_is_the_inverse_in_gf_65497():
+    inv = _inverse_table()
+    assert inv.shape == (PRIME,) and inv.dtype == np.int64
+    assert inv[0] == 0 and inv[1] == 1 and inv[2] == 32749 and inv[PRIME - 1] == PRIME - 1
+    a = np.arange(1, PRIME, dtype=np.int64)
+    assert np.all(a * inv[1:] % PRIME == 1)
+
+
+def test_proofs_hash_encoding_is_domain_count_then_length_prefixed_proofs():
+    # sha256(b"intellect.toploc.proofs/v1" || u32be(2) || u32be(3) || b"abc" || u32be(0)), written out by hand
+    expected = hashlib.sha256(
+        b"intellect.toploc.proofs/v1" + b"\x00\x00\x00\x02" + b"\x00\x00\x00\x03abc" + b"\x00\x00\x00\x00"
+    ).digest()
+    assert proofs_hash([b"abc", b""]) == expected
+    assert proofs_hash([]) == hashlib.sha256(b"intellect.toploc.proofs/v1\x00\x00\x00\x00").digest()
+
+
+def test_fp32_constructor_builds_the_documented_bounds():
+    assert Thresholds.fp32().model_dump() == {
+        "max_exp_mismatches": 4, "max_mant_err_mean": 1.5, "max_mant_err_median": 1.0,
+        "max_replay_margin": 0.05, "replay_tie_margin": 0.0, "max_replay_differing": 0,
+        "max_replay_differing_rate": 0.001, "max_agg_mant_err_mean": 2.5, "min_agg_chunks": 8,
+    }
+
+
+def _result(*means: float) -> VerificationResult:
+    return VerificationResult(ok=True, chunks=[ChunkStats(exp_mismatches=0, mant_err_mean=m, mant_err_median=0.0)
+                                               for m in means])
+
+
+def test_aggregate_counts_every_chunk_with_a_matching_exponent_however_large_its_mean():
+    # 200 is far above any bound but finite (< 2**64, the "no matching exponent" marker): it counts
+    res = check_aggregate([_result(*[200.0] * 8)])
+    assert res.ok is False and res.reason == ReasonCode.AGGREGATE_MANTISSA
+    assert res.detail == "mean mantissa error 200.00 over the submission's 8 chunks > 2.5"
+    # chunks without a matching exponent (mean 2**64) are left out: 7 counted chunks are too few to judge
+    skipped = check_aggregate([_result(*[2.0] * 7, float(2**64))])
+    assert skipped == VerificationResult(ok=True)
+
+
+def test_aggregate_pass_says_the_mean_and_the_chunk_count():
+    res = check_aggregate([_result(*[2.5] * 4), _result(*[2.5] * 4)])
+    assert res == VerificationResult(ok=True, detail="mean mantissa error 2.50 over 8 chunks")
+
+
+@pytest.mark.parametrize(
+    ("exc", "reason", "detail"),
+    [
+        (ProofFormatError("proof 3: bad length"), ReasonCode.MALFORMED_PROOF, "proof 3: bad length"),
+        (ToplocError("no hidden states to check"), ReasonCode.BAD_ACTIVATIONS, "no hidden states to check"),
+        (RuntimeError("boom"), ReasonCode.BAD_ACTIVATIONS, "RuntimeError: boom"),
+    ],
+)
+def test_an_error_while_verifying_is_a_failed_verdict_with_its_reason(exc, reason, detail):
+    assert _error_result(exc) == VerificationResult(ok=False, reason=reason, detail=detail)
+
+
+def test_build_proofs_many_is_build_proofs_per_sample():
+    torch.manual_seed(7)
+    hiddens = [torch.randn(40, 64), torch.randn(70, 96), torch.randn(32, 128)]
+    assert build_proofs_many(hiddens) == [build_proofs(h) for h in hiddens]
+    small = torch.randn(5, 64)
+    assert build_proofs_many([small], chunk_size=4, topk=8) == [build_proofs(small, chunk_size=4, topk=8)]
+    assert len(build_proofs_many([small], chunk_size=4, topk=8)[0]) == 2
+    assert build_proofs_many([]) == []
