@@ -26,6 +26,13 @@ Usage:
     python tools/mutmut_run.py --survivors             # `mutmut show` of each survivor (not equivalent)
     python tools/mutmut_run.py --fresh ...             # drop build/mutmut/mutants first (all verdicts)
 
+    python tools/mutmut_run.py --module agents/grpo.py --survivors-only   # rerun only the survivors (after new tests)
+
+Verdicts are kept in build/mutmut/verdicts.json across runs, per mutant with its function's hash: mutmut resets
+every verdict when its test selection changes (a new test file), so a run of the survivors alone would otherwise
+forget the mutants the earlier run killed. A verdict is dropped when its function's code changes. Adding tests
+can only kill more mutants, so "killed earlier, not rerun" stays true.
+
 Equivalent mutants (no test can tell them from the original) are listed in tools/mutmut_equivalent.txt
 (`name  reason`) and left out of the score. Exit 1 when a mutant in scope survived, had no test, or
 timed out (not counting the listed equivalents).
@@ -104,17 +111,49 @@ def in_scope(only_mutate: list[str]) -> list[str]:
     return paths
 
 
-def report(paths: list[str], equivalent: dict[str, str]) -> tuple[list[dict], list[str]]:
-    rows, bad = [], []
+LEDGER = STAGE / "verdicts.json"
+
+
+def _function(name: str) -> str:
+    """intellect.verifier.toploc.x_f__mutmut_3 -> x_f"""
+    return name.rpartition(".")[2].partition("__mutmut_")[0]
+
+
+def update_ledger(paths: list[str]) -> dict[str, dict]:
+    """Merge the meta files' verdicts of `paths` into build/mutmut/verdicts.json; return the ledger.
+
+    Ledger: {module path: {"hash": {function: hash}, "codes": {mutant: exit code}, "seconds": {mutant: s}}}.
+    """
+    ledger: dict[str, dict] = json.loads(LEDGER.read_text()) if LEDGER.exists() else {}
     for rel in paths:
         meta = STAGE / "mutants" / "src" / "intellect" / f"{rel}.meta"
         if not meta.exists():
             continue
         data = json.loads(meta.read_text())
-        codes: dict[str, int | None] = data["exit_code_by_key"]
+        old = ledger.get(rel, {"hash": {}, "codes": {}, "seconds": {}})
+        hashes = data["hash_by_function_name"]
+        codes, seconds = {}, {}
+        for name, code in data["exit_code_by_key"].items():
+            same = old["hash"].get(_function(name)) == hashes.get(_function(name))
+            if code is None and same and old["codes"].get(name) is not None:
+                codes[name], seconds[name] = old["codes"][name], old["seconds"].get(name)
+            else:
+                codes[name], seconds[name] = code, data["durations_by_key"].get(name)
+        ledger[rel] = {"hash": hashes, "codes": codes, "seconds": seconds}
+    LEDGER.write_text(json.dumps(ledger, indent=1))
+    return ledger
+
+
+def report(paths: list[str], equivalent: dict[str, str]) -> tuple[list[dict], list[str]]:
+    ledger = update_ledger(paths)
+    rows, bad = [], []
+    for rel in paths:
+        if rel not in ledger:
+            continue
+        codes: dict[str, int | None] = ledger[rel]["codes"]
         row = {"module": rel, "mutants": len(codes), "killed": 0, "survived": 0, "no_tests": 0,
                "timeout": 0, "equivalent": 0, "not_checked": 0, "other": 0,
-               "seconds": round(sum(v for v in data["durations_by_key"].values() if v), 1)}
+               "seconds": round(sum(v for v in ledger[rel]["seconds"].values() if v), 1)}
         for name, code in codes.items():
             if name in equivalent:
                 row["equivalent"] += 1
@@ -173,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true", help="remove build/mutmut/mutants first")
     ap.add_argument("--report", action="store_true", help="print the last run's table and exit")
     ap.add_argument("--survivors", action="store_true", help="show the diff of every survivor and exit")
+    ap.add_argument("--survivors-only", action="store_true",
+                    help="rerun only the mutants of the chosen modules that survived or had no test")
     ap.add_argument("--json", type=Path, default=None, help="also write the table here")
     a = ap.parse_args(argv)
 
@@ -190,10 +231,15 @@ def main(argv: list[str] | None = None) -> int:
         if a.fresh:
             shutil.rmtree(STAGE / "mutants", ignore_errors=True)
         names = list(a.mutant or [])
-        if a.module and not names:
+        if a.survivors_only:
+            _, bad = report(paths, equivalent)
+            names = bad
+            if not names:
+                print("no survivors to rerun")
+        elif a.module and not names:
             names = [f"{module_of(p)}.*" for p in a.module]
         t0 = time.monotonic()
-        rc = run_mutmut(["run", "--max-children", str(a.max_children), *names])
+        rc = 0 if (a.survivors_only and not names) else run_mutmut(["run", "--max-children", str(a.max_children), *names])
         print(f"mutmut run: exit {rc}, {time.monotonic() - t0:.0f} s", flush=True)
         if rc != 0:
             return rc

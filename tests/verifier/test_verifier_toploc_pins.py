@@ -3,8 +3,8 @@
 Each test pins one value or rule that a mutant changed and no other test noticed: the field inverse table (its
 result is cached for the process, so other tests never recompute it), the on-chain `proofsHash` encoding byte
 for byte, the `fp32` constructor itself (the `PROFILES` entry is built once at import), the aggregate check's
-"no matching exponent" filter and its verdict text, the verdict of an unexpected error, and the batched proof
-builder against the per-sample one. docs/benchmarks-security.md ("mutmut") lists the mutants.
+"no matching exponent" filter and its verdict text, the verdict (and log line) of an unexpected error, the batched proof
+builder against the per-sample one, and `verify_proofs` passing its chunk size and top-k on. docs/benchmarks-security.md ("mutmut") lists the mutants.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from intellect.verifier.toploc import (
     build_proofs_many,
     check_aggregate,
     proofs_hash,
+    verify_proofs,
 )
 
 
@@ -97,3 +98,19 @@ def test_build_proofs_many_is_build_proofs_per_sample():
     assert build_proofs_many([small], chunk_size=4, topk=8) == [build_proofs(small, chunk_size=4, topk=8)]
     assert len(build_proofs_many([small], chunk_size=4, topk=8)[0]) == 2
     assert build_proofs_many([]) == []
+
+
+def test_an_unexpected_error_is_logged_with_its_type(caplog):
+    with caplog.at_level("ERROR", logger="intellect.verifier.toploc"):
+        _error_result(RuntimeError("boom"))
+    assert [r.getMessage() for r in caplog.records] == ["unexpected error while verifying proofs: RuntimeError: boom"]
+
+
+def test_verify_proofs_uses_the_chunk_size_and_topk_it_is_given():
+    torch.manual_seed(3)
+    h = torch.randn(40, 64)
+    proofs = build_proofs(h, chunk_size=16, topk=64)
+    assert len(proofs) == 3
+    res = verify_proofs(h, proofs, chunk_size=16, topk=64)
+    assert res.ok is True and len(res.chunks) == 3
+    assert all(c == ChunkStats(exp_mismatches=0, mant_err_mean=0.0, mant_err_median=0.0) for c in res.chunks)
