@@ -3,7 +3,8 @@
 The trainer's guards on numbers from other machines: the reward range is closed at both ends, the error names the
 value and what it was, the group's advantages are recomputed from the rewards in float64 (as the validator does)
 and clamped on both sides, a group is kept for any non-zero advantage, and a stale rollout's error carries its
-three steps. docs/benchmarks-security.md ("mutmut") lists the mutants these kill.
+three steps; the loss adds no KL term unless asked, stays in the policy's dtype, takes log-probabilities over the
+vocabulary axis, and its denominator needs two positive counts. docs/benchmarks-security.md ("mutmut") lists the mutants these kill.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from intellect.agents.grpo import (
     UntrustedValueError,
     check_reward,
     check_staleness,
+    constant_denominator,
     filter_zero_advantage_groups,
+    grpo_loss,
     mean_std,
     recompute_advantages,
+    token_logprobs,
 )
 
 
@@ -75,3 +79,41 @@ def test_mean_std_is_the_population_mean_and_std():
     assert mean_std([3.0]) == (3.0, 0.0)
     m, s = mean_std([])
     assert math.isnan(m) and math.isnan(s)
+
+
+def test_constant_denominator_is_sequences_times_max_tokens_both_positive():
+    assert constant_denominator(1, 1) == 1.0 and constant_denominator(3, 7) == 21.0
+    for bad in ((0, 5), (5, 0), (-1, 5), (5, -1)):
+        with pytest.raises(ValueError) as info:
+            constant_denominator(*bad)
+        assert str(info.value) == "n_sequences and max_completion_tokens must be positive"
+
+
+def test_grpo_loss_adds_no_kl_term_unless_a_coefficient_is_given():
+    new = torch.tensor([[0.1, -0.2, 0.3]], requires_grad=True)
+    old, ref, mask, adv = torch.zeros(1, 3), torch.full((1, 3), -1.0), torch.ones(1, 3), torch.tensor([1.0])
+    plain, _ = grpo_loss(new, old, adv, mask, loss_denominator=3.0)
+    with_ref, _ = grpo_loss(new, old, adv, mask, loss_denominator=3.0, ref_logprobs=ref)
+    assert with_ref.item() == plain.item()
+    kl, _ = grpo_loss(new, old, adv, mask, loss_denominator=3.0, ref_logprobs=ref, kl_coef=0.5)
+    k3 = sum(math.exp(-1.0 - x) - (-1.0 - x) - 1.0 for x in (0.1, -0.2, 0.3))
+    assert kl.item() == pytest.approx(plain.item() + 0.5 * k3 / 3.0, rel=1e-6)
+
+
+def test_grpo_loss_stays_in_the_policys_dtype_whatever_the_mask_and_advantages():
+    new = torch.tensor([[0.1, -0.2]], dtype=torch.float32, requires_grad=True)
+    loss, stats = grpo_loss(new, torch.zeros(1, 2), torch.tensor([0.5], dtype=torch.float64),
+                            torch.ones(1, 2, dtype=torch.float64), loss_denominator=2.0)
+    assert loss.dtype == torch.float32 and stats.tokens == 2
+
+
+def test_grpo_token_logprobs_normalise_over_the_vocabulary():
+    torch.manual_seed(5)
+    logits = torch.randn(2, 3, 5)
+    targets = torch.tensor([[0, 4, 2], [1, 1, 3]])
+    got = token_logprobs(logits, targets)
+    for b in range(2):
+        for t in range(3):
+            row = logits[b, t].double()
+            expected = float(row[targets[b, t]] - torch.logsumexp(row, dim=0))
+            assert got[b, t].item() == pytest.approx(expected, abs=1e-6)
