@@ -44,6 +44,7 @@ import argparse
 import fnmatch
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,8 +68,9 @@ def _mutmut_config() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
 
 
-def stage() -> None:
-    """Create (or refresh) build/mutmut: the symlinks and a copy of pyproject.toml."""
+def stage(tests: list[str] | None = None) -> None:
+    """Create (or refresh) build/mutmut: the symlinks and a copy of pyproject.toml (its test selection replaced
+    by `tests` when given)."""
     pkg = STAGE / "src" / "intellect"
     pkg.mkdir(parents=True, exist_ok=True)
     links = {pkg / folder: ROOT / folder for folder in PACKAGES} | {STAGE / "tests": ROOT / "tests"}
@@ -78,7 +80,14 @@ def stage() -> None:
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(os.path.relpath(target, link.parent))
-    shutil.copy2(ROOT / "pyproject.toml", STAGE / "pyproject.toml")
+    text = (ROOT / "pyproject.toml").read_text()
+    if tests:
+        selection = re.compile(r"^pytest_add_cli_args_test_selection = \[.*?^\]", re.S | re.M)
+        text, n = selection.subn("pytest_add_cli_args_test_selection = " + json.dumps(tests), text)
+        assert n == 1, "pyproject.toml: [tool.mutmut] pytest_add_cli_args_test_selection not found"
+    staged = STAGE / "pyproject.toml"
+    if not staged.exists() or staged.read_text() != text:
+        staged.write_text(text)
 
 
 def module_of(path: str) -> str:
@@ -135,8 +144,11 @@ def update_ledger(paths: list[str]) -> dict[str, dict]:
         codes, seconds = {}, {}
         for name, code in data["exit_code_by_key"].items():
             same = old["hash"].get(_function(name)) == hashes.get(_function(name))
-            if code is None and same and old["codes"].get(name) is not None:
-                codes[name], seconds[name] = old["codes"][name], old["seconds"].get(name)
+            earlier = old["codes"].get(name)
+            # not rerun (None), or rerun with a test selection that does not reach it (33, "no tests") after an
+            # earlier run where it survived: the earlier verdict stands
+            if same and earlier is not None and (code is None or (code in NO_TESTS and earlier in SURVIVED)):
+                codes[name], seconds[name] = earlier, old["seconds"].get(name)
             else:
                 codes[name], seconds[name] = code, data["durations_by_key"].get(name)
         ledger[rel] = {"hash": hashes, "codes": codes, "seconds": seconds}
@@ -214,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--survivors", action="store_true", help="show the diff of every survivor and exit")
     ap.add_argument("--survivors-only", action="store_true",
                     help="rerun only the mutants of the chosen modules that survived or had no test")
+    ap.add_argument("--tests", nargs="+", default=None,
+                    help="test files for this run instead of [tool.mutmut]'s selection (e.g. only the new tests, "
+                    "with --survivors-only: the earlier run's kills stay in the ledger)")
     ap.add_argument("--json", type=Path, default=None, help="also write the table here")
     a = ap.parse_args(argv)
 
@@ -227,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     equivalent = load_equivalent()
 
     if not (a.report or a.survivors):
-        stage()
+        stage(a.tests)
         if a.fresh:
             shutil.rmtree(STAGE / "mutants", ignore_errors=True)
         names = list(a.mutant or [])

@@ -117,3 +117,18 @@ def test_grpo_token_logprobs_normalise_over_the_vocabulary():
             row = logits[b, t].double()
             expected = float(row[targets[b, t]] - torch.logsumexp(row, dim=0))
             assert got[b, t].item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_grpo_loss_kl_needs_a_reference_policy():
+    new = torch.tensor([[0.1, -0.2]], requires_grad=True)
+    args = (new, torch.zeros(1, 2), torch.tensor([1.0]), torch.ones(1, 2))
+    plain, _ = grpo_loss(*args, loss_denominator=2.0)
+    no_ref, _ = grpo_loss(*args, loss_denominator=2.0, kl_coef=0.5)  # a coefficient without a reference: no term
+    assert no_ref.item() == plain.item()
+
+
+def test_the_delta_cap_applies_to_negative_advantages_only():
+    # A = 0.5 at ratio 1: PPO's term -A·r = -0.5 per token; the cap -A·δ = -2 is for A < 0 only
+    new = torch.zeros(1, 2, requires_grad=True)
+    loss, _ = grpo_loss(new, torch.zeros(1, 2), torch.tensor([0.5]), torch.ones(1, 2), loss_denominator=2.0)
+    assert loss.item() == -0.5
