@@ -132,3 +132,29 @@ def test_the_delta_cap_applies_to_negative_advantages_only():
     new = torch.zeros(1, 2, requires_grad=True)
     loss, _ = grpo_loss(new, torch.zeros(1, 2), torch.tensor([0.5]), torch.ones(1, 2), loss_denominator=2.0)
     assert loss.item() == -0.5
+
+
+def test_a_ratio_exactly_at_the_clip_bound_is_not_clipped():
+    # ε = 0 puts both bounds at ratio 1 = exp(0), exactly representable: the bounds are strict (< 1-ε, > 1+ε)
+    new = torch.zeros(1, 2, requires_grad=True)
+    _, stats = grpo_loss(new, torch.zeros(1, 2), torch.tensor([[1.0, -1.0]]), torch.ones(1, 2),
+                         loss_denominator=2.0, epsilon=0.0)
+    assert stats.clip_fraction == 0.0 and stats.ratio_mean == 1.0
+
+
+def test_clipping_counts_by_the_advantages_sign():
+    # ratios 0.5 and 2 (past 1 ± 0.2) with A = 0 and A = 0.5: only A > 0 with a high ratio is clipped
+    lr = [math.log(0.5), math.log(2.0), math.log(0.5), math.log(2.0)]
+    new = torch.tensor([lr], dtype=torch.float64, requires_grad=True)
+    adv = torch.tensor([[0.0, 0.0, 0.5, 0.5]], dtype=torch.float64)
+    _, stats = grpo_loss(new, torch.zeros(1, 4, dtype=torch.float64), adv, torch.ones(1, 4), loss_denominator=4.0)
+    assert stats.clip_fraction == 0.25
+
+
+def test_loss_stats_of_a_single_token_are_that_tokens():
+    new = torch.tensor([[math.log(1.5)]], dtype=torch.float64, requires_grad=True)
+    _, stats = grpo_loss(new, torch.zeros(1, 1, dtype=torch.float64), torch.tensor([1.0]), torch.ones(1, 1),
+                         loss_denominator=1.0)
+    assert stats.tokens == 1 and stats.clip_fraction == 1.0
+    assert stats.ratio_mean == pytest.approx(1.5, rel=1e-12)
+    assert stats.approx_kl == pytest.approx(0.5 - math.log(1.5), rel=1e-12)
