@@ -158,3 +158,25 @@ def test_loss_stats_of_a_single_token_are_that_tokens():
     assert stats.tokens == 1 and stats.clip_fraction == 1.0
     assert stats.ratio_mean == pytest.approx(1.5, rel=1e-12)
     assert stats.approx_kl == pytest.approx(0.5 - math.log(1.5), rel=1e-12)
+
+
+def test_loss_stats_average_over_the_unmasked_tokens():
+    new = torch.tensor([[math.log(1.5), math.log(0.5), math.log(3.0)]], dtype=torch.float64, requires_grad=True)
+    _, stats = grpo_loss(new, torch.zeros(1, 3, dtype=torch.float64), torch.tensor([1.0]),
+                         torch.tensor([[1.0, 1.0, 0.0]]), loss_denominator=3.0)
+    assert stats.tokens == 2 and stats.clip_fraction == 0.5  # 1.5 > 1 + ε with A > 0; 0.5 is not clipped for A > 0
+    assert stats.ratio_mean == pytest.approx(1.0, rel=1e-12)
+    assert stats.approx_kl == pytest.approx(((0.5 - math.log(1.5)) + (-0.5 - math.log(0.5))) / 2, rel=1e-12)
+
+
+def test_the_delta_bound_counts_as_clipped_only_past_it_and_for_negative_advantages():
+    # δ = 1 = exp(0): a ratio exactly at δ with A < 0 is not clipped (strict)
+    new = torch.zeros(1, 1, requires_grad=True)
+    _, stats = grpo_loss(new, torch.zeros(1, 1), torch.tensor([-1.0]), torch.ones(1, 1), loss_denominator=1.0,
+                         delta=1.0)
+    assert stats.clip_fraction == 0.0
+    # ratio 5 > δ = 4 with A = 0: not clipped (no advantage, no bound)
+    new = torch.tensor([[math.log(5.0)]], dtype=torch.float64, requires_grad=True)
+    _, stats = grpo_loss(new, torch.zeros(1, 1, dtype=torch.float64), torch.tensor([0.0]), torch.ones(1, 1),
+                         loss_denominator=1.0)
+    assert stats.clip_fraction == 0.0
