@@ -180,3 +180,12 @@ def test_the_delta_bound_counts_as_clipped_only_past_it_and_for_negative_advanta
     _, stats = grpo_loss(new, torch.zeros(1, 1, dtype=torch.float64), torch.tensor([0.0]), torch.ones(1, 1),
                          loss_denominator=1.0)
     assert stats.clip_fraction == 0.0
+
+
+def test_grpo_loss_ignores_the_reference_when_kl_is_off():
+    # kl_coef 0 (the default) adds no term at all: not 0 × KL, which is NaN where the reference gives -inf
+    new = torch.tensor([[0.1, -0.2]], requires_grad=True)
+    args = (new, torch.zeros(1, 2), torch.tensor([1.0]), torch.ones(1, 2))
+    plain, _ = grpo_loss(*args, loss_denominator=2.0)
+    off, _ = grpo_loss(*args, loss_denominator=2.0, ref_logprobs=torch.tensor([[-math.inf, 0.0]]))
+    assert off.item() == plain.item()

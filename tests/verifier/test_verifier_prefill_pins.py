@@ -38,3 +38,22 @@ def test_token_logprobs_cast_bf16_states_to_the_heads_dtype(tiny_llama):
 def test_token_logprobs_of_an_empty_completion_is_empty(tiny_llama):
     got = token_logprobs(tiny_llama, torch.zeros(0, 128), [])
     assert got.shape == (0,) and got.dtype == torch.float32
+
+
+def test_shared_prefill_batches_fit_the_token_budget(tiny_llama):
+    """`max_batch_tokens` bounds each forward of the shared-prompt prefill: prompts cost rows × longest prompt,
+    completions rows × (longest completion input + longest prompt in the cache). Three prompts of 4 tokens with
+    two 5-token completions each, budget 8: prompts go 2 + 1 (3 × 4 = 12 > 8), every completion alone (4 + 4)."""
+    from intellect.verifier.prefill import decoder_of, prefill_hidden_states
+
+    prompts = [[1, 2, 3, 4], [1, 2, 3, 4], [5, 6, 7, 8], [5, 6, 7, 8], [9, 10, 11, 12], [9, 10, 11, 12]]
+    comps = [[20 + i, 21, 22, 23, 24] for i in range(6)]
+    rows: list[int] = []
+    hook = decoder_of(tiny_llama).register_forward_pre_hook(
+        lambda _m, _a, kw: rows.append(int(kw["input_ids"].shape[0])), with_kwargs=True)
+    try:
+        states = prefill_hidden_states(tiny_llama, prompts, comps, max_batch_tokens=8)
+    finally:
+        hook.remove()
+    assert rows == [2, 1, 1, 1, 1, 1, 1, 1]
+    assert [tuple(s.shape) for s in states] == [(5, 128)] * 6
