@@ -20,14 +20,18 @@ from intellect.verifier.toploc import (
     ChunkStats,
     ProofFormatError,
     ReasonCode,
+    ReplayStats,
     Thresholds,
     ToplocError,
     VerificationResult,
     _error_result,
     _inverse_table,
+    _judge,
     build_proofs,
     build_proofs_many,
     check_aggregate,
+    check_replay_budget,
+    profile,
     proofs_hash,
     verify_proofs,
 )
@@ -114,3 +118,39 @@ def test_verify_proofs_uses_the_chunk_size_and_topk_it_is_given():
     res = verify_proofs(h, proofs, chunk_size=16, topk=64)
     assert res.ok is True and len(res.chunks) == 3
     assert all(c == ChunkStats(exp_mismatches=0, mant_err_mean=0.0, mant_err_median=0.0) for c in res.chunks)
+
+
+def test_an_unknown_profile_names_the_known_ones():
+    with pytest.raises(ValueError) as info:
+        profile("nope")
+    assert str(info.value) == "unknown verification profile 'nope' (known: mixed, fp32)"
+
+
+def test_a_failed_chunk_says_which_and_its_statistics():
+    ok = ChunkStats(exp_mismatches=0, mant_err_mean=0.0, mant_err_median=0.0)
+    bad = ChunkStats(exp_mismatches=19, mant_err_mean=1.234, mant_err_median=2.0)
+    res = _judge([ok, bad], profile("mixed"))
+    assert (res.ok, res.reason, res.failed_chunk) == (False, ReasonCode.EXP_MISMATCH, 1)
+    assert res.detail == "chunk 1: 19 exponent mismatches, mantissa error mean 1.23 median 2.0"
+
+
+def _replayed(differing: int | None, positions: int = 10) -> VerificationResult:
+    if differing is None:  # an unseeded sample: no replay
+        return VerificationResult(ok=True)
+    stats = ReplayStats(max_margin=0.5, mean_margin=0.1, flips=differing, positions=positions, differing=differing)
+    return VerificationResult(ok=True, replay=stats)
+
+
+def test_replay_budget_names_the_sample_with_the_most_differing_tokens():
+    fp32 = profile("fp32")  # no differing token allowed under 1,000 replayed tokens
+    res = check_replay_budget([_replayed(None), _replayed(1)], fp32)
+    assert (res.ok, res.reason) == (False, ReasonCode.REPLAY_DIFFERING)
+    assert res.detail == ("1 of 10 completion tokens differ from the seeded sampler's draw by more than 0.0 "
+                          "(allowed 0; most in sample 1): not the sampler's output")
+    res = check_replay_budget([_replayed(3), _replayed(1), _replayed(None)], fp32)
+    assert "4 of 20 completion tokens" in res.detail and "most in sample 0)" in res.detail
+
+
+def test_replay_budget_pass_says_the_count_and_the_allowance():
+    res = check_replay_budget([_replayed(1, positions=30), _replayed(None)], profile("mixed"))
+    assert res == VerificationResult(ok=True, detail="1 of 30 tokens differ (allowed 2)")
