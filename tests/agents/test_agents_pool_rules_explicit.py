@@ -76,3 +76,14 @@ def test_a_pool_without_rules_logs_that_the_agent_keeps_its_settings(tmp_path, c
         assert apply_pool_rules(cfg, None, EmbeddedIpfs(tmp_path / "ipfs"), pool_id=3) is None
     assert [r.getMessage() for r in caplog.records] == [
         "pool 3 names no rules document (CID None): using this agent's own settings"]
+
+
+def test_prompts_use_the_tokenizers_chat_template_unless_the_rules_say_none():
+    from types import SimpleNamespace
+
+    from intellect.agents.roles.pool_rules import rules_tokenizer
+
+    tok = object()
+    assert rules_tokenizer(None, tok) is None
+    assert rules_tokenizer(SimpleNamespace(model=SimpleNamespace(chat_template="none")), tok) is None
+    assert rules_tokenizer(SimpleNamespace(model=SimpleNamespace(chat_template="auto")), tok) is tok
