@@ -7,7 +7,7 @@ export PATH := $(ROOT)/.venv/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: bootstrap lock lock-trl fuzz fuzz-long test test-all test-security-slow test-net test-vllm bench-trl demo deploy gas lint slither clean
+.PHONY: bootstrap lock lock-trl fuzz fuzz-long mutmut test test-all test-security-slow test-net test-vllm bench-trl demo deploy gas lint slither clean
 
 bootstrap:
 	@bash tools/bootstrap.sh
@@ -27,6 +27,12 @@ fuzz: bootstrap
 ## the long run recorded in docs/fuzzing.md: 1,000,000 executions per reader (FUZZ_ARGS="--reader NAME" for one)
 fuzz-long: bootstrap
 	python fuzz/run.py --all --runs 1000000 --jobs 2 --log fuzz/.work/logs $(FUZZ_ARGS)
+
+## opt-in: mutation testing with mutmut 3.8 of [tool.mutmut]'s modules (verifier/, agents/grpo.py, pool_rules) in
+## build/mutmut (tools/mutmut_run.py; docs/benchmarks-security.md): hours on 2 cores. One module:
+##   make mutmut MUTMUT_ARGS="--module agents/grpo.py"
+mutmut: bootstrap
+	nice -n 10 python tools/mutmut_run.py --max-children 2 $(MUTMUT_ARGS)
 
 ## the default tests plus the opt-in slow markers
 test-all: bootstrap
