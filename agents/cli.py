@@ -195,7 +195,7 @@ def _load_eval_rules(rules_src: str | None, pool_id: int | None, ipfs_spec: str,
             raise click.UsageError(f"{exc} (--rules takes an intellect.poolrules/v1 document)") from None
     if pool_id is None:
         return rules
-    from intellect.sdk._client import Protocol
+    from intellect.sdk import Protocol
 
     try:
         cid = Protocol.connect(chain["network"], rpc_url=chain["rpc_url"],

@@ -12,8 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from intellect.sdk._config import CONTRACT_NAMES, DEPLOYMENT_SCHEMA, ContractRecord, Deployment
-from intellect.sdk._errors import DeploymentError
+from intellect.sdk import CONTRACT_NAMES, DEPLOYMENT_SCHEMA, ContractRecord, Deployment, DeploymentError
 
 ROLE_IDS = {"worker": 1, "validator": 2, "trainer": 3, "relay": 4}
 EMPTY_FILE_CID = "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"  # CIDv1 raw sha2-256 of b""

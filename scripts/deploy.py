@@ -26,8 +26,7 @@ from typing import Any
 import brownie
 from brownie import accounts, network, web3
 
-from intellect.sdk._config import ContractRecord, Deployment  # the deployment file's one model
-from intellect.sdk._errors import DeploymentError
+from intellect.sdk import ContractRecord, Deployment, DeploymentError  # the deployment file's one model
 from scripts._deployment import ROLE_IDS, DeployParams, params_for_network
 from scripts.export_abi import ABI_DIR, BUILD_DIR, artifact_abi_sha256, export_abis
 

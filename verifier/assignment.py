@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from eth_utils import keccak
 
-from intellect.sdk._config import DEV_CHAIN_IDS
+from intellect.sdk import DEV_CHAIN_IDS
 
 __all__ = [
     "DEV_CHAIN_IDS",

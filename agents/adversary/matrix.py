@@ -239,7 +239,7 @@ class UnresolvableCidWorker(Worker):
     """Posts the CID of content that nobody stores."""
 
     def submission_for(self, task_id: int, rf: Any) -> PlannedSubmission:
-        from intellect.sdk.ipfs._cid import Cid
+        from intellect.sdk.ipfs import Cid
 
         plan = super().submission_for(task_id, rf)
         plan.rollouts_cid = str(Cid.of(os.urandom(64)))

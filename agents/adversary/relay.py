@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from intellect.sdk._fetch import PeerHttpError, fetch
-from intellect.sdk._http import HttpServer, JsonHandler
+from intellect.sdk.http import HttpServer, JsonHandler, PeerHttpError, fetch
 
 __all__ = ["MaliciousRelay", "RelayAttackStats"]
 
@@ -149,7 +148,7 @@ class MaliciousRelay:
 
     def _handler(self) -> type[JsonHandler]:
         relay = self
-        from intellect.sdk.shardcast._server import API_PREFIX, VERSIONS_SCHEMA
+        from intellect.sdk.shardcast import API_PREFIX, VERSIONS_SCHEMA
 
         class Handler(JsonHandler):
             def do_GET(self) -> None:

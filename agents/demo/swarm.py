@@ -431,8 +431,7 @@ def _agent_cmd(cfg: Path, honest: bool = True) -> list[str]:
 
 def run_demo(opts: DemoOptions, console: Console | None = None) -> DemoSummary:
     """Run the whole demo; returns the summary (also written to `run_dir/summary.json`)."""
-    from intellect.sdk import devnet
-    from intellect.sdk._accounts import dev_account
+    from intellect.sdk import dev_account, devnet
     from intellect.sdk.dashboard import Dashboard, DashboardServer
 
     if opts.taskset is not None and opts.model == "tiny-warm":

@@ -25,8 +25,7 @@ from typing import Any
 from intellect.agents.config import AgentConfig, TaskSettings
 from intellect.agents.roles._server import AgentServer, HttpError, Metrics
 from intellect.agents.roles._state import StateStore
-from intellect.sdk import IntellectError
-from intellect.sdk._models import LISTING_FLOOR
+from intellect.sdk import LISTING_FLOOR, IntellectError
 
 __all__ = [
     "LISTING_FLOOR",
@@ -372,7 +371,7 @@ class Directory:
         self._bench.pop(address.lower(), None)
 
     def _fetch_status(self, address: str, endpoint: str) -> dict[str, Any] | None:
-        from intellect.sdk._fetch import PeerHttpError, fetch
+        from intellect.sdk.http import PeerHttpError, fetch
 
         url = endpoint.rstrip("/") + "/status"
         doc: dict[str, Any] | None = None
@@ -496,8 +495,8 @@ class Agent:
         log.info("%s %s on chain %d, pool %d", self.role, self.protocol.address, self.protocol.chain_id, self.pool_id)
 
     def open_ipfs(self) -> None:
+        from intellect.sdk.ipfs import GATEWAY_LIMITS as LIMITS
         from intellect.sdk.ipfs import EmbeddedIpfs, IpfsGateway, KuboIpfs
-        from intellect.sdk.ipfs._gateway import LIMITS
 
         if self.cfg.ipfs.backend == "kubo":
             self.ipfs = KuboIpfs(str(self.cfg.ipfs.api_url))

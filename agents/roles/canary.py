@@ -109,8 +109,8 @@ class CanaryInjector:
     def _account(self, dev_account: int | None, keystore: Path | None) -> Any:
         import os
 
-        from intellect.sdk._accounts import dev_account as dev_key
-        from intellect.sdk._accounts import load_keystore
+        from intellect.sdk import dev_account as dev_key
+        from intellect.sdk import load_keystore
 
         if keystore is not None:
             c = self.cfg

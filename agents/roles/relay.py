@@ -43,8 +43,8 @@ class RelayAgent(Agent):
         if not ups:
             self.doing = "waiting for the trainer's shardcast origin"
             return
+        from intellect.sdk.shardcast import SERVER_LIMITS as LIMITS
         from intellect.sdk.shardcast import Relay
-        from intellect.sdk.shardcast._server import LIMITS
 
         if self.relay is not None:
             self.relay.stop()

@@ -123,7 +123,7 @@ def push_file(agent: Any, path: Path, cid: str, task_id: int | None = None) -> s
         return url
     if target != "trainer":
         raise RuntimeError(f"worker.push_to {target!r}: not 'trainer', 'kubo:<RPC API URL>' or 'none'")
-    from intellect.sdk._fetch import fetch
+    from intellect.sdk.http import fetch
 
     if task_id is None:
         raise RuntimeError("pushing to the trainer's store names the ledger task the file answers: no task id given")

@@ -188,8 +188,8 @@ class Trainer(Agent):
 
     def start(self) -> None:
         super().start()
+        from intellect.sdk.shardcast import SERVER_LIMITS as LIMITS
         from intellect.sdk.shardcast import Origin
-        from intellect.sdk.shardcast._server import LIMITS
 
         if self.protocol.address.lower() != self.pool.params.trainer.lower():
             raise AgentError(f"this key {self.protocol.address} is not pool {self.pool_id}'s trainer "
@@ -403,7 +403,7 @@ class Trainer(Agent):
         carries on next time), each request with a total deadline. Only listed validators are asked
         (`Directory.by_role`: staked at least the validator minimum, the most staked first); one that
         fails or stalls is benched like any peer (`Directory.penalise`) and not asked meanwhile."""
-        from intellect.sdk._fetch import PeerHttpError, fetch
+        from intellect.sdk.http import PeerHttpError, fetch
 
         assert self.directory is not None
         for node in self.directory.by_role("validator"):

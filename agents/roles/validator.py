@@ -423,7 +423,7 @@ class Validator(Agent):
             url = node.endpoint or None
         if not url:
             return
-        from intellect.sdk._fetch import PeerHttpError, fetch
+        from intellect.sdk.http import PeerHttpError, fetch
 
         for r in pending[:MAX_ATTESTATIONS_PAGE]:
             try:
