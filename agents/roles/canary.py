@@ -24,7 +24,7 @@ watches slashes can skip its later work; rotate the canary key (a fresh, separat
 on a real network.
 
 Why the builder is here and not the attack kit's `wrong_model` (agents/adversary): the product never imports the
-kit (docs/layout.md; tests/agents/test_agents_layout.py). This module's builder is the kit's idea in a few lines:
+kit (docs/architecture.md; tests/agents/test_agents_layout.py). This module's builder is the kit's idea in a few lines:
 the perturbation of `perturb`, then the product's own rollout builder (`intellect.agents.generate`).
 """
 
