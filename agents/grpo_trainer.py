@@ -63,6 +63,7 @@ from intellect.agents.grpo import (
     token_logprobs,
 )
 from intellect.sdk import IntellectError
+from intellect.verifier.rollouts import RolloutFile
 
 log = logging.getLogger(__name__)
 
@@ -592,8 +593,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     @click.argument("rollouts", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False))
     def cli(model_dir: Path, out: Path, lr: float, optimizer_steps: int, max_completion_tokens: int,
             async_level: int, seed: int, device: str, bf16: bool, rollouts: tuple[Path, ...]) -> None:
-        from intellect.verifier.rollouts import RolloutFile
-
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         rank, world, device = init_distributed(device)
         try:

@@ -228,7 +228,7 @@ class RolloutFile:
     def to_bytes(self, version: int = 2) -> bytes:
         """The file's bytes: `intellect.rollouts/v2` (default), or v1 (Parquet) for an old reader."""
         if version == 1:
-            from intellect.verifier._rollouts_v1 import v1_bytes
+            from intellect.verifier._rollouts_v1 import v1_bytes  # deferred: pyarrow, for v1 files only
 
             return v1_bytes(self)
         if version != 2:
@@ -237,7 +237,7 @@ class RolloutFile:
 
     def to_table(self) -> pa.Table:
         """The rows as an Arrow table (the v1 columns and metadata)."""
-        from intellect.verifier._rollouts_v1 import table_of
+        from intellect.verifier._rollouts_v1 import table_of  # deferred: pyarrow, for v1 files only
 
         return table_of(self)
 
@@ -285,7 +285,7 @@ class RolloutFile:
     @classmethod
     def from_table(cls, table: pa.Table, name: str = "rollouts") -> RolloutFile:
         """The rows of an Arrow table already in memory (the v1 columns and metadata)."""
-        from intellect.verifier._rollouts_v1 import from_table
+        from intellect.verifier._rollouts_v1 import from_table  # deferred: pyarrow, for v1 files only
 
         return from_table(table, name)
 
@@ -302,7 +302,7 @@ class RolloutFile:
 
 def __getattr__(attr: str) -> Any:  # ARROW_SCHEMA without importing pyarrow for a v2 reader
     if attr == "ARROW_SCHEMA":
-        from intellect.verifier._rollouts_v1 import ARROW_SCHEMA
+        from intellect.verifier._rollouts_v1 import ARROW_SCHEMA  # deferred: pyarrow, for v1 files only
 
         return ARROW_SCHEMA
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from intellect.sdk import ValidatorHistory
 from intellect.verifier.assignment import DEV_CHAIN_IDS, assigned_validators
 
 __all__ = ["Assigner"]
@@ -32,8 +33,6 @@ class Assigner:
     """Assignments of one pool's claims (cached by the callers: a claim's assignment never changes)."""
 
     def __init__(self, protocol: Any, *, k: int, quorum: int) -> None:
-        from intellect.sdk import ValidatorHistory
-
         self.protocol = protocol
         self.k = int(k)
         self.quorum = int(quorum)
