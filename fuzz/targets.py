@@ -639,7 +639,7 @@ def attestation_page_target(data: bytes) -> None:
     store and the HTTP fetch are stand-ins; the method must neither raise nor stop advancing its cursor."""
     import types
 
-    import intellect.sdk.http as fetch_module  # the trainer imports `fetch` from it per call
+    import intellect.agents.roles.trainer as fetch_module  # the module whose `fetch` the trainer calls
 
     def accept(item: Any) -> None:
         try:
