@@ -212,8 +212,8 @@ def pool_rules(opts: DemoOptions) -> dict[str, Any]:
                    "max_tasks": max_tasks, "tasks_per_step": opts.tasks_per_step, "claim_rewards": True},
         "validator": {"poll_interval": 0.5, "concurrency": 2},
         "trainer": {"model": opts.model, "batch_groups": opts.batch_groups or opts.problems_per_task * opts.workers, "max_steps": opts.steps,
-                    "poll_interval": 0.5, "learning_rate": opts.learning_rate,
-                    "optimizer_steps": opts.optimizer_steps, "eval_every": opts.eval_every,
+                    "poll_interval": 0.5, "grpo": {"lr": opts.learning_rate, "optimizer_steps": opts.optimizer_steps},
+                    "eval_every": opts.eval_every,
                     **({"eval_tasks": str(opts.eval_tasks.resolve())} if opts.eval_tasks else {})},
     }
 

@@ -29,7 +29,6 @@ from intellect.agents.engines import TransformersEngine
 from intellect.agents.evaluation import evaluate_checkpoint, held_out_max_tokens
 from intellect.agents.grpo import UntrustedValueError, recompute_advantages
 from intellect.agents.grpo_trainer import (
-    GRPOConfig,
     GRPOTrainer,
     NonFiniteWeightsError,
     NoSignalError,
@@ -205,7 +204,7 @@ class Trainer(Agent):
                              f"({self.pool.params.trainer}): use the pool's trainer key")
         self.origin = Origin(self.data_dir / "shardcast", ipfs=self.ipfs, host=self.cfg.server.host,
                              port=self.cfg.server.shardcast_port,
-                             keep=max(self.cfg.trainer.keep_checkpoints, self.pool.params.async_level + 2),
+                             keep=max(self.cfg.trainer.grpo.keep_checkpoints, self.pool.params.async_level + 2),
                              shard_size=self.cfg.trainer.shard_size, limits=self.cfg.server.limits(LIMITS)).start()
         self.origin_url = self.cfg.server.advertised("shardcast", self.origin.url)  # what peers are given
         self.origin.relay_hints = [self.origin_url]
@@ -266,12 +265,10 @@ class Trainer(Agent):
                              "checkpoints; shard a large model over several GPUs with the offline trainer, "
                              "`torchrun --nproc-per-node N -m intellect.agents.grpo_trainer` (docs/agents.md)")
         log.info("training on %s (%s compute, fp32 master weights)", device, dtype)
-        config = GRPOConfig(device=device, autocast=None if dtype == "float32" else dtype,
-                            lr=t.learning_rate, warmup_steps=t.warmup_steps, optimizer_steps=t.optimizer_steps,
-                            epsilon=t.epsilon, delta=t.delta, max_grad_norm=t.max_grad_norm, kl_coef=t.kl_coef,
-                            filter_zero_advantage=t.filter_zero_advantage, max_completion_tokens=max_tokens,
-                            async_level=self.pool.params.async_level, seed=t.seed,
-                            keep_checkpoints=max(t.keep_checkpoints, self.pool.params.async_level + 2))
+        async_level = self.pool.params.async_level  # the recipe from the config; what the agent decides, here
+        config = t.grpo.model_copy(update={
+            "device": device, "autocast": None if dtype == "float32" else dtype, "max_completion_tokens": max_tokens,
+            "async_level": async_level, "keep_checkpoints": max(t.grpo.keep_checkpoints, async_level + 2)})
         local = latest_checkpoint(ckpt_dir)
         self.gt = GRPOTrainer(local or self.base_model(), ckpt_dir, config)
         if local is None:
@@ -527,7 +524,7 @@ class Trainer(Agent):
     def _signal_groups(self, samples: list[Any]) -> int:
         """Groups the step can learn from: with the zero-advantage filter on, those whose advantages are
         not all zero (INTELLECT-2's online filtering); every group otherwise."""
-        return signal_groups(samples, self.cfg.trainer.filter_zero_advantage)
+        return signal_groups(samples, self.cfg.trainer.grpo.filter_zero_advantage)
 
     def _load_rollouts(self, sid: int) -> Any:
         sub = self._submission(sid)
