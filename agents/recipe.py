@@ -1,9 +1,8 @@
 """The GRPO recipe, declared once: `GRPOConfig`, one pydantic model with a doc per field (as TRL's `GRPOConfig`).
 
-`intellect.agents.grpo_trainer.GRPOTrainer` takes it; the trainer agent's settings (`trainer.grpo`, with the
-agent's own defaults: `TrainerRecipe`), the learning experiment (`intellect.agents.demo.learn.LearnConfig.grpo`)
-and the TRL comparison bench (`bench/grpo/pool_vs_trl.py: BenchConfig.grpo`) nest it instead of redeclaring
-its fields. Light on purpose (pydantic only, no torch) so that the agents' configuration can import it.
+`intellect.agents.grpo_trainer.GRPOTrainer` takes it; the trainer agent's settings nest it (`trainer.grpo`, with
+the agent's own defaults: `TrainerRecipe`) instead of redeclaring its fields. Light on purpose (pydantic only, no
+torch) so that the agents' configuration can import it.
 """
 
 from __future__ import annotations

@@ -21,17 +21,18 @@ metrics = importlib.util.module_from_spec(_spec)
 sys.modules["codebase_metrics"] = metrics
 _spec.loader.exec_module(metrics)
 
-# the figures of the last commit that improved one (python tools/codebase_metrics.py)
+# the figures of the last commit that improved one (python tools/codebase_metrics.py); main at 026e503 had
+# largest_class 855, roles 64/693/594/448, inner_imports 218, private_sdk_imports 43 (+64 in tests), long_functions 13
 CEILINGS = {
     "largest_class": 855,  # intellect.sdk._client.Protocol
-    "role_relay": 64,
-    "role_trainer": 693,
-    "role_validator": 594,
-    "role_worker": 448,
-    "inner_imports": 218,
-    "private_sdk_imports": 43,
-    "private_sdk_imports_tests": 64,
-    "long_functions": 13,
+    "role_relay": 62,
+    "role_trainer": 643,
+    "role_validator": 572,
+    "role_worker": 427,
+    "inner_imports": 23,
+    "private_sdk_imports": 3,
+    "private_sdk_imports_tests": 7,
+    "long_functions": 12,
 }
 
 FIGURES = metrics.measure()
