@@ -23,6 +23,13 @@ import click
 from pydantic import BaseModel
 
 from intellect.agents.config import AgentConfig, ConfigError, Role, load_config
+from intellect.agents.evaluation import evaluate_checkpoint, held_out_max_tokens
+from intellect.agents.hardware import check_role
+from intellect.agents.roles._runtime import AgentError, setup_logging
+from intellect.sdk import IntellectError, Protocol
+from intellect.sdk.ipfs import open_ipfs
+from intellect.sdk.poolrules import MAX_RULES_BYTES, PoolRules, conflicts
+from intellect.verifier.tasks import TaskSet, TaskSetError
 
 __all__ = ["build_agent", "config_fields", "main"]
 
@@ -76,21 +83,21 @@ def build_agent(cfg: AgentConfig) -> Any:
         if cfg.worker.adversary is not None:
             raise click.UsageError(f"worker.adversary {cfg.worker.adversary!r} is a test-only cheating worker: run it "
                                    "with `python -m intellect.agents.adversary` (the attack kit), not intellect-agent")
-        from intellect.agents.roles.worker import Worker
+        from intellect.agents.roles.worker import Worker  # deferred: each role loads only its own stack
 
         return Worker(cfg)
     if cfg.role is Role.VALIDATOR:
         if cfg.validator.adversary is not None:
             raise click.UsageError(f"validator.adversary {cfg.validator.adversary!r} is a test-only cheating validator: "
                                    "run it with `python -m intellect.agents.adversary`, not intellect-agent")
-        from intellect.agents.roles.validator import Validator
+        from intellect.agents.roles.validator import Validator  # deferred: each role loads only its own stack
 
         return Validator(cfg)
     if cfg.role is Role.TRAINER:
-        from intellect.agents.roles.trainer import Trainer
+        from intellect.agents.roles.trainer import Trainer  # deferred: each role loads only its own stack
 
         return Trainer(cfg)
-    from intellect.agents.roles.relay import RelayAgent
+    from intellect.agents.roles.relay import RelayAgent  # deferred: each role loads only its own stack
 
     return RelayAgent(cfg)
 
@@ -130,14 +137,12 @@ def main(ctx: click.Context, role: str | None, config_path: str | None, sets: tu
     if print_config:
         click.echo(json.dumps(json.loads(cfg.model_dump_json()), indent=2))
         return
-    from intellect.agents.hardware import check_role
 
     try:  # CUDA asked for where there is none: exit 2 naming the key, before any chain or model work
         placement = check_role(cfg)
     except ConfigError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    from intellect.agents.roles._runtime import AgentError, setup_logging
 
     setup_logging(cfg.log_level, cfg.log_json, role=cfg.role.value)
     if placement is not None:
@@ -153,8 +158,6 @@ def main(ctx: click.Context, role: str | None, config_path: str | None, sets: tu
         log.error("configuration: %s", exc)
         sys.exit(2)
     except Exception as exc:
-        from intellect.sdk import IntellectError
-
         if isinstance(exc, IntellectError):
             log.error("%s", exc)
             sys.exit(3)
@@ -171,9 +174,6 @@ def _load_eval_rules(rules_src: str | None, pool_id: int | None, ipfs_spec: str,
 
     With both, the document must be the one the pool's chain record names. Every failure is a
     `click.UsageError` naming the option and what was wrong."""
-    from intellect.sdk import IntellectError
-    from intellect.sdk.poolrules import MAX_RULES_BYTES, PoolRules
-
     if rules_src is None and pool_id is None:
         return None
     rules = None
@@ -182,8 +182,6 @@ def _load_eval_rules(rules_src: str | None, pool_id: int | None, ipfs_spec: str,
             with open(rules_src, "rb") as fh:  # one byte over the limit is enough for from_bytes to refuse it
                 data, where = fh.read(MAX_RULES_BYTES + 1), f"--rules file {rules_src}"
         else:
-            from intellect.sdk.ipfs import open_ipfs
-
             try:
                 data = open_ipfs(ipfs_spec).cat(rules_src, max_size=MAX_RULES_BYTES)
             except IntellectError as exc:
@@ -196,7 +194,6 @@ def _load_eval_rules(rules_src: str | None, pool_id: int | None, ipfs_spec: str,
             raise click.UsageError(f"{exc} (--rules takes an intellect.poolrules/v1 document)") from None
     if pool_id is None:
         return rules
-    from intellect.sdk._client import Protocol
 
     try:
         cid = Protocol.connect(chain["network"], rpc_url=chain["rpc_url"],
@@ -209,8 +206,7 @@ def _load_eval_rules(rules_src: str | None, pool_id: int | None, ipfs_spec: str,
             raise click.UsageError(f"--rules {rules_src} is document {rules.cid()}, but pool {pool_id}'s rules on "
                                    f"the chain are {cid}: pass one of --rules and --pool")
         return rules
-    from intellect.agents.roles.pool_rules import fetch_pool_rules
-    from intellect.sdk.ipfs import open_ipfs
+    from intellect.agents.roles.pool_rules import fetch_pool_rules  # deferred: web3
 
     try:
         rules = fetch_pool_rules(cid, open_ipfs(ipfs_spec))
@@ -229,8 +225,6 @@ def _eval_settings(rules: Any, explicit: dict[str, Any]) -> dict[str, Any]:
     given = {k: v for k, v in explicit.items() if v is not None}
     if rules is None:
         return {**_EVAL_DEFAULTS, **given}
-    from intellect.agents.evaluation import held_out_max_tokens
-    from intellect.sdk.poolrules import conflicts
 
     pool = {"max_tokens": held_out_max_tokens(rules.budgets), "length_alpha": rules.length_alpha,
             "length_scope": rules.length_scope, "chat_template": rules.model.chat_template == "model"}
@@ -287,9 +281,6 @@ def eval_cmd(model_dir: Path, taskset: str | None, rules_src: str | None, pool_i
 
     With --rules CID|FILE or --pool ID, the settings come from the pool's rules as the trainer's held-out
     evaluation takes them; a flag that contradicts them is refused, naming the field."""
-    from intellect.agents.evaluation import evaluate_checkpoint
-    from intellect.verifier.tasks import TaskSet, TaskSetError
-
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     rules = _load_eval_rules(rules_src, pool_id, ipfs_spec,
                              {"network": network, "rpc_url": rpc_url, "deployment": deployment})
@@ -306,9 +297,6 @@ def eval_cmd(model_dir: Path, taskset: str | None, rules_src: str | None, pool_i
         if Path(taskset).is_file():
             ts = TaskSet.load(Path(taskset))
         else:
-            from intellect.sdk import IntellectError
-            from intellect.sdk.ipfs import open_ipfs
-
             try:
                 ts = TaskSet.from_bytes(open_ipfs(ipfs_spec).cat(taskset, max_size=256 << 20), name=taskset)
             except IntellectError as exc:

@@ -12,7 +12,9 @@ environment variable or a file named in the config.
 
 from __future__ import annotations
 
+import logging
 import os
+import warnings
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -22,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from intellect.agents.hardware import DeviceName, DTypeName
+from intellect.agents.recipe import TrainerRecipe
 from intellect.sdk import ConfigError
 from intellect.sdk.http import ServerLimits
 from intellect.sdk.poolrules import ProblemOrder
@@ -356,6 +359,13 @@ class StoreSettings(_Section):
     """Pushes one signer may make in any 60 s, refused ones included."""
 
 
+# the recipe's keys as earlier configs wrote them flat under `trainer` -> their name in `trainer.grpo`
+_FLAT_RECIPE = {"learning_rate": "lr", "warmup_steps": "warmup_steps", "optimizer_steps": "optimizer_steps",
+                "epsilon": "epsilon", "delta": "delta", "max_grad_norm": "max_grad_norm", "kl_coef": "kl_coef",
+                "filter_zero_advantage": "filter_zero_advantage", "keep_checkpoints": "keep_checkpoints",
+                "seed": "seed"}
+
+
 class TrainerSettings(_Section):
     model: str = "tiny"
     """`tiny` (config-built, for tests), `tiny-warm` (the tiny model warm-started on the pool's synthetic
@@ -378,24 +388,13 @@ class TrainerSettings(_Section):
     dtype: DTypeName = "auto"
     """Compute dtype: `auto` (bf16 on CUDA, fp32 on CPU), `fp32`, or `bf16` (fp32 master weights and optimizer
     state, forward and backward under bf16 autocast; checkpoints are written in fp32)."""
-    # -- the INTELLECT-2 recipe's knobs (`intellect.agents.grpo_trainer.GRPOConfig`; docs/agents.md) --
-    learning_rate: float = Field(1e-5, gt=0)
-    """AdamW learning rate after warm-up (INTELLECT-2: 3e-7 for a 32B model; small models want more)."""
-    warmup_steps: int = Field(0, ge=0)
-    """Optimizer updates over which the learning rate rises linearly to `learning_rate` (0: constant)."""
-    optimizer_steps: int = Field(1, ge=1)
-    """Optimizer steps (mini-batches) per training step; old log-probs are taken before the first."""
-    epsilon: float = Field(0.2, gt=0)
-    """PPO clip ε: the ratio counts within [1 − ε, 1 + ε]."""
-    delta: float = Field(4.0, gt=1)
-    """INTELLECT-2's two-sided clip δ: for negative advantages the ratio counts at most δ."""
-    max_grad_norm: float = Field(0.1, gt=0)
-    """Gradient-norm clip (INTELLECT-2's aggressive 0.1 kept its 32B run stable)."""
-    kl_coef: float = Field(0.0, ge=0)
-    """k3 KL penalty to the base model (0: off, as in INTELLECT-2)."""
-    filter_zero_advantage: bool = True
-    """Drop groups whose completions all earned the same reward (no signal) and refill the batch
-    from further attested submissions (INTELLECT-2's online filtering)."""
+    grpo: TrainerRecipe = Field(default_factory=TrainerRecipe)
+    """The GRPO recipe (`intellect.agents.recipe.GRPOConfig`, with the agent's defaults: `TrainerRecipe`):
+    `trainer.grpo.lr`, `.warmup_steps`, `.optimizer_steps`, `.epsilon`, `.delta`, `.max_grad_norm`, `.kl_coef`,
+    `.filter_zero_advantage` (drop flat groups and refill the batch from further attested submissions: online
+    filtering), `.keep_checkpoints`, `.seed`. The agent sets device, compute dtype, completion length and async
+    level itself. The flat form of earlier configs (`trainer.learning_rate`, `trainer.epsilon`, ...) is still
+    read, with a deprecation warning."""
     refill_wait: float | None = Field(30.0, ge=0)
     """Seconds without any further attested submission after which a step trains on the groups with
     signal it has (at least one) instead of waiting for `batch_groups` of them; None: wait for them
@@ -407,13 +406,35 @@ class TrainerSettings(_Section):
     eval_max_tasks: int = Field(64, ge=1)
     """At most this many held-out tasks per evaluation (the first ones of the file)."""
     shard_size: int = Field(50 * 1024 * 1024, gt=0)
-    keep_checkpoints: int = Field(4, ge=1)
-    seed: int = 0
     poll_interval: float = Field(1.0, gt=0)
     canary: CanarySettings = Field(default_factory=CanarySettings)
     """Canary submissions that make lazy validation lose (off by default)."""
     store: StoreSettings = Field(default_factory=StoreSettings)
     """Per-worker quota and rate of the trainer's `POST /store`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_recipe(cls, data: Any) -> Any:
+        """Read the recipe's flat keys of earlier configs (`trainer.learning_rate`, ...) into `trainer.grpo`,
+        with a deprecation warning; a key given both ways is refused."""
+        if not isinstance(data, dict) or not (flat := [k for k in data if k in _FLAT_RECIPE]):
+            return data
+        data = dict(data)
+        grpo = data.get("grpo")
+        grpo = dict(grpo) if isinstance(grpo, dict) else {} if grpo is None else grpo
+        if not isinstance(grpo, dict):
+            return data  # a TrainerRecipe given in code: the flat keys then fail as unknown fields
+        both = [k for k in flat if _FLAT_RECIPE[k] in grpo]
+        if both:
+            raise ValueError(f"{', '.join(both)} given both flat and under grpo: keep trainer.grpo.* only")
+        for key in flat:
+            grpo[_FLAT_RECIPE[key]] = data.pop(key)
+        data["grpo"] = grpo
+        moved = ", ".join(f"trainer.{k} -> trainer.grpo.{_FLAT_RECIPE[k]}" for k in flat)
+        warnings.warn(f"the GRPO recipe moved under trainer.grpo ({moved}); the flat keys are read for now",
+                      DeprecationWarning, stacklevel=2)
+        logging.getLogger(__name__).warning("config: the GRPO recipe moved under trainer.grpo (%s)", moved)
+        return data
 
 
 class RelaySettings(_Section):

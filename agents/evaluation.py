@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from intellect.verifier.rewards import reward
 from intellect.verifier.tasks import Task
 
 if TYPE_CHECKING:
@@ -73,9 +74,8 @@ def evaluate_engine(engine: Any, tasks: Sequence[Task], *, max_tokens: int, leng
     """Evaluate the checkpoint `engine` (an `InferenceEngine`) has loaded on `tasks` (prompts in its chat
     template when `chat_template` and it has one, as a pool whose rules say `chat_template: model`; the
     length penalty on the completions `length_scope` names, as the pool's rules say)."""
-    from intellect.agents.engines import SamplingParams
-    from intellect.verifier.rewards import reward
-    from intellect.verifier.submission import prompt_text
+    from intellect.agents.engines import SamplingParams  # deferred: torch (this module is read by the CLI)
+    from intellect.verifier.submission import prompt_text  # deferred: torch
 
     if not tasks:
         raise ValueError("evaluation needs at least one task")
@@ -108,7 +108,7 @@ def evaluate_checkpoint(model_dir: str | Path, tasks: Sequence[Task], *, max_tok
                         task_set: str = "held-out", device: str = "cpu", engine: Any = None,
                         chat_template: bool = True) -> EvalResult:
     """Load `model_dir` (any HF causal-LM dir; `engine` reused if given) and evaluate it on `tasks`."""
-    from intellect.agents.engines import TransformersEngine
+    from intellect.agents.engines import TransformersEngine  # deferred: torch
 
     engine = engine or TransformersEngine(device=device)
     engine.load(Path(model_dir))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from intellect.agents.engines import SamplingParams
 from intellect.verifier.replay import problem_seed
 from intellect.verifier.rewards import JudgeBudget, LengthScope
 from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
@@ -48,8 +49,6 @@ def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: 
     sampled with the replayable seed `problem_seed(seed, k)` and TOPLOC proofs. `model` is the
     checkpoint's manifest CID; `tokenizer`: whose chat template the prompts use (None: the bare text, see
     `prompt_text`); `length_scope`: the pool rules' (which rows carry the length penalty)."""
-    from intellect.agents.engines import SamplingParams
-
     rows: list[RolloutRow] = []
     judge = JudgeBudget()
     assigned = assign_problems(task_set, problem_order, seed=seed, task_id=task_id, n=problems,

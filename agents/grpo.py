@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
+from intellect.agents.recipe import MAX_ABS_ADVANTAGE
 from intellect.sdk import IntellectError
 from intellect.verifier.submission import group_advantages, is_fresh  # the protocol's rules, re-exported
 
@@ -40,11 +41,6 @@ __all__ = [
     "is_fresh",
     "recompute_advantages",
 ]
-
-MAX_ABS_ADVANTAGE = 16.0
-"""Largest |advantage| a trainer takes. A normalised group advantage is at most (n − 1)/√n in
-absolute value (one outlier among n equal rewards): 7.9 for n = 64, 11.2 for n = 128; anything
-larger was not computed by `group_advantages` and is refused, never trained on."""
 
 REWARD_RANGE = (-2.0, 1.0)
 """Bounds of a verified total reward: task reward in [0, 1] minus a length penalty that stays under

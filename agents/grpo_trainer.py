@@ -55,14 +55,15 @@ import torch
 
 from intellect.agents.engines import CHECKPOINT_META
 from intellect.agents.grpo import (
-    MAX_ABS_ADVANTAGE,
     UntrustedValueError,
     check_staleness,
     constant_denominator,
     grpo_loss,
     token_logprobs,
 )
+from intellect.agents.recipe import GRPOConfig
 from intellect.sdk import IntellectError
+from intellect.verifier.rollouts import RolloutFile
 
 log = logging.getLogger(__name__)
 
@@ -70,46 +71,6 @@ __all__ = ["CHECKPOINT_SCHEMA", "GRPOConfig", "GRPOTrainer", "NoSignalError", "N
            "StepStats", "group_samples", "init_distributed", "signal_groups"]
 
 CHECKPOINT_SCHEMA = "intellect.checkpoint/v1"
-
-
-@dataclass
-class GRPOConfig:
-    """INTELLECT-2's GRPO hyperparameters (defaults as in the paper where it states them)."""
-
-    lr: float = 3e-7
-    """AdamW learning rate after warm-up (INTELLECT-2 used 3e-7 for 32B; small models want far more)"""
-    warmup_steps: int = 0
-    """optimizer updates over which the learning rate rises linearly from lr/warmup_steps to lr
-    (INTELLECT-2 warmed up over its first 25 steps); 0: constant lr"""
-    weight_decay: float = 0.01
-    betas: tuple[float, float] = (0.9, 0.99)
-    epsilon: float = 0.2
-    """PPO clip range: the ratio is clipped to [1-ε, 1+ε]"""
-    delta: float = 4.0
-    """two-sided bound: for negative advantages the ratio counts at most δ"""
-    max_grad_norm: float = 0.1
-    """gradient-norm clip (INTELLECT-2: aggressive clipping kept the 32B run stable)"""
-    optimizer_steps: int = 2
-    """optimizer steps (mini-batches) per rollout step; old log-probs are from before the first"""
-    max_completion_tokens: int = 128
-    """the constant of the per-token loss denominator (sequences × this)"""
-    kl_coef: float = 0.0
-    """k3 KL to the initial policy; 0 (off) in INTELLECT-2"""
-    async_level: int = 2
-    """training step t accepts rollouts of policy step s >= t − async_level"""
-    filter_zero_advantage: bool = True
-    """drop groups whose advantages are all zero (every completion earned the same reward): no signal"""
-    max_abs_advantage: float = MAX_ABS_ADVANTAGE
-    """samples with |advantage| above this (or not finite) are refused: no real group gives one"""
-    seed: int = 0
-    dtype: str = "float32"
-    """dtype of the weights and the optimizer state (the master copy; checkpoints are written in it)"""
-    device: str = "cpu"
-    autocast: str | None = None
-    """compute dtype of the forward and backward passes (`bfloat16` on GPUs): torch.autocast on one process,
-    FSDP2's `MixedPrecisionPolicy(param_dtype, reduce_dtype=float32)` when sharded; None: compute in `dtype`"""
-    keep_checkpoints: int = 0
-    """keep only the newest k step dirs (0 keeps all)"""
 
 
 class NoSignalError(IntellectError, RuntimeError):
@@ -505,7 +466,7 @@ class GRPOTrainer:
             self.tokenizer.save_pretrained(tmp)
             meta = {"schema": CHECKPOINT_SCHEMA, "step": self.step, "parent": str(self.model_dir),
                     "base": str(self.base_dir),
-                    "config": {k: v for k, v in asdict(self.config).items() if k != "betas"}}
+                    "config": self.config.model_dump(exclude={"betas"})}
             (tmp / CHECKPOINT_META).write_text(json.dumps(meta, sort_keys=True, default=str))
             if final.exists():
                 shutil.rmtree(final)
@@ -582,18 +543,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     @click.option("--model-dir", type=click.Path(path_type=Path, exists=True, file_okay=False), required=True,
                   help="HF causal LM dir to start from (a trainer checkpoint resumes its step)")
     @click.option("--out", type=click.Path(path_type=Path), required=True, help="checkpoint output dir")
-    @click.option("--lr", type=float, default=GRPOConfig.lr, show_default=True)
-    @click.option("--optimizer-steps", type=int, default=GRPOConfig.optimizer_steps, show_default=True)
-    @click.option("--max-completion-tokens", type=int, default=GRPOConfig.max_completion_tokens, show_default=True)
-    @click.option("--async-level", type=int, default=GRPOConfig.async_level, show_default=True)
-    @click.option("--seed", type=int, default=GRPOConfig.seed, show_default=True)
+    @click.option("--lr", type=float, default=GRPOConfig.model_fields["lr"].default, show_default=True)
+    @click.option("--optimizer-steps", type=int, default=GRPOConfig.model_fields["optimizer_steps"].default, show_default=True)
+    @click.option("--max-completion-tokens", type=int, default=GRPOConfig.model_fields["max_completion_tokens"].default, show_default=True)
+    @click.option("--async-level", type=int, default=GRPOConfig.model_fields["async_level"].default, show_default=True)
+    @click.option("--seed", type=int, default=GRPOConfig.model_fields["seed"].default, show_default=True)
     @click.option("--device", default="cpu", show_default=True, help="cpu or cuda (each rank its LOCAL_RANK GPU)")
     @click.option("--bf16", is_flag=True, help="bf16 compute (FSDP2 mixed precision / autocast), fp32 master weights")
     @click.argument("rollouts", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False))
     def cli(model_dir: Path, out: Path, lr: float, optimizer_steps: int, max_completion_tokens: int,
             async_level: int, seed: int, device: str, bf16: bool, rollouts: tuple[Path, ...]) -> None:
-        from intellect.verifier.rollouts import RolloutFile
-
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         rank, world, device = init_distributed(device)
         try:

@@ -25,6 +25,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from intellect.agents.tasks import synthetic_task_set
+from intellect.verifier.models import smollm2_path
+
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -75,8 +78,6 @@ class TinyModelSpec:
 
 
 def _tokenizer_corpus(n: int, seed: int) -> list[str]:
-    from intellect.agents.tasks import synthetic_task_set
-
     lines: list[str] = []
     for task in synthetic_task_set(n, seed=seed, kinds=("arithmetic", "word", "code")):
         lines.append(task.prompt)
@@ -196,6 +197,4 @@ def load_model(model_dir: str | Path, dtype: str = "float32", device: str = "cpu
 
 def smollm2_dir() -> Path:
     """The real SmolLM2-135M-Instruct as a safetensors directory (offline; cached by the verifier)."""
-    from intellect.verifier.models import smollm2_path
-
     return Path(smollm2_path())

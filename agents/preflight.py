@@ -19,6 +19,7 @@ offers it as `node preflight` through the `intellect.cli.node` entry point group
 
 from __future__ import annotations
 
+import datetime as dt
 import ipaddress
 import json
 import logging
@@ -29,6 +30,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import click
+
+from intellect.sdk import NodeStatus, Role, WorkHistory, format_tokens
+from intellect.sdk.http import fetch
+from intellect.sdk.ipfs import open_ipfs
+from intellect.sdk.poolrules import PoolRules
+from intellect.verifier.budget_class import CLASSES, ClassRule, earned_class, lower_class, verified_rate
 
 __all__ = ["EXIT_NOT_READY", "EXIT_WARNINGS", "Check", "advertised_address_problem", "preflight"]
 
@@ -93,8 +100,9 @@ def advertised_address_problem(endpoint: str) -> str | None:
 
 
 def _status(url: str, timeout: float) -> tuple[dict[str, Any] | None, str]:
-    from intellect.agents.roles._runtime import parse_status
-    from intellect.sdk._fetch import fetch
+    from intellect.agents.roles._runtime import (
+        parse_status,  # deferred: loads web3 (Protocol), not needed for --help
+    )
 
     target = url.rstrip("/") + "/status"
     try:
@@ -105,21 +113,15 @@ def _status(url: str, timeout: float) -> tuple[dict[str, Any] | None, str]:
 
 
 def _when(ts: int) -> str:
-    import datetime as dt
-
     return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _tok(wei: int) -> str:
-    from intellect.sdk import format_tokens
-
     return f"{format_tokens(int(wei))} INTL"
 
 
 def _rules(p: Any, cid: str, ipfs_spec: str | None, peers: list[str]) -> tuple[Any, str]:
-    from intellect.sdk.deploy import EMPTY_FILE_CID
-    from intellect.sdk.ipfs import open_ipfs
-    from intellect.sdk.poolrules import PoolRules
+    from intellect.sdk.deploy import EMPTY_FILE_CID  # deferred: loads eth_account
 
     if cid == EMPTY_FILE_CID:
         return None, "the pool names no rules document (the empty file: a dev default pool, whose tasks and budgets " \
@@ -140,8 +142,6 @@ def _rules(p: Any, cid: str, ipfs_spec: str | None, peers: list[str]) -> tuple[A
 def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declared: tuple[str, int, int] | None,
                device: str, dtype: str, ipfs_spec: str | None, peers: list[str], gas_price_gwei: float | None,
                timeout: float, measure: str | None) -> Report:
-    from intellect.sdk import NodeStatus, Role
-
     rep = Report()
     dev = p.is_dev_chain
     me = p.address
@@ -209,7 +209,7 @@ def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declare
             f"budget)", "" if left > 0 else "the pool is out of budget: wait for its owner to fund it")
 
     # -- directory: trainer, relays, peers for the rules
-    from intellect.agents.roles._runtime import Directory, peer_service
+    from intellect.agents.roles._runtime import Directory, peer_service  # deferred: loads web3
 
     directory = Directory(p, timeout=timeout)
     live_peers: list[str] = []
@@ -285,9 +285,7 @@ def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declare
 
 def _budget_class(p: Any, rep: Report, pool_id: int, prm: Any, rules: Any, node: Any,
                   declared: tuple[str, int, int] | None) -> int:
-    from intellect.sdk import WorkHistory
-    from intellect.verifier.budget_class import CLASSES, ClassRule, earned_class, lower_class, verified_rate
-    from intellect.verifier.submission import hardware_class
+    from intellect.verifier.submission import hardware_class  # deferred: torch (absent from the relay extra)
 
     gpu_model, vram, count = declared or (node.gpu_model or "cpu", node.vram_gib, node.gpu_count)
     decl = hardware_class(gpu_model, vram, count)

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from intellect.verifier.rewards import task_reward
 from intellect.verifier.tasks import Task, TaskSet, TaskSetError, VerifierKind
+from intellect.verifier.tasksets import read_rows
 
 if TYPE_CHECKING:
     from intellect.agents.engines import InferenceEngine, SamplingParams
@@ -63,8 +65,6 @@ class LoadReport:
 def _read_rows(path: str | Path) -> list[dict[str, Any]]:
     """The rows of a downloaded dataset file (the task-set converters' reader: `.jsonl`, `.json`, `.parquet`,
     optionally `.gz`); `TaskSetError` naming the file on anything unreadable."""
-    from intellect.verifier.tasksets import read_rows
-
     return read_rows(path)
 
 
@@ -349,8 +349,6 @@ def filter_by_difficulty(
     `progress(done, total)` is called after every batch of `batch_prompts` tasks is scored.
     Raises `TaskSetError` if nothing survives.
     """
-    from intellect.verifier.rewards import task_reward
-
     if not 0.0 <= low <= high <= 1.0:
         raise ValueError(f"need 0 <= low <= high <= 1, got [{low}, {high}]")
     score = scorer or (lambda task, text: float(task_reward(task, text)))

@@ -19,18 +19,18 @@ from pathlib import Path
 
 import click
 
+from intellect.agents.models import smollm2_dir, tiny_model_dir
+from intellect.agents.tasks import filter_by_difficulty
+from intellect.verifier.tasks import TaskSet
+
 __all__ = ["filter_command", "resolve_model"]
 
 
 def resolve_model(name: str) -> Path:
     """`smollm2` (SmolLM2-135M-Instruct, offline), `tiny` (the random test model) or an HF model dir."""
     if name == "smollm2":
-        from intellect.agents.models import smollm2_dir
-
         return smollm2_dir()
     if name == "tiny":
-        from intellect.agents.models import tiny_model_dir
-
         return tiny_model_dir()
     path = Path(name)
     if not (path / "config.json").is_file():
@@ -84,10 +84,11 @@ def filter_command(path: Path, model_name: str, samples: int, low: float, high: 
                    temperature: float, seed: int, chat_template: bool, device: str, output: Path,
                    rates_out: Path | None) -> None:
     """Score every problem of PATH with k samples of --model; write those with a solve rate in [low, high]."""
-    from intellect.agents.engines import SamplingParams, TransformersEngine
-    from intellect.agents.tasks import filter_by_difficulty
-    from intellect.verifier.submission import prompt_text
-    from intellect.verifier.tasks import TaskSet
+    from intellect.agents.engines import (  # deferred: torch (`intellect --help`)
+        SamplingParams,
+        TransformersEngine,
+    )
+    from intellect.verifier.submission import prompt_text  # deferred: torch
 
     if low > high:
         raise click.BadParameter(f"--low {low} is above --high {high}", param_hint="--low")

@@ -22,6 +22,7 @@ from typing import Literal
 
 import torch
 
+from intellect.agents.models import TinyModelSpec, build_cached, cache_dir, tiny_model_dir
 from intellect.agents.tasks import synthetic_task_set
 from intellect.verifier.submission import prompt_text
 from intellect.verifier.tasks import TaskSet
@@ -161,8 +162,6 @@ class WarmStartRecipe:
     """bump when `warm_start` changes in a way that changes its output"""
 
     def key(self) -> str:
-        from intellect.agents.models import TinyModelSpec
-
         body = json.dumps({"recipe": asdict(self), "tiny": TinyModelSpec().key()}, sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
@@ -170,8 +169,6 @@ class WarmStartRecipe:
 def warm_start_cached(recipe: WarmStartRecipe | None = None, root: Path | None = None) -> Path:
     """The tiny model warm-started by `recipe`, built once and cached under
     `cache_dir()/models/tiny-warm-<key>` (atomically: built in a temp dir, then renamed)."""
-    from intellect.agents.models import build_cached, cache_dir, tiny_model_dir
-
     recipe = recipe or WarmStartRecipe()
     root = root or cache_dir() / "models"
     final = root / f"tiny-warm-{recipe.key()}"

@@ -29,11 +29,9 @@ from intellect.agents.roles._runtime import PeerDocumentError, parse_status, pee
 from intellect.agents.roles._server import HttpError, parse_json_body
 from intellect.agents.roles.store import accept_pushed_file, store_request
 from intellect.sdk import IpfsError, SchemaVersionError
-from intellect.sdk.ipfs._cid import DAG_PB, RAW, Cid
-from intellect.sdk.ipfs._unixfs import Link, decode_node, encode_node, read_dag
+from intellect.sdk.ipfs import DAG_PB, RAW, Cid, Link, decode_node, encode_node, read_dag
 from intellect.sdk.poolrules import PoolRules, PoolRulesError
-from intellect.sdk.shardcast._errors import ManifestError
-from intellect.sdk.shardcast._manifest import Manifest
+from intellect.sdk.shardcast import Manifest, ManifestError
 from intellect.verifier import rewards as _rewards
 from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutMeta, RolloutRow
 from intellect.verifier.tasks import Task, TaskSet, TaskSetError, assign_problems
@@ -641,7 +639,7 @@ def attestation_page_target(data: bytes) -> None:
     store and the HTTP fetch are stand-ins; the method must neither raise nor stop advancing its cursor."""
     import types
 
-    import intellect.sdk._fetch as fetch_module
+    import intellect.agents.roles.trainer as fetch_module  # the module whose `fetch` the trainer calls
 
     def accept(item: Any) -> None:
         try:
@@ -682,19 +680,14 @@ def attestation_page_seeds() -> dict[str, bytes]:
 def dashboard_target(data: bytes) -> None:
     """A node's `/status` answer as the dashboard reads it (`StatusFetcher.fetch_one`, the real method, with the
     HTTP fetch a stand-in that returns `data`), then the trainer's steps and the reward curve built from it
-    (`_trainer_steps`, `_reward_curve`): a bad document is reported for its node, never fatal to the page."""
-    from intellect.sdk.dashboard import _collect
+    (`trainer_steps`, `reward_curve`): a bad document is reported for its node, never fatal to the page."""
+    from intellect.sdk.dashboard import StatusFetcher, reward_curve, trainer_steps
 
-    real = _collect.fetch
-    _collect.fetch = lambda *_a, **_k: _PageResponse(data)
-    try:
-        doc, err = _collect.StatusFetcher().fetch_one("http://node")
-    finally:
-        _collect.fetch = real
+    doc, err = StatusFetcher(get=lambda *_a, **_k: _PageResponse(data)).fetch_one("http://node")
     if (doc is None) == (err is None):
         raise Finding(f"fetch_one gave both or neither of a document and an error: {doc!r}, {err!r}")
     if doc is not None:
-        _collect._reward_curve(_collect._trainer_steps(doc), [], [])
+        reward_curve(trainer_steps(doc), [], [])
 
 
 def dashboard_seeds() -> dict[str, bytes]:
@@ -823,9 +816,8 @@ def _served() -> dict[str, Any]:
         from pathlib import Path
 
         from intellect.sdk.ipfs import EmbeddedIpfs, IpfsGateway
+        from intellect.sdk.shardcast import ShardStore, build_shards
         from intellect.sdk.shardcast import _server as shard_server
-        from intellect.sdk.shardcast import build_shards
-        from intellect.sdk.shardcast._store import ShardStore
 
         _quiet("intellect.sdk.ipfs._gateway", "intellect.sdk.shardcast._server", "intellect.sdk._http")
         tmp = Path(tempfile.mkdtemp(prefix="intellect-fuzz-"))
@@ -937,7 +929,7 @@ READERS: dict[str, Reader] = {r.name: r for r in [
     Reader("attestation_page", "a validator's GET /attestations page (`Trainer.pull_attestations`)",
            attestation_page_target, (HttpError,), attestation_page_seeds, prepare=_trainer),
     Reader("dashboard", "a node's /status as the dashboard reads it (`StatusFetcher.fetch_one`, steps, curve)",
-           dashboard_target, (), dashboard_seeds, prepare=lambda: __import__("intellect.sdk.dashboard._collect")),
+           dashboard_target, (), dashboard_seeds, prepare=lambda: __import__("intellect.sdk.dashboard")),
     Reader("cid", "CID text and binary (`Cid.parse`, `Cid.from_bytes`)", cid_target, CID_ERRORS, cid_seeds),
     Reader("unixfs", "dag-pb/UnixFS block (`decode_node`, `read_dag`)", unixfs_target, UNIXFS_ERRORS,
            unixfs_seeds),

@@ -9,8 +9,7 @@ scripts/export_abi.py: ``abi_sha256``).
 
 from __future__ import annotations
 
-from intellect.sdk._config import CONTRACT_NAMES, DEPLOYMENT_SCHEMA, ContractRecord, Deployment
-from intellect.sdk._errors import DeploymentError
+from intellect.sdk import CONTRACT_NAMES, DEPLOYMENT_SCHEMA, ContractRecord, Deployment, DeploymentError
 from intellect.sdk.deploy import (
     EMPTY_FILE_CID,
     PROFILES,

@@ -31,8 +31,7 @@ from typing import Any
 import brownie
 from brownie import accounts, network, web3
 
-from intellect.sdk._config import ContractRecord, Deployment  # the deployment file's one model
-from intellect.sdk._errors import DeploymentError
+from intellect.sdk import ContractRecord, Deployment, DeploymentError  # the deployment file's one model
 from scripts._deployment import ROLE_IDS, DeployParams, params_for_network
 from scripts.export_abi import ABI_DIR, BUILD_DIR, CALLEES, _artifact, artifact_abi_sha256, export_abis
 
@@ -158,7 +157,7 @@ def _deployer_key(dev: bool) -> Any:
     calls accounts[0]); DEPLOYER_PRIVATE_KEY or DEPLOYER_KEYSTORE(+_PASSWORD) on live ones (never printed)."""
     from eth_account import Account
 
-    from intellect.sdk._accounts import dev_account, load_keystore
+    from intellect.sdk import dev_account, load_keystore
 
     if dev:
         acct = dev_account(0)

@@ -26,9 +26,8 @@ import brownie
 from brownie import Contract, accounts, chain, network, web3
 from brownie.exceptions import VirtualMachineError
 
-from intellect.sdk._config import Deployment  # the deployment file's one model
-from intellect.sdk._errors import DeploymentError
-from intellect.sdk._reverts import REVERT_MESSAGES as MESSAGES
+from intellect.sdk import REVERT_MESSAGES as MESSAGES
+from intellect.sdk import Deployment, DeploymentError  # the deployment file's one model
 from scripts.export_abi import ABI_DIR
 
 ROOT = Path(__file__).resolve().parent.parent

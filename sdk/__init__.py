@@ -1,7 +1,15 @@
-"""intellect.sdk: the Python SDK of intellect-protocol (contracts client, events, IPFS, CLI).
+"""intellect.sdk: the Python SDK of intellect-protocol (contracts client, events, IPFS, Shardcast, CLI).
 
-Heavy parts (web3) load on first use, so `import intellect.sdk.ipfs` stays light. The SDK never
-imports torch.
+The public face, as httpx's: the implementation sits in private modules (`_client`, `_models`, `_config`, ...)
+and every name another package may use is re-exported here, in the public modules `intellect.sdk.http`
+(bounded HTTP server and client), `intellect.sdk.procs` (child-process helpers), `intellect.sdk.ipfs`,
+`intellect.sdk.shardcast`, `intellect.sdk.dashboard`, `intellect.sdk.poolrules` and `intellect.sdk.devnet`.
+Nothing outside `sdk/` imports `intellect.sdk._*` (`tests/sdk/test_sdk_public.py` holds the rule).
+
+Names are imported eagerly, except those of the four modules that load web3 or eth_account (the contract client,
+the event stream, the transactor, the accounts: about 2 s of imports), which load on first use
+(`_ON_FIRST_USE`) so that `import intellect.sdk.ipfs`, the verifier's isolated parser child and the CLI's
+`--help` stay light. The SDK never imports torch.
 """
 
 from __future__ import annotations
@@ -9,6 +17,18 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ._config import (
+    CONTRACT_NAMES,
+    DEPLOYMENT_SCHEMA,
+    DEV_CHAIN_IDS,
+    NETWORKS,
+    OPTIONAL_CONTRACT_NAMES,
+    ContractRecord,
+    Deployment,
+    load_abi,
+    load_deployment,
+    resolve_network,
+)
 from ._errors import (
     CidMismatchError,
     ConfigError,
@@ -25,121 +45,82 @@ from ._errors import (
     TransactionTimeout,
     TransientRpcError,
 )
+from ._models import (
+    LISTING_FLOOR,
+    ZERO_ADDRESS,
+    AttesterPoolRule,
+    AttesterRecord,
+    Challenge,
+    ChallengeStatus,
+    Checkpoint,
+    DecodedEvent,
+    FaucetInfo,
+    Node,
+    NodeBook,
+    NodeStatus,
+    Pool,
+    PoolParams,
+    Receipt,
+    Rewards,
+    Role,
+    Stake,
+    Submission,
+    Task,
+    TaskClaim,
+    TaskStatus,
+    claim_seed,
+    format_tokens,
+    parse_tokens,
+)
+from ._reverts import REVERT_HINTS, REVERT_MESSAGES
+from ._validators import ValidatorHistory
+from ._work_history import LeaseOutcome, WorkHistory
 
-# name -> module that defines it (imported lazily on first attribute access)
-_LAZY: dict[str, str] = {
+# name -> the web3-loading module that defines it (imported on first attribute access; see the docstring)
+_ON_FIRST_USE: dict[str, str] = {
     "Protocol": "._client",
+    "Cursor": "._events",
     "EventStream": "._events",
     "FileCursorStore": "._events",
     "MemoryCursorStore": "._events",
-    "Cursor": "._events",
     "Reorg": "._events",
-    "ContractRecord": "._config",
-    "Deployment": "._config",
-    "NETWORKS": "._config",
-    "load_deployment": "._config",
-    "load_abi": "._config",
-    "resolve_network": "._config",
+    "ErrorDecoder": "._tx",
+    "RetryPolicy": "._tx",
+    "is_transient": "._tx",
+    "with_retries": "._tx",
     "create_keystore": "._accounts",
+    "dev_account": "._accounts",
     "import_keystore": "._accounts",
     "load_keystore": "._accounts",
-    "dev_account": "._accounts",
-    "RetryPolicy": "._tx",
-    "ValidatorHistory": "._validators",
-    "LeaseOutcome": "._work_history",
-    "WorkHistory": "._work_history",
-    "AttesterPoolRule": "._models",
-    "AttesterRecord": "._models",
-    "Challenge": "._models",
-    "ChallengeStatus": "._models",
-    "Checkpoint": "._models",
-    "DecodedEvent": "._models",
-    "FaucetInfo": "._models",
-    "Node": "._models",
-    "NodeStatus": "._models",
-    "Pool": "._models",
-    "PoolParams": "._models",
-    "Receipt": "._models",
-    "Rewards": "._models",
-    "Role": "._models",
-    "Stake": "._models",
-    "Submission": "._models",
-    "Task": "._models",
-    "TaskClaim": "._models",
-    "NodeBook": "._models",
-    "claim_seed": "._models",
-    "TaskStatus": "._models",
-    "format_tokens": "._models",
-    "parse_tokens": "._models",
+    "read_password": "._accounts",
 }
 
-__all__ = [
-    "NETWORKS",
-    "AttesterPoolRule",
-    "AttesterRecord",
-    "Challenge",
-    "ChallengeStatus",
-    "Checkpoint",
-    "CidMismatchError",
-    "ConfigError",
-    "ContentNotFoundError",
-    "ContentTooLargeError",
-    "ContractRecord",
-    "ContractRevert",
-    "Cursor",
-    "DecodedEvent",
-    "Deployment",
-    "DeploymentError",
-    "DeploymentSchemaError",
-    "EventStream",
-    "FaucetInfo",
-    "FileCursorStore",
-    "IntellectError",
-    "InvalidCidError",
-    "IpfsError",
-    "LeaseOutcome",
-    "MemoryCursorStore",
-    "Node",
-    "NodeBook",
-    "NodeStatus",
-    "Pool",
-    "PoolParams",
-    "Protocol",
-    "Receipt",
-    "Reorg",
-    "RetryPolicy",
-    "Rewards",
-    "Role",
-    "RpcError",
-    "SchemaVersionError",
-    "Stake",
-    "Submission",
-    "Task",
-    "TaskClaim",
-    "TaskStatus",
-    "TransactionTimeout",
-    "TransientRpcError",
-    "ValidatorHistory",
-    "WorkHistory",
-    "claim_seed",
-    "create_keystore",
-    "dev_account",
-    "format_tokens",
-    "import_keystore",
-    "load_abi",
-    "load_deployment",
-    "load_keystore",
+__all__ = [  # grouped by module, as imported above
+    # _config: networks and deployment files
+    "CONTRACT_NAMES", "DEPLOYMENT_SCHEMA", "DEV_CHAIN_IDS", "NETWORKS", "OPTIONAL_CONTRACT_NAMES", "ContractRecord",
+    "Deployment", "load_abi", "load_deployment", "resolve_network",
+    # _errors: the exception tree under IntellectError
+    "CidMismatchError", "ConfigError", "ContentNotFoundError", "ContentTooLargeError", "ContractRevert",
+    "DeploymentError", "DeploymentSchemaError", "IntellectError", "InvalidCidError", "IpfsError", "RpcError",
+    "SchemaVersionError", "TransactionTimeout", "TransientRpcError",
+    # _models: what the contracts hold, typed
+    "LISTING_FLOOR", "ZERO_ADDRESS", "AttesterPoolRule", "AttesterRecord", "Challenge", "ChallengeStatus",
+    "Checkpoint", "DecodedEvent", "FaucetInfo", "Node", "NodeBook", "NodeStatus", "Pool", "PoolParams", "Receipt",
+    "Rewards", "Role", "Stake", "Submission", "Task", "TaskClaim", "TaskStatus", "claim_seed", "format_tokens",
     "parse_tokens",
-    "resolve_network",
+    # _reverts, _validators, _work_history
+    "REVERT_HINTS", "REVERT_MESSAGES", "ValidatorHistory", "LeaseOutcome", "WorkHistory",
+    # loaded on first use (web3, eth_account)
+    *_ON_FIRST_USE,
 ]
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_ON_FIRST_USE))
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    module = _ON_FIRST_USE.get(name)
     if module is None:
         raise AttributeError(f"module 'intellect.sdk' has no attribute {name!r}")
     value = getattr(importlib.import_module(module, __name__), name)

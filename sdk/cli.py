@@ -27,6 +27,8 @@ from typing import Any, NoReturn
 import click
 from pydantic import BaseModel
 
+from . import devnet as _devnet
+from ._config import load_deployment
 from ._errors import (
     ConfigError,
     ContentTooLargeError,
@@ -36,8 +38,11 @@ from ._errors import (
     RpcError,
     SchemaVersionError,
 )
+from ._models import PoolParams, format_tokens, parse_tokens
 from ._reverts import REVERT_HINTS
-from .poolrules import PROBLEM_ORDERS
+from .ipfs import EmbeddedIpfs, IpfsGateway, compute_cid, open_ipfs
+from .ipfs._unixfs import CHUNK_SIZE, DagBuilder
+from .poolrules import PROBLEM_ORDERS, PoolRules, PoolRulesError
 
 __all__ = ["EXIT_NETWORK", "EXIT_REVERT", "EXIT_USER", "PLUGINS", "cli", "main"]
 
@@ -61,7 +66,7 @@ class _Ctx:
 
     def protocol(self, *, need_account: bool = True) -> Any:
         if self._protocol is None:
-            from ._client import Protocol
+            from ._client import Protocol  # deferred: web3 (`intellect --help` stays fast)
 
             o = self.opts
             self._protocol = Protocol.connect(
@@ -89,14 +94,10 @@ def _out(ctx: _Ctx, data: Any, human: Callable[[], list[str]] | str) -> None:
 
 
 def _tok(wei: int) -> str:
-    from ._models import format_tokens
-
     return f"{format_tokens(wei)} INTL"
 
 
 def _amount(value: str) -> int:
-    from ._models import parse_tokens
-
     try:
         return parse_tokens(value)
     except ValueError as exc:
@@ -180,7 +181,7 @@ def account() -> None:
 
 
 def _new_password(ctx: _Ctx) -> str:
-    from ._accounts import read_password
+    from ._accounts import read_password  # deferred: eth_account
 
     try:
         return read_password(None, ctx.opts["password_file"])
@@ -194,7 +195,7 @@ def _new_password(ctx: _Ctx) -> str:
 @click.pass_obj
 def account_new(ctx: _Ctx) -> None:
     """Create a new random key, encrypted into --keystore PATH (never overwritten)."""
-    from ._accounts import create_keystore
+    from ._accounts import create_keystore  # deferred: eth_account
 
     path = ctx.opts["keystore"]
     if path is None:
@@ -209,7 +210,7 @@ def account_new(ctx: _Ctx) -> None:
 @click.pass_obj
 def account_import(ctx: _Ctx, key_file: Path | None) -> None:
     """Read a hex private key (from --key-file or stdin, never from the command line) into --keystore PATH."""
-    from ._accounts import import_keystore
+    from ._accounts import import_keystore  # deferred: eth_account
 
     path = ctx.opts["keystore"]
     if path is None:
@@ -274,7 +275,7 @@ def _node_lines(n: Any) -> list[str]:
 def node_register(ctx: _Ctx, role: str, gpu_model: str, vram_gib: int, gpu_count: int, endpoint: str,
                   node_keystore: Path | None) -> None:
     """Register a node (the node key signs, this account sends and owns)."""
-    from ._accounts import load_keystore
+    from ._accounts import load_keystore  # deferred: eth_account
 
     p = ctx.protocol()
     node_acct = load_keystore(node_keystore, password_file=ctx.opts["password_file"]) if node_keystore else None
@@ -395,7 +396,6 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
     path = Path(path_or_cid)
     if not path.is_file():
         return path_or_cid
-    from .ipfs import compute_cid
 
     data = path.read_bytes()
     if not data.startswith(b'{"name":') and b'"schema": "intellect.taskset/' not in data[:512]:
@@ -459,9 +459,6 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
                 dry_run: bool) -> None:
     """Build the pool's rules (intellect.poolrules/v1), refuse them if they contradict themselves, add
     them to IPFS and create the pool with their CID on-chain (the rules name the task set)."""
-    from .ipfs import open_ipfs
-    from .poolrules import PoolRules, PoolRulesError
-
     doc: dict[str, Any] = {}
     if rules_file is not None:
         try:
@@ -506,8 +503,6 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
     if dry_run:
         _out(ctx, {"rules": json.loads(data), "rules_cid": rules.cid()}, [data.decode(), f"rules CID {rules.cid()}"])
         return
-    from ._models import PoolParams, parse_tokens
-
     p = ctx.protocol()
     if quorum is None:
         quorum = default_quorum(p)
@@ -575,9 +570,6 @@ def pool_show(ctx: _Ctx, pool_id: int | None, ipfs_spec: str | None) -> None:
     p = ctx.protocol(need_account=False)
     pools = [p.pool(pool_id)] if pool_id is not None else p.pools()
     if ipfs_spec and pool_id is not None:
-        from .ipfs import open_ipfs
-        from .poolrules import PoolRules
-
         cid = pools[0].params.rules_cid
         rules = PoolRules.from_bytes(open_ipfs(ipfs_spec).cat(cid, max_size=1 << 20), source=cid)
         # every rule with its meaning, also those the canonical bytes leave out (`length_scope: all`,
@@ -685,15 +677,11 @@ def devnet(ctx: _Ctx, port: int, host: str, deployments_dir: Path, state_file: P
     import signal
     import time
 
-    from . import devnet as _devnet
-
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop anvil on SIGTERM too
     anvil = _devnet.Anvil(port=port, state_file=state_file, host=host).start()
     try:
         dep_file = deployments_dir / "31337.json"
         if state_file is not None and state_file.exists() and dep_file.exists():
-            from ._config import load_deployment
-
             dep = load_deployment(path=dep_file)
         else:
             dep = _devnet.deploy(anvil.url, deployments_dir.resolve())
@@ -776,8 +764,6 @@ def ipfs() -> None:
 @click.pass_obj
 def ipfs_cid(ctx: _Ctx, path: Path) -> None:
     """The CID `ipfs add --cid-version 1 --raw-leaves` gives PATH."""
-    from .ipfs._unixfs import CHUNK_SIZE, DagBuilder
-
     builder = DagBuilder()
     with open(path, "rb") as fh:
         while chunk := fh.read(CHUNK_SIZE):
@@ -792,8 +778,6 @@ def ipfs_cid(ctx: _Ctx, path: Path) -> None:
 @click.pass_obj
 def ipfs_add(ctx: _Ctx, path: Path, ipfs_spec: str) -> None:
     """Store PATH (streamed in 256 KiB chunks) and pin it."""
-    from .ipfs import open_ipfs
-
     cid = open_ipfs(ipfs_spec).add_file(path)
     _out(ctx, {"cid": cid, "size": path.stat().st_size}, cid)
 
@@ -812,8 +796,6 @@ def ipfs_get(ctx: _Ctx, cid: str, output: Path, max_size: str, ipfs_spec: str, p
     import tempfile
 
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
-    from .ipfs import open_ipfs
 
     limit = _size(max_size)
     store: Any = open_ipfs(ipfs_spec, peers=list(peers))
@@ -845,8 +827,6 @@ def ipfs_get(ctx: _Ctx, cid: str, output: Path, max_size: str, ipfs_spec: str, p
 @click.pass_obj
 def ipfs_serve(ctx: _Ctx, data_dir: Path, host: str, port: int, peers: tuple[str, ...]) -> None:
     """Run the read-only gateway for the store in DATA_DIR until Ctrl-C."""
-    from .ipfs import EmbeddedIpfs, IpfsGateway
-
     gw = IpfsGateway(EmbeddedIpfs(data_dir, peers=list(peers)), host, port).start()
     click.echo(f"serving {data_dir} at {gw.url}/ipfs/<cid>", err=True)
     gw.serve_forever()

@@ -26,6 +26,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ._errors import ConfigError, SchemaVersionError
+from .ipfs import compute_cid
 
 __all__ = [
     "POOLRULES_SCHEMA",
@@ -224,8 +225,6 @@ class PoolRules(_Strict):
         return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
     def cid(self) -> str:
-        from .ipfs import compute_cid
-
         return compute_cid(self.to_bytes())
 
     @classmethod

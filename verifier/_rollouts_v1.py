@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from intellect.verifier.rollouts import (
     MAX_META_BYTES,
     ROLLOUTS_SCHEMA_V1,
+    RolloutFile,
     RolloutFileError,
     RolloutLimits,
     RolloutMeta,
@@ -119,8 +120,6 @@ def from_table(table: pa.Table, name: str) -> RolloutFile:
 
 def from_rows(table: pa.Table, meta: RolloutMeta, name: str) -> RolloutFile:
     """The rows of a table whose schema `_check_schema` accepted (as `meta`)."""
-    from intellect.verifier.rollouts import RolloutFile
-
     try:
         records = table.to_pylist()
     except Exception as exc:  # invalid UTF-8 in a string cell, a corrupt buffer

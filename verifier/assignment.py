@@ -56,7 +56,7 @@ from itertools import accumulate
 
 from eth_utils import keccak
 
-from intellect.sdk._config import DEV_CHAIN_IDS
+from intellect.sdk import DEV_CHAIN_IDS
 
 __all__ = [
     "DEV_CHAIN_IDS",

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from intellect.sdk._work_history import LeaseOutcome
+from intellect.sdk import LeaseOutcome
 from intellect.sdk.poolrules import DEFAULT_CLASS_HISTORY, DEFAULT_CLASS_LEASE_SHARE
 
 __all__ = [

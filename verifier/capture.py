@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from intellect.verifier.replay import gumbel_sample, sample_seed
+
 if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel
@@ -49,8 +51,6 @@ def generate_with_states(
     it with `replay_margins`. A sample stops after emitting an id in `eos_ids` (kept).
     """
     import torch
-
-    from intellect.verifier.replay import gumbel_sample, sample_seed
 
     head = model.get_output_embeddings()
     captured: list[torch.Tensor] = []

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from intellect.sdk import IntellectError
+from intellect.verifier.replay import replay_margins
 from intellect.verifier.toploc import (
     CHUNK_SIZE,
     DEFAULT_THRESHOLDS,
@@ -288,8 +289,6 @@ def replay_margins_many(
     """
     import torch
 
-    from intellect.verifier.replay import replay_margins
-
     if not len(hiddens) == len(completions) == len(seeds):
         raise ValueError(f"{len(hiddens)} states, {len(completions)} completions, {len(seeds)} seeds")
     out: list[torch.Tensor] = []
@@ -325,8 +324,6 @@ def _sampling_check(
     `margins`: the sample's replay margins when `replay_margins_many` computed them already.
     """
     import torch
-
-    from intellect.verifier.replay import replay_margins
 
     completion = sample[1]
     seed = sample[3] if len(sample) > 3 else None  # type: ignore[misc]

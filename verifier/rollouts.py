@@ -45,6 +45,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -228,18 +229,14 @@ class RolloutFile:
     def to_bytes(self, version: int = 2) -> bytes:
         """The file's bytes: `intellect.rollouts/v2` (default), or v1 (Parquet) for an old reader."""
         if version == 1:
-            from intellect.verifier._rollouts_v1 import v1_bytes
-
-            return v1_bytes(self)
+            return _v1().v1_bytes(self)
         if version != 2:
             raise ValueError(f"rollout file format version {version} is not one this writer knows (1, 2)")
         return _encode_v2(self)
 
     def to_table(self) -> pa.Table:
         """The rows as an Arrow table (the v1 columns and metadata)."""
-        from intellect.verifier._rollouts_v1 import table_of
-
-        return table_of(self)
+        return _v1().table_of(self)
 
     def write(self, path: str | Path) -> Path:
         """Write atomically (temp file + rename), as v2."""
@@ -285,9 +282,7 @@ class RolloutFile:
     @classmethod
     def from_table(cls, table: pa.Table, name: str = "rollouts") -> RolloutFile:
         """The rows of an Arrow table already in memory (the v1 columns and metadata)."""
-        from intellect.verifier._rollouts_v1 import from_table
-
-        return from_table(table, name)
+        return _v1().from_table(table, name)
 
     def summary(self) -> dict[str, Any]:
         rewards = [r.reward for r in self.rows]
@@ -300,11 +295,16 @@ class RolloutFile:
         }
 
 
+def _v1() -> ModuleType:
+    """The Parquet `v1` codec, loaded on first use: it imports pyarrow, which a v2 reader never needs."""
+    import intellect.verifier._rollouts_v1 as v1  # deferred: pyarrow, for v1 files only
+
+    return v1
+
+
 def __getattr__(attr: str) -> Any:  # ARROW_SCHEMA without importing pyarrow for a v2 reader
     if attr == "ARROW_SCHEMA":
-        from intellect.verifier._rollouts_v1 import ARROW_SCHEMA
-
-        return ARROW_SCHEMA
+        return _v1().ARROW_SCHEMA
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 

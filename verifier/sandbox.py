@@ -79,7 +79,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from intellect.sdk._errors import IntellectError
+from intellect.sdk import IntellectError
 
 logger = logging.getLogger(__name__)
 

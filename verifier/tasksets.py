@@ -40,6 +40,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from intellect.verifier.rewards import extract_answer, task_reward
 from intellect.verifier.tasks import Task, TaskSet, TaskSetError, VerifierKind
 
 __all__ = [
@@ -183,8 +184,6 @@ def _gsm8k(row: Mapping[str, Any], i: int, source: str) -> Task | None:
 
 
 def _last_boxed(text: str) -> str | None:
-    from intellect.verifier.rewards import extract_answer
-
     if "\\boxed" not in text and "\\fbox" not in text:
         return None
     return extract_answer(text)
@@ -397,7 +396,6 @@ def reasoning_gym_task_set(dataset: str, size: int, *, seed: int = 0, config: Ma
         import reasoning_gym
     except ImportError as exc:
         raise TaskSetError("reasoning-gym is not installed (pip install reasoning-gym==0.1.25)") from exc
-    from intellect.verifier.rewards import task_reward
 
     try:
         data = reasoning_gym.create_dataset(dataset, size=size, seed=seed, **dict(config or {}))

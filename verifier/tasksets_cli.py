@@ -22,6 +22,7 @@ from typing import Any
 
 import click
 
+from intellect.sdk.ipfs import compute_cid, open_ipfs
 from intellect.verifier.tasks import TaskSet
 from intellect.verifier.tasksets import (
     FORMATS,
@@ -180,8 +181,6 @@ def stats_cmd(ctx: click.Context, path: Path) -> None:
 @click.pass_context
 def publish_cmd(ctx: click.Context, path: Path, ipfs_spec: str) -> None:
     """Add PATH's canonical encoding (the bytes every node checks against the pool's CID) to IPFS."""
-    from intellect.sdk.ipfs import compute_cid, open_ipfs
-
     ts = TaskSet.load(path)
     data = ts.to_jsonl_bytes()
     cid = open_ipfs(ipfs_spec).add(data)

@@ -110,7 +110,9 @@ def adversary_class(name: str | None) -> type[Worker]:
     """The worker class for `worker.adversary` (the honest `Worker` for None)."""
     if name is None:
         return Worker
-    from intellect.agents.adversary import matrix  # the security suite's cheater matrix (issue 5)
+    from intellect.agents.adversary import (
+        matrix,  # deferred: matrix imports this package (the cheater matrix, issue 5)
+    )
 
     matrix.register(ADVERSARIES)
     try:

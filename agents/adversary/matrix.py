@@ -35,8 +35,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+import intellect.agents.generate as tasks_mod  # the rollout builder's view of the assignment
 from intellect.agents.adversary import rewrite_checkpoint
+from intellect.agents.models import load_model
 from intellect.agents.roles.worker import PlannedSubmission, Worker
+from intellect.sdk import ContractRevert
+from intellect.sdk.ipfs import Cid
+from intellect.verifier.capture import generate_with_states
+from intellect.verifier.completion import eos_token_ids
+from intellect.verifier.prefill import prefill_hidden_states
+from intellect.verifier.replay import gumbel_noise, masked_scores, problem_seed, sample_seed
+from intellect.verifier.rewards import JudgeBudget, applied_length_penalty, reward
+from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
+from intellect.verifier.submission import prompt_text, score_group
+from intellect.verifier.tasks import assign_problems
+from intellect.verifier.toploc import build_proofs
 
 __all__ = ["EXPECTED_REASONS", "MATRIX", "register"]
 
@@ -63,8 +76,6 @@ class QuantisedWorker(Worker):
 
 
 def _rebuild(rf: Any, rows: list[Any], **meta: Any) -> Any:
-    from intellect.verifier.rollouts import RolloutFile
-
     return RolloutFile(rf.meta.model_copy(update=meta) if meta else rf.meta, rows, name=rf.name)
 
 
@@ -87,8 +98,6 @@ class InflatedRewardsWorker(Worker):
     """Claims full task reward on every row (totals and advantages made consistent with it)."""
 
     def generate_rollouts(self, task_id: int, seed: bytes, step: int) -> Any:
-        from intellect.verifier.rewards import applied_length_penalty
-
         rf = super().generate_rollouts(task_id, seed, step)
         rows = []
         for r in rf.rows:  # a solved row carries the length term (an unsolved one's is 0)
@@ -127,8 +136,6 @@ class ReplayWorker(_RelabelWorker):
     """Copies another worker's latest rollout file (fetched from IPFS by the CID its submission posted)."""
 
     def source_file(self, task_id: int) -> Any:
-        from intellect.verifier.rollouts import RolloutFile
-
         deadline = time.monotonic() + 120
         while not self.stop_event.is_set() and time.monotonic() < deadline:
             evs = [e for e in self.protocol.get_events(["WorkSubmitted"])
@@ -150,8 +157,6 @@ class OwnOldWorkWorker(_RelabelWorker):
     """Re-submits its own previous rollout file as the answer to a new claim."""
 
     def source_file(self, task_id: int) -> Any:
-        from intellect.verifier.rollouts import RolloutFile
-
         old = sorted((p for p in self.rollouts_dir.glob("task-*.rollouts") if p.stem != f"task-{task_id}"),
                      key=lambda p: p.stat().st_mtime)
         return RolloutFile.read(old[-1]) if old else None
@@ -165,8 +170,6 @@ class ChosenProblemsWorker(Worker):
     """Answers the first problems of the task set (its choice) instead of the ones its claim's seed assigns."""
 
     def generate_rollouts(self, task_id: int, seed: bytes, step: int) -> Any:
-        import intellect.agents.generate as tasks_mod  # the rollout builder's view of the assignment
-
         honest = tasks_mod.assign_problems
 
         def chosen(task_set: Any, order: Any, **kw: Any) -> Any:
@@ -187,8 +190,6 @@ class StaleStepWorker(Worker):
     """Submits with a policy step outside the async window; the ledger refuses it."""
 
     def work_on(self, task_id: int, seed: bytes) -> str:
-        from intellect.sdk import ContractRevert
-
         step = self.current_policy()
         rf = self.generate_rollouts(task_id, seed, step)
         plan = self.submission_for(task_id, rf)
@@ -239,8 +240,6 @@ class UnresolvableCidWorker(Worker):
     """Posts the CID of content that nobody stores."""
 
     def submission_for(self, task_id: int, rf: Any) -> PlannedSubmission:
-        from intellect.sdk.ipfs._cid import Cid
-
         plan = super().submission_for(task_id, rf)
         plan.rollouts_cid = str(Cid.of(os.urandom(64)))
         return plan
@@ -251,8 +250,6 @@ class _ProvenWithRealModel(Worker):
     prefill of the real checkpoint (so TOPLOC sees the real model's states) and scores them honestly."""
 
     def real_model(self, step: int) -> Any:
-        from intellect.agents.models import load_model
-
         cache = self.__dict__.setdefault("_real_models", {})
         if step not in cache:
             cache.clear()
@@ -264,14 +261,6 @@ class _ProvenWithRealModel(Worker):
         raise NotImplementedError
 
     def generate_rollouts(self, task_id: int, seed: bytes, step: int) -> Any:
-        from intellect.verifier.completion import eos_token_ids
-        from intellect.verifier.prefill import prefill_hidden_states
-        from intellect.verifier.replay import problem_seed
-        from intellect.verifier.rewards import JudgeBudget
-        from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
-        from intellect.verifier.submission import prompt_text, score_group
-        from intellect.verifier.tasks import assign_problems
-        from intellect.verifier.toploc import build_proofs
 
         w = self.cfg.worker
         model = self.real_model(step)
@@ -308,8 +297,6 @@ def steered_completion(model: Any, prompt: list[int], budget: int, seed: int, to
     sampler is within `tolerance` (the seeded draw itself has margin 0, so there is always one)."""
     import torch
 
-    from intellect.verifier.replay import gumbel_noise, masked_scores
-
     out: list[int] = []
     with torch.inference_mode():
         for p in range(budget):
@@ -329,7 +316,6 @@ class SteeredTokensWorker(_ProvenWithRealModel):
     TOLERANCE = 2.0
 
     def choose(self, model, prompt, budget, base_seed, n, eos):  # type: ignore[no-untyped-def]
-        from intellect.verifier.replay import sample_seed
 
         return [steered_completion(model, prompt, budget, sample_seed(base_seed, i), self.TOLERANCE,
                                    self.cfg.tasks.temperature, eos) for i in range(n)]
@@ -339,7 +325,6 @@ class EosPaddingWorker(_ProvenWithRealModel):
     """Samples faithfully but ignores EOS: every completion runs to its budget (paid per token)."""
 
     def choose(self, model, prompt, budget, base_seed, n, eos):  # type: ignore[no-untyped-def]
-        from intellect.verifier.capture import generate_with_states
 
         gens = generate_with_states(model, [prompt] * n, budget, seed=base_seed,
                                     temperature=self.cfg.tasks.temperature)
@@ -350,8 +335,6 @@ class BestPrefixWorker(_ProvenWithRealModel):
     """Samples faithfully, then cuts every completion at its best-scoring proper prefix."""
 
     def choose(self, model, prompt, budget, base_seed, n, eos):  # type: ignore[no-untyped-def]
-        from intellect.verifier.capture import generate_with_states
-        from intellect.verifier.rewards import reward
 
         gens = generate_with_states(model, [prompt] * n, budget, seed=base_seed,
                                     temperature=self.cfg.tasks.temperature, eos_ids=sorted(eos))
@@ -379,8 +362,6 @@ class QuantisedRealProofsWorker(_ProvenWithRealModel):
         import copy
 
         import torch
-
-        from intellect.verifier.capture import generate_with_states
 
         cache = self.__dict__.setdefault("_cheap", {})
         if id(model) not in cache:

@@ -27,8 +27,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from intellect.sdk._fetch import PeerHttpError, fetch
-from intellect.sdk._http import HttpServer, JsonHandler
+from intellect.agents.adversary import rewrite_checkpoint
+from intellect.agents.roles._runtime import LISTING_FLOOR, Directory
+from intellect.sdk import NodeStatus, Role
+from intellect.sdk.http import HttpServer, JsonHandler, PeerHttpError, fetch
+from intellect.sdk.ipfs import Cid, EmbeddedIpfs
+from intellect.sdk.shardcast import API_PREFIX, VERSIONS_SCHEMA, Origin
 
 __all__ = ["MaliciousRelay", "RelayAttackStats"]
 
@@ -67,9 +71,6 @@ class MaliciousRelay:
                  upstream: Callable[[], str | None] | None = None) -> None:
         """protocol: the attacker's `intellect.sdk.Protocol` (its own key). upstream: where to take the shards it
         tampers (default: the pool trainer's Shardcast origin, from the registry)."""
-        from intellect.sdk.ipfs import EmbeddedIpfs
-        from intellect.sdk.shardcast import Origin
-
         self.protocol = protocol
         self.pool_id = pool_id
         self.data_dir = Path(data_dir)
@@ -88,9 +89,6 @@ class MaliciousRelay:
 
     def start(self) -> MaliciousRelay:
         """Serve, then register the node as a relay (endpoint = `url`) and stake what peers need to list it."""
-        from intellect.agents.roles._runtime import LISTING_FLOOR
-        from intellect.sdk import NodeStatus, Role
-
         self._server.start()
         p = self.protocol
         if p.node().status == NodeStatus.NONE:
@@ -111,8 +109,6 @@ class MaliciousRelay:
         """Publish a perturbed copy of `checkpoint_dir` as step `step` under the attacker's own manifest (on its
         IPFS store, announced in its `/versions`); returns the manifest CID."""
         import torch
-
-        from intellect.agents.adversary import rewrite_checkpoint
 
         gen = torch.Generator().manual_seed(4321 + step)
 
@@ -135,8 +131,6 @@ class MaliciousRelay:
     # -- serving -------------------------------------------------------------------------------------
 
     def _trainer_origin(self) -> str | None:
-        from intellect.agents.roles._runtime import Directory
-
         if self._directory is None:
             self._directory = Directory(self.protocol)
         trainer = self.protocol.pool(self.pool_id).params.trainer
@@ -149,7 +143,6 @@ class MaliciousRelay:
 
     def _handler(self) -> type[JsonHandler]:
         relay = self
-        from intellect.sdk.shardcast._server import API_PREFIX, VERSIONS_SCHEMA
 
         class Handler(JsonHandler):
             def do_GET(self) -> None:
@@ -190,8 +183,6 @@ class MaliciousRelay:
                 return self._proxy(path, url.query, tamper=bool(_SHARD.match(path)))
 
             def _ipfs(self, text: str) -> None:
-                from intellect.sdk.ipfs import Cid
-
                 try:
                     cid = Cid.parse(text)
                 except Exception:

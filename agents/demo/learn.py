@@ -61,6 +61,7 @@ import torch
 from intellect.agents.engines import SamplingParams, TransformersEngine
 from intellect.agents.generate import rollout_rows
 from intellect.agents.grpo_trainer import GRPOConfig, GRPOTrainer, NoSignalError, Sample, latest_checkpoint
+from intellect.agents.models import TinyModelSpec, tiny_model_dir
 from intellect.agents.tasks import synthetic_task_set
 from intellect.agents.warmstart import WarmStartRecipe, answer_text, warm_start, warm_start_cached
 from intellect.verifier.rewards import task_reward
@@ -239,7 +240,6 @@ def equation_accuracy(engine: TransformersEngine, cfg: LearnConfig) -> float:
 def _base_model(cfg: LearnConfig, train: TaskSet) -> tuple[Path, float]:
     if cfg.model_dir is not None:
         return Path(cfg.model_dir), 0.0
-    from intellect.agents.models import TinyModelSpec, tiny_model_dir
 
     t0 = time.perf_counter()
     spec = TinyModelSpec(num_layers=cfg.model_layers, hidden_size=cfg.model_hidden,

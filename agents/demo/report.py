@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from intellect.agents.demo.summary import DemoError, DemoSummary
+
 if TYPE_CHECKING:
     from intellect.agents.demo.summary import DemoSummary
 
@@ -170,8 +172,6 @@ options: <code>{e(opts)}</code></p>
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def main(run_dir: Path) -> None:
     """Rebuild RUN_DIR/report.html and its plots from RUN_DIR/summary.json."""
-    from intellect.agents.demo.summary import DemoError, DemoSummary
-
     try:
         summary = DemoSummary.read(run_dir / "summary.json")
     except (OSError, DemoError, ValueError) as exc:

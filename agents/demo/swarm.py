@@ -43,6 +43,8 @@ from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
+from intellect.agents.config import TaskSettings
+from intellect.agents.demo.report import write_report
 from intellect.agents.demo.summary import (
     SUMMARY_SCHEMA,
     DemoError,
@@ -51,6 +53,8 @@ from intellect.agents.demo.summary import (
     ProgressSample,
     StepRow,
 )
+from intellect.sdk import ChallengeStatus, ContractRevert, dev_account, devnet
+from intellect.sdk.dashboard import Dashboard, DashboardServer
 from intellect.sdk.poolrules import PROBLEM_ORDERS, ProblemOrder
 
 __all__ = [
@@ -208,8 +212,8 @@ def pool_rules(opts: DemoOptions) -> dict[str, Any]:
                    "max_tasks": max_tasks, "tasks_per_step": opts.tasks_per_step, "claim_rewards": True},
         "validator": {"poll_interval": 0.5, "concurrency": 2},
         "trainer": {"model": opts.model, "batch_groups": opts.batch_groups or opts.problems_per_task * opts.workers, "max_steps": opts.steps,
-                    "poll_interval": 0.5, "learning_rate": opts.learning_rate,
-                    "optimizer_steps": opts.optimizer_steps, "eval_every": opts.eval_every,
+                    "poll_interval": 0.5, "grpo": {"lr": opts.learning_rate, "optimizer_steps": opts.optimizer_steps},
+                    "eval_every": opts.eval_every,
                     **({"eval_tasks": str(opts.eval_tasks.resolve())} if opts.eval_tasks else {})},
     }
 
@@ -431,10 +435,6 @@ def _agent_cmd(cfg: Path, honest: bool = True) -> list[str]:
 
 def run_demo(opts: DemoOptions, console: Console | None = None) -> DemoSummary:
     """Run the whole demo; returns the summary (also written to `run_dir/summary.json`)."""
-    from intellect.sdk import devnet
-    from intellect.sdk._accounts import dev_account
-    from intellect.sdk.dashboard import Dashboard, DashboardServer
-
     if opts.taskset is not None and opts.model == "tiny-warm":
         raise DemoError("--taskset needs --model tiny, smollm2 or an HF model directory (tiny-warm is warm-started "
                         "on the synthetic set)")
@@ -562,8 +562,6 @@ def run_demo(opts: DemoOptions, console: Console | None = None) -> DemoSummary:
         for t in final_tables(summary):
             console.print(t)
         try:
-            from intellect.agents.demo.report import write_report
-
             report = write_report(run_dir, summary)
             console.print(f"report: {report}")
         except Exception as exc:  # the table is printed; a plotting failure must not hide it
@@ -593,9 +591,10 @@ def run_demo(opts: DemoOptions, console: Console | None = None) -> DemoSummary:
 def _prepare_warm_start(opts: DemoOptions, console: Console) -> Path:
     """Build (first run only; cached under the user cache dir, keyed by its recipe) the warm-started
     step-0 model the trainer will load, before the agents start and wait on it."""
-    from intellect.agents.config import TaskSettings
-    from intellect.agents.roles.trainer import warm_start_recipe
-    from intellect.agents.warmstart import warm_start_cached
+    from intellect.agents.roles.trainer import (
+        warm_start_recipe,  # deferred: torch (the demo's parent process stays light)
+    )
+    from intellect.agents.warmstart import warm_start_cached  # deferred: torch
 
     rules = pool_rules(opts)["tasks"]
     recipe = warm_start_recipe(TaskSettings(source=rules["source"], budgets=rules["budgets"]))
@@ -637,8 +636,6 @@ def _validators_caught_up(snap: Any, specs: list[NodeSpec], accounts: dict[str, 
 
 def _resolve_open(net: Any, reader: Any, specs: list[NodeSpec], console: Console) -> None:
     """Resolve challenges whose vote ended (the validators do it too; this makes sure before the window)."""
-    from intellect.sdk import ChallengeStatus, ContractRevert
-
     validator = next((s for s in specs if s.role == "validator"), None)
     if validator is None:
         return

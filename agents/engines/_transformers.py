@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from intellect.agents.engines._base import EngineError, Generation, SamplingParams, checkpoint_step
+from intellect.verifier.replay import gumbel_sample, sample_seed
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,6 @@ def sample_next(
     tempered, masked distribution that a validator can replay from the seed (temperature 0:
     greedy).
     """
-    from intellect.verifier.replay import gumbel_sample
-
     return gumbel_sample(logits, seeds, positions, params.temperature, params.top_k, params.top_p)
 
 
@@ -173,7 +172,6 @@ class TransformersEngine:
         for i, p in enumerate(ids):
             if not p:
                 raise EngineError(f"prompt {i} is empty")
-        from intellect.verifier.replay import sample_seed
 
         # completion i samples with the noise stream sample_seed(params.seed, i), whatever batch it is in
         base = params.seed if params.seed is not None else secrets.randbits(63)
@@ -282,7 +280,9 @@ class TransformersEngine:
         if not steps or not any(lengths):
             return None
         try:
-            from intellect.verifier.toploc import build_proofs_many
+            from intellect.verifier.toploc import (
+                build_proofs_many,  # deferred: an engine without proofs needs no TOPLOC
+            )
         except ImportError as exc:
             raise EngineError(f"TOPLOC proofs need intellect.verifier.toploc: {exc}") from exc
         states = torch.stack(steps).to("cpu", torch.bfloat16)  # (S, B, H)

@@ -43,6 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from intellect.agents.engines._base import EngineError, Generation, SamplingParams, checkpoint_step
+from intellect.verifier.replay import gumbel_sample, sample_seed
+from intellect.verifier.toploc import build_proofs
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +84,6 @@ def _replay_sampler_class(capture: _Capture) -> type:
     import torch
     from vllm.v1.sample.logits_processor import LogitsProcessor
     from vllm.v1.sample.logits_processor.builtin import process_dict_updates
-
-    from intellect.verifier.replay import gumbel_sample
 
     def new_state(params: Any, _prompt: Any, output_ids: list[int]) -> _Request | None:
         args = (params.extra_args or {}).get(REPLAY_ARGS_KEY)
@@ -320,8 +320,6 @@ class VllmEngine:
             return []
         from vllm import SamplingParams as VSamplingParams
 
-        from intellect.verifier.replay import sample_seed
-
         ids = [list(p) if isinstance(p, list) else self.encode(p) for p in prompts]
         for i, p in enumerate(ids):
             if not p:
@@ -373,7 +371,6 @@ class VllmEngine:
                 raise EngineError(f"no LM-head input captured for completion positions {missing[:5]} "
                                   f"of {len(token_ids)}")
             hidden = torch.stack([rows[p] for p in range(len(token_ids))])  # (T, H)
-            from intellect.verifier.toploc import build_proofs
 
             proofs = build_proofs(hidden.to(torch.bfloat16), chunk_size=self.proof_chunk_size, topk=self.proof_topk)
         reason = "stop" if comp.finish_reason == "stop" else "length"

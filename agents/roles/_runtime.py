@@ -25,8 +25,12 @@ from typing import Any
 from intellect.agents.config import AgentConfig, TaskSettings
 from intellect.agents.roles._server import AgentServer, HttpError, Metrics
 from intellect.agents.roles._state import StateStore
-from intellect.sdk import IntellectError
-from intellect.sdk._models import LISTING_FLOOR
+from intellect.agents.tasks import synthetic_task_set
+from intellect.sdk import LISTING_FLOOR, Cursor, IntellectError, NodeStatus, Protocol, Role
+from intellect.sdk.http import PeerHttpError, fetch
+from intellect.sdk.ipfs import GATEWAY_LIMITS as LIMITS
+from intellect.sdk.ipfs import EmbeddedIpfs, IpfsGateway, KuboIpfs, compute_cid
+from intellect.verifier.tasks import TaskSet
 
 __all__ = [
     "LISTING_FLOOR",
@@ -112,8 +116,6 @@ class StateCursorStore:
         self.key = f"cursor:{key}"
 
     def load(self) -> Any:
-        from intellect.sdk import Cursor
-
         raw = self.store.get(self.key)
         return None if raw is None else Cursor.model_validate(raw)
 
@@ -128,9 +130,6 @@ class StateCursorStore:
 def load_task_set(settings: TaskSettings, pool_rules_cid: str | None, ipfs: Any) -> Any:
     """The pool's task set: from `tasks.source` (checked against the pool's CID when the pool names
     a real one) or fetched from IPFS by the pool's CID."""
-    from intellect.sdk.ipfs import compute_cid
-    from intellect.verifier.tasks import TaskSet
-
     empty = compute_cid(b"")
     src = settings.source
     if src == "pool":
@@ -138,8 +137,6 @@ def load_task_set(settings: TaskSettings, pool_rules_cid: str | None, ipfs: Any)
             raise AgentError("the pool names no task set (empty CID): set tasks.source to synthetic:N:SEED or a path")
         return TaskSet.from_bytes(ipfs.cat(pool_rules_cid, max_size=256 << 20), name=pool_rules_cid)
     if src.startswith("synthetic:"):
-        from intellect.agents.tasks import synthetic_task_set
-
         try:
             _, n, seed = src.split(":")
             ts = synthetic_task_set(int(n), seed=int(seed), max_operand=20, ops=("+",), name=src)
@@ -290,8 +287,6 @@ class Directory:
 
     def nodes(self, refresh: bool = False) -> dict[str, Any]:
         """The listed nodes (active, staked as `listing_stake` asks), followed from events since the last call."""
-        from intellect.sdk import Role
-
         with self._lock:
             if refresh or time.monotonic() - self._scanned_at > self.ttl:
                 head = self.protocol.block_number()
@@ -346,7 +341,6 @@ class Directory:
 
     def by_role(self, role: str) -> list[Any]:
         """Active nodes of `role` with the stake to be listed, the most staked first."""
-        from intellect.sdk import NodeStatus, Role
 
         r = Role.parse(role)
         found = [n for n in self.nodes().values() if n.role == r and n.status == NodeStatus.ACTIVE]
@@ -372,8 +366,6 @@ class Directory:
         self._bench.pop(address.lower(), None)
 
     def _fetch_status(self, address: str, endpoint: str) -> dict[str, Any] | None:
-        from intellect.sdk._fetch import PeerHttpError, fetch
-
         url = endpoint.rstrip("/") + "/status"
         doc: dict[str, Any] | None = None
         try:
@@ -475,8 +467,6 @@ class Agent:
 
     # -- set-up --------------------------------------------------------------------------------
     def connect(self) -> None:
-        from intellect.sdk import Protocol
-
         c = self.cfg.chain
         password = os.environ.get(c.password_env) if c.keystore is not None else None
         if c.keystore is not None and password is None and c.password_file is None:
@@ -496,9 +486,6 @@ class Agent:
         log.info("%s %s on chain %d, pool %d", self.role, self.protocol.address, self.protocol.chain_id, self.pool_id)
 
     def open_ipfs(self) -> None:
-        from intellect.sdk.ipfs import EmbeddedIpfs, IpfsGateway, KuboIpfs
-        from intellect.sdk.ipfs._gateway import LIMITS
-
         if self.cfg.ipfs.backend == "kubo":
             self.ipfs = KuboIpfs(str(self.cfg.ipfs.api_url))
             return
@@ -562,7 +549,6 @@ class Agent:
                     stake_amount: float = 0.0, auto_stake: bool = True) -> None:
         """Register this account's node in `node_role` (endpoint = this agent's URL) and stake the role's
         minimum, and at least `LISTING_FLOOR` when it advertises an endpoint (else peers do not list it)."""
-        from intellect.sdk import NodeStatus, Role
 
         p = self.protocol
         role = Role.parse(self.node_role)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from intellect.sdk import ValidatorHistory
 from intellect.verifier.assignment import DEV_CHAIN_IDS, assigned_validators, eligible_stakes
 
 __all__ = ["Assigner"]
@@ -34,8 +35,6 @@ class Assigner:
     """Assignments of one pool's claims (cached by the callers: a claim's assignment never changes)."""
 
     def __init__(self, protocol: Any, *, k: int, quorum: int) -> None:
-        from intellect.sdk import ValidatorHistory
-
         self.protocol = protocol
         self.k = int(k)
         self.quorum = int(quorum)

@@ -16,6 +16,7 @@ import logging
 import threading
 from typing import Any
 
+from intellect.sdk import WorkHistory
 from intellect.verifier.budget_class import ClassRule, budget_class
 from intellect.verifier.submission import class_budgets, hardware_class
 
@@ -28,8 +29,6 @@ class BudgetClasses:
     """Budget classes of one pool's claims (see the module docstring)."""
 
     def __init__(self, protocol: Any, pool_id: int, params: Any, cfg: Any) -> None:
-        from intellect.sdk import WorkHistory
-
         w, t = cfg.worker, cfg.tasks
         self.budgets = {k: [int(x) for x in v] for k, v in t.budgets.items()}
         self.rule = ClassRule.of(t.class_history, t.class_lease_share)

@@ -17,6 +17,9 @@ from typing import Any
 
 from intellect.agents.config import AgentConfig
 from intellect.agents.roles._runtime import AgentError
+from intellect.sdk import ContentTooLargeError
+from intellect.sdk.ipfs import compute_cid
+from intellect.sdk.poolrules import MAX_RULES_BYTES, PoolRules, conflicts
 
 __all__ = ["apply_pool_rules", "explicit_rule_settings", "fetch_pool_rules"]
 
@@ -43,12 +46,8 @@ def explicit_rule_settings(cfg: AgentConfig) -> dict[str, Any]:
 
 def fetch_pool_rules(pool_cid: str | None, ipfs: Any) -> Any:
     """The rules the pool's CID names, or None for a pool that names a bare task set (or nothing)."""
-    from intellect.sdk.ipfs import compute_cid
-    from intellect.sdk.poolrules import MAX_RULES_BYTES, PoolRules
-
     if not pool_cid or pool_cid == compute_cid(b""):
         return None
-    from intellect.sdk import ContentTooLargeError
 
     try:
         data = ipfs.cat(pool_cid, max_size=MAX_RULES_BYTES)
@@ -65,8 +64,6 @@ def apply_pool_rules(cfg: AgentConfig, pool_cid: str | None, ipfs: Any, pool_id:
     Returns the `PoolRules`, or None for a pool without rules. Raises `AgentError` naming each field a
     local setting contradicts.
     """
-    from intellect.sdk.poolrules import conflicts
-
     rules = fetch_pool_rules(pool_cid, ipfs)
     if rules is None:
         log.warning("pool %d names no rules document (CID %s): using this agent's own settings", pool_id, pool_cid)

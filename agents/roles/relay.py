@@ -11,6 +11,8 @@ import logging
 from typing import Any
 
 from intellect.agents.roles._runtime import Agent
+from intellect.sdk.shardcast import SERVER_LIMITS as LIMITS
+from intellect.sdk.shardcast import Relay
 
 __all__ = ["RelayAgent"]
 
@@ -43,8 +45,6 @@ class RelayAgent(Agent):
         if not ups:
             self.doing = "waiting for the trainer's shardcast origin"
             return
-        from intellect.sdk.shardcast import Relay
-        from intellect.sdk.shardcast._server import LIMITS
 
         if self.relay is not None:
             self.relay.stop()

@@ -57,6 +57,10 @@ from eth_account import Account
 from eth_account.messages import encode_defunct
 
 from intellect.agents.roles._server import HttpError
+from intellect.sdk import ContractRevert, NodeStatus, Role, TaskStatus
+from intellect.sdk.http import fetch
+from intellect.sdk.ipfs import KuboIpfs, compute_cid
+from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutLimits
 
 __all__ = ["MAX_STORE_BYTES", "STORE_SCHEMA", "SWEEP_EVERY_S", "accept_pushed_file", "claim_size_bound",
            "push_file", "store_message", "store_request", "sweep_stored"]
@@ -114,8 +118,6 @@ def push_file(agent: Any, path: Path, cid: str, task_id: int | None = None) -> s
     if target == "none":
         return None
     if target.startswith("kubo:"):
-        from intellect.sdk.ipfs import KuboIpfs
-
         url = target[len("kubo:"):]
         got = KuboIpfs(url, timeout=60.0).add(data, pin=True)
         if got != cid:
@@ -123,7 +125,6 @@ def push_file(agent: Any, path: Path, cid: str, task_id: int | None = None) -> s
         return url
     if target != "trainer":
         raise RuntimeError(f"worker.push_to {target!r}: not 'trainer', 'kubo:<RPC API URL>' or 'none'")
-    from intellect.sdk._fetch import fetch
 
     if task_id is None:
         raise RuntimeError("pushing to the trainer's store names the ledger task the file answers: no task id given")
@@ -219,8 +220,6 @@ def _check_rate(agent: Any, k: _Keeper, node: str) -> None:
 def _check_eligible(agent: Any, k: _Keeper, node: str) -> None:
     """What `claimTask` asks of a worker (StakeManager.isEligible): an active worker node, staked at least
     the worker minimum. Cached for ELIGIBILITY_TTL_S, a refusal as well as an acceptance."""
-    from intellect.sdk import NodeStatus, Role
-
     now = time.monotonic()
     cached = k.eligible.get(node.lower())
     if cached is None or now - cached[0] > ELIGIBILITY_TTL_S:
@@ -252,8 +251,6 @@ def _submitted_cid(agent: Any, task_id: int) -> str | None:
 
 def _check_lease(agent: Any, node: str, task_id: int, cid: str) -> Any:
     """The ledger task `task_id` if `node` may store `cid` for it now (HttpError store.lease otherwise)."""
-    from intellect.sdk import ContractRevert, TaskStatus
-
     p = agent.protocol
     try:
         t = p.task(task_id)
@@ -306,8 +303,6 @@ def _check_quota(agent: Any, node: str, task_id: int, cid: str, size: int) -> li
 
 def _check_rollout(agent: Any, data: bytes, cid: str, node: str, task_id: int,
                    shape: tuple[int, int, int, int]) -> None:
-    from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutLimits
-
     if data[:4] == b"PAR1":  # v1 is read only in a child process (seconds each): not for a push endpoint
         raise HttpError(422, "store.rollout: Parquet (intellect.rollouts/v1) files are not kept here; "
                              "send intellect.rollouts/v2 (`RolloutFile.to_bytes()`)")
@@ -332,8 +327,6 @@ def _check_rollout(agent: Any, data: bytes, cid: str, node: str, task_id: int,
 def accept_pushed_file(agent: Any, body: Any) -> dict[str, Any]:
     """The trainer's `POST /store`: check and pin a worker's rollout file (HttpError 4xx naming the rule
     that refused it; the module docstring lists them in order)."""
-    from intellect.sdk.ipfs import compute_cid
-
     if isinstance(body, dict) and body.get("schema") in OLD_STORE_SCHEMAS:
         raise HttpError(400, f"store.schema: {body['schema']} is no longer accepted (it names no lease): "
                              f"send {STORE_SCHEMA} with the ledger task id the file answers")
@@ -415,7 +408,6 @@ def sweep_stored(agent: Any, force: bool = False) -> int:
     Asks the chain only about files whose lease or window end has passed, or whose submission the trainer's
     event follower recorded. Returns how many it unpinned;
     a failure is logged and tried again next time."""
-    from intellect.sdk import TaskStatus
 
     k = _keeper(agent)
     if not force and time.monotonic() - k.last_sweep < SWEEP_EVERY_S:

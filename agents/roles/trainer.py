@@ -26,6 +26,20 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from intellect.agents.attestation import Attestation, AttestationError
+from intellect.agents.engines import TransformersEngine
+from intellect.agents.evaluation import evaluate_checkpoint, held_out_max_tokens
+from intellect.agents.grpo import UntrustedValueError, recompute_advantages
+from intellect.agents.grpo_trainer import (
+    GRPOTrainer,
+    NonFiniteWeightsError,
+    NoSignalError,
+    Sample,
+    latest_checkpoint,
+    signal_groups,
+)
+from intellect.agents.hardware import resolve
+from intellect.agents.models import smollm2_dir, tiny_model_dir
 from intellect.agents.roles._runtime import (
     MAX_ATTESTATIONS_PAGE,
     Agent,
@@ -35,11 +49,20 @@ from intellect.agents.roles._runtime import (
     load_task_set,
 )
 from intellect.agents.roles._server import HttpError
+from intellect.agents.roles.assignment import Assigner
 from intellect.agents.roles.canary import CanaryInjector, canary_ids
 from intellect.agents.roles.store import accept_pushed_file, sweep_stored
+from intellect.agents.warmstart import WarmStartRecipe, warm_start_cached
+from intellect.sdk import ContractRevert, EventStream, IntellectError, IpfsError, TaskStatus
+from intellect.sdk.http import PeerHttpError, fetch
+from intellect.sdk.shardcast import SERVER_LIMITS as LIMITS
+from intellect.sdk.shardcast import Origin
 from intellect.verifier.assignment import DEV_CHAIN_IDS, assignment_size, effective_quorum, trainable
-from intellect.verifier.rewards import LengthScope
-from intellect.verifier.submission import too_stale
+from intellect.verifier.isolation import ParseUnavailable
+from intellect.verifier.rewards import JudgeBudget, LengthScope
+from intellect.verifier.rollouts import RolloutFile, RolloutFileError
+from intellect.verifier.submission import group_rows, score_group, too_stale
+from intellect.verifier.tasks import TaskSet
 
 __all__ = ["DEV_CHAIN_IDS", "Trainer", "effective_quorum", "ready_submissions", "same_operator", "trusted_submissions",
            "verified_samples", "warm_start_recipe"]
@@ -51,8 +74,6 @@ def warm_start_recipe(tasks: Any) -> Any:
     """The `WarmStartRecipe` for a pool's `TaskSettings`: its synthetic task set (`synthetic:N:SEED`,
     the only source the warm start knows) and every thinking budget a worker may be given, so the
     warm-started policy has seen the exact prompts the pool's workers send."""
-    from intellect.agents.warmstart import WarmStartRecipe
-
     parts = str(tasks.source).split(":")
     if len(parts) != 3 or parts[0] != "synthetic" or not parts[1].isdigit() or not parts[2].isdigit():
         raise AgentError(f"trainer.model tiny-warm needs tasks.source synthetic:N:SEED, got {tasks.source!r}")
@@ -114,11 +135,6 @@ def verified_samples(rf: Any, task_set: Any, tokenizer: Any, alpha: float,
     stats `max_reward_diff` and `max_advantage_diff`. Raises `UntrustedValueError` on a reward out of
     range and KeyError for a problem outside the task set.
     """
-    from intellect.agents.grpo import recompute_advantages
-    from intellect.agents.grpo_trainer import Sample
-    from intellect.verifier.rewards import JudgeBudget
-    from intellect.verifier.submission import group_rows, score_group
-
     samples: list[Any] = []
     stats = {"max_reward_diff": 0.0, "max_advantage_diff": 0.0}
     judge = JudgeBudget()  # the math judge's allowance for the file, as the worker and validators spent it
@@ -176,16 +192,10 @@ class Trainer(Agent):
     def base_model(self) -> Path:
         m = self.cfg.trainer.model
         if m == "tiny":
-            from intellect.agents.models import tiny_model_dir
-
             return tiny_model_dir()
         if m == "tiny-warm":
-            from intellect.agents.warmstart import warm_start_cached
-
             return warm_start_cached(warm_start_recipe(self.cfg.tasks))
         if m == "smollm2":
-            from intellect.agents.models import smollm2_dir
-
             return smollm2_dir()
         p = Path(m)
         if not (p / "config.json").is_file():
@@ -194,15 +204,13 @@ class Trainer(Agent):
 
     def start(self) -> None:
         super().start()
-        from intellect.sdk.shardcast import Origin
-        from intellect.sdk.shardcast._server import LIMITS
 
         if self.protocol.address.lower() != self.pool.params.trainer.lower():
             raise AgentError(f"this key {self.protocol.address} is not pool {self.pool_id}'s trainer "
                              f"({self.pool.params.trainer}): use the pool's trainer key")
         self.origin = Origin(self.data_dir / "shardcast", ipfs=self.ipfs, host=self.cfg.server.host,
                              port=self.cfg.server.shardcast_port,
-                             keep=max(self.cfg.trainer.keep_checkpoints, self.pool.params.async_level + 2),
+                             keep=max(self.cfg.trainer.grpo.keep_checkpoints, self.pool.params.async_level + 2),
                              shard_size=self.cfg.trainer.shard_size, limits=self.cfg.server.limits(LIMITS)).start()
         self.origin_url = self.cfg.server.advertised("shardcast", self.origin.url)  # what peers are given
         self.origin.relay_hints = [self.origin_url]
@@ -215,7 +223,6 @@ class Trainer(Agent):
         self._load_rules_and_tasks()
         self.quorum = effective_quorum(self.cfg.trainer.attestation_quorum, self.pool.params.quorum,
                                        self.protocol.chain_id)
-        from intellect.agents.roles.assignment import Assigner
 
         k = assignment_size(self.quorum, self.rules.assigned_validators if self.rules is not None else None)
         self.assigner = Assigner(self.protocol, k=k, quorum=self.quorum)
@@ -230,8 +237,9 @@ class Trainer(Agent):
     def _load_rules_and_tasks(self) -> None:
         """The pool's rules and task sets, pinned in this trainer's store and served by its gateway so
         every node can resolve the CIDs the chain names."""
-        from intellect.agents.roles.pool_rules import apply_pool_rules
-        from intellect.verifier.tasks import TaskSet
+        from intellect.agents.roles.pool_rules import (
+            apply_pool_rules,  # deferred: web3, for unit tests of the trainer
+        )
 
         pool_cid = self.pool.params.rules_cid
         self.rules = apply_pool_rules(self.cfg, pool_cid, self.ipfs, self.pool_id)
@@ -254,9 +262,6 @@ class Trainer(Agent):
         return out
 
     def _init_policy(self) -> None:
-        from intellect.agents.grpo_trainer import GRPOConfig, GRPOTrainer, latest_checkpoint
-        from intellect.agents.hardware import resolve
-
         t = self.cfg.trainer
         ckpt_dir = self.data_dir / "checkpoints"
         max_tokens = max(max(v) for v in self.cfg.tasks.budgets.values())
@@ -266,12 +271,10 @@ class Trainer(Agent):
                              "checkpoints; shard a large model over several GPUs with the offline trainer, "
                              "`torchrun --nproc-per-node N -m intellect.agents.grpo_trainer` (docs/agents.md)")
         log.info("training on %s (%s compute, fp32 master weights)", device, dtype)
-        config = GRPOConfig(device=device, autocast=None if dtype == "float32" else dtype,
-                            lr=t.learning_rate, warmup_steps=t.warmup_steps, optimizer_steps=t.optimizer_steps,
-                            epsilon=t.epsilon, delta=t.delta, max_grad_norm=t.max_grad_norm, kl_coef=t.kl_coef,
-                            filter_zero_advantage=t.filter_zero_advantage, max_completion_tokens=max_tokens,
-                            async_level=self.pool.params.async_level, seed=t.seed,
-                            keep_checkpoints=max(t.keep_checkpoints, self.pool.params.async_level + 2))
+        async_level = self.pool.params.async_level  # the recipe from the config; what the agent decides, here
+        config = t.grpo.model_copy(update={
+            "device": device, "autocast": None if dtype == "float32" else dtype, "max_completion_tokens": max_tokens,
+            "async_level": async_level, "keep_checkpoints": max(t.grpo.keep_checkpoints, async_level + 2)})
         local = latest_checkpoint(ckpt_dir)
         self.gt = GRPOTrainer(local or self.base_model(), ckpt_dir, config)
         if local is None:
@@ -361,8 +364,6 @@ class Trainer(Agent):
         on-chain submission) and keep it. Raises HttpError with the reason otherwise."""
         from pydantic import ValidationError
 
-        from intellect.agents.attestation import Attestation, AttestationError
-
         try:
             att = Attestation.model_validate(body)
             att.verify()
@@ -410,8 +411,6 @@ class Trainer(Agent):
         carries on next time), each request with a total deadline. Only listed validators are asked
         (`Directory.by_role`: staked at least the validator minimum, the most staked first); one that
         fails or stalls is benched like any peer (`Directory.penalise`) and not asked meanwhile."""
-        from intellect.sdk._fetch import PeerHttpError, fetch
-
         assert self.directory is not None
         for node in self.directory.by_role("validator"):
             if not node.endpoint or self.directory.benched(node.address):
@@ -463,8 +462,6 @@ class Trainer(Agent):
             return got
         rec = self.state.record("assignment", sid)
         if rec is None:
-            from intellect.sdk import IntellectError
-
             c = (self.state.record("claim", sid) or {}).get("data", {})  # followed: no search of the chain's logs
             claim = (bytes.fromhex(c["seed"]), int(c["block"]), c["node"]) if "block" in c else None
             try:
@@ -498,8 +495,6 @@ class Trainer(Agent):
 
     def _next_ready(self, exclude: set[int]) -> int | None:
         """The oldest attested, fresh, still-unchallenged submission not in `exclude`, or None."""
-        from intellect.sdk import TaskStatus
-
         subs = {int(r["id"]): r["data"] | {"status": r["status"]} for r in self.state.records("submission")}
         ready, stale = ready_submissions(self._trusted(subs), subs, train_step=self.gt.step,
                                          async_level=self.pool.params.async_level)
@@ -522,8 +517,6 @@ class Trainer(Agent):
         """Record a submission the trainer will not train on because of its chain status: `rejected` once its
         challenge is upheld (bad work, whoever sent it), `excluded` otherwise (challenged, voided). Canaries go
         the same way (issue 21: the public /status must not tell them apart); a consumed one stays consumed."""
-        from intellect.sdk import TaskStatus
-
         upheld = status == TaskStatus.UPHELD
         with self.state.transaction():  # read and write as one: a step consuming it meanwhile is never undone
             rec = self.state.record("submission", sid)
@@ -536,8 +529,6 @@ class Trainer(Agent):
         """The follower's events: a TaskClaimed and a WorkSubmitted of this pool are recorded (the claim's seed and
         block give the submission's assigned validators); a ChallengeResolved upholding one of
         its recorded submissions marks it `rejected` (whatever its status but consumed)."""
-        from intellect.sdk import TaskStatus
-
         if e.event == "WorkSubmitted":
             self._record_submission(e)
         elif e.event == "TaskClaimed" and int(e.args["poolId"]) == self.pool_id:  # its seed and block: the assignment
@@ -549,13 +540,9 @@ class Trainer(Agent):
     def _signal_groups(self, samples: list[Any]) -> int:
         """Groups the step can learn from: with the zero-advantage filter on, those whose advantages are
         not all zero (INTELLECT-2's online filtering); every group otherwise."""
-        from intellect.agents.grpo_trainer import signal_groups
-
-        return signal_groups(samples, self.cfg.trainer.filter_zero_advantage)
+        return signal_groups(samples, self.cfg.trainer.grpo.filter_zero_advantage)
 
     def _load_rollouts(self, sid: int) -> Any:
-        from intellect.verifier.rollouts import RolloutFile
-
         sub = self._submission(sid)
         assert sub is not None
         path = self.data_dir / "rollouts" / f"{sid}.rollouts"
@@ -575,11 +562,6 @@ class Trainer(Agent):
     def _plan_samples(self, sid: int, plan: dict[str, Any]) -> list[Any] | None:
         """The verified samples of submission `sid`, or None (logged, state updated) if it cannot be used
         now: not retrievable yet (tried again later) or unusable (left out; the plan is dropped)."""
-        from intellect.agents.grpo import UntrustedValueError
-        from intellect.sdk import IpfsError
-        from intellect.verifier.isolation import ParseUnavailable
-        from intellect.verifier.rollouts import RolloutFileError
-
         if sid in self._verified:  # a plan waiting for more signal re-reads its submissions every poll
             return self._verified[sid]
         try:
@@ -608,10 +590,6 @@ class Trainer(Agent):
 
     def train_once(self) -> bool:
         """Train and publish one step if a batch is ready; True if it did."""
-        from intellect.agents.grpo import UntrustedValueError
-        from intellect.agents.grpo_trainer import NonFiniteWeightsError, NoSignalError
-        from intellect.sdk import TaskStatus
-
         plan = self.state.get("plan")
         if plan is not None and plan["step"] != self.gt.step + 1:
             plan = None
@@ -689,8 +667,6 @@ class Trainer(Agent):
         submission counted on: they are paid per recorded attestation once its window closes (issue 21). Only
         when the pool's owner set a reward per attestation; each submission once. A failure logs and is tried
         again on the next pass; a closed window or an empty budget gives up on that submission."""
-        from intellect.sdk import ContractRevert
-
         if "AttesterBook" not in self.protocol.contracts:
             return
         todo = [int(r["id"]) for r in self.state.records("submission", "consumed")
@@ -731,8 +707,6 @@ class Trainer(Agent):
     def _load_eval_tasks(self) -> list[Any]:
         """The held-out tasks (`trainer.eval_tasks`, else the pool rules' held-out split), at most
         `trainer.eval_max_tasks` of them; empty when evaluation is off or there is no held-out set."""
-        from intellect.verifier.tasks import TaskSet
-
         t = self.cfg.trainer
         if not t.eval_every:
             return []
@@ -747,8 +721,6 @@ class Trainer(Agent):
     def eval_max_tokens(self) -> int:
         """Completion budget of an evaluation: the largest CPU thinking budget of the pool
         (`held_out_max_tokens`, shared with `intellect-agent eval --rules/--pool`)."""
-        from intellect.agents.evaluation import held_out_max_tokens
-
         return held_out_max_tokens(self.cfg.tasks.budgets)
 
     def maybe_evaluate(self, step: int, force: bool = False) -> Any:
@@ -756,13 +728,9 @@ class Trainer(Agent):
         every = self.cfg.trainer.eval_every
         if not self.eval_tasks or not every or (step % every and not force):
             return None
-        from intellect.agents.engines import TransformersEngine
-        from intellect.agents.evaluation import evaluate_checkpoint
 
         self.doing = f"evaluating step {step} on {len(self.eval_tasks)} held-out tasks"
         if self._eval_engine is None:
-            from intellect.agents.hardware import resolve
-
             device, dtype = resolve(self.cfg.trainer.device, self.cfg.trainer.dtype, "trainer")
             self._eval_engine = TransformersEngine(device=device, dtype=dtype)
         try:
@@ -783,8 +751,6 @@ class Trainer(Agent):
         return result
 
     def loop(self) -> None:
-        from intellect.sdk import EventStream
-
         # ChallengeResolved carries no pool id: the events unfiltered, _on_event keeps this pool's
         stream = EventStream(self.protocol, ["TaskClaimed", "WorkSubmitted", "ChallengeResolved"],
                              cursor_store=StateCursorStore(self.state, "trainer"),

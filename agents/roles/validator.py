@@ -27,6 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from intellect.agents.attestation import sign_attestation
+from intellect.agents.hardware import resolve
 from intellect.agents.roles import evidence as worker_evidence
 from intellect.agents.roles._inflight import InFlightChecks
 from intellect.agents.roles._runtime import (
@@ -38,8 +40,13 @@ from intellect.agents.roles._runtime import (
     load_task_set,
 )
 from intellect.agents.roles.accountability import round_actions, slash_losing_voters
+from intellect.agents.roles.assignment import Assigner
 from intellect.agents.roles.budget_class import BudgetClasses
-from intellect.sdk import IntellectError
+from intellect.agents.roles.pool_rules import apply_pool_rules
+from intellect.sdk import ContractRevert, EventStream, IntellectError, IpfsError, TaskStatus
+from intellect.sdk.http import PeerHttpError, fetch
+from intellect.sdk.shardcast import Client, SourceReputation
+from intellect.verifier.assignment import assignment_size, effective_quorum
 from intellect.verifier.evidence import rules_for_profile
 from intellect.verifier.isolation import ParseUnavailable
 from intellect.verifier.submission import (
@@ -108,7 +115,6 @@ class Validator(Agent):
     def start(self) -> None:
         super().start()
         v = self.cfg.validator
-        from intellect.agents.roles.pool_rules import apply_pool_rules
 
         # the pool's rules before registering and staking: a contradicting configuration stops here
         self.refresh_ipfs_peers()
@@ -187,8 +193,6 @@ class Validator(Agent):
             self.state.put("attester", int(a["submissionId"]), "recorded", {"reward": int(a["reward"])})
 
     def _follow(self) -> None:
-        from intellect.sdk import EventStream
-
         events = ["TaskClaimed", "WorkSubmitted", "ChallengeOpened", "ChallengeResolved", "CheckpointPublished"]
         if "AttesterBook" in self.protocol.contracts:  # optional contract (issue 21)
             events.append("AttestationRecorded")
@@ -212,8 +216,6 @@ class Validator(Agent):
                 return self._models[step]
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            from intellect.sdk.shardcast import Client, SourceReputation
-
             cid = self.protocol.checkpoint(self.pool_id, step).manifest_cid
             out = self.data_dir / "checkpoints" / f"step-{step}"
             if not (out / "config.json").is_file():
@@ -227,8 +229,6 @@ class Validator(Agent):
                 Client(relays=sources, ipfs=self.ipfs, fsync=False, reputation=self._shardcast_reputation).fetch(
                     cid, out, base=prev if (prev / "config.json").is_file() else None)
             import torch
-
-            from intellect.agents.hardware import resolve
 
             device, dtype = resolve(self.cfg.validator.device, self.cfg.validator.dtype, "validator")
             model = AutoModelForCausalLM.from_pretrained(str(out), dtype=getattr(torch, dtype)).to(device).eval()
@@ -285,8 +285,6 @@ class Validator(Agent):
 
     # -- verification --------------------------------------------------------------------------
     def fetch_rollouts(self, sid: int, sub: dict[str, Any]) -> bytes:
-        from intellect.sdk import IpfsError
-
         assert self.directory is not None
         try:
             self.refresh_ipfs_peers(extra=[self.directory.service(sub["node"], "ipfs") or ""])
@@ -430,8 +428,6 @@ class Validator(Agent):
         return False if sub["status"] == "accepted" else None
 
     def _attest(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
-        from intellect.agents.attestation import sign_attestation
-
         att = sign_attestation(self.protocol.account.key, chain_id=self.protocol.chain_id,
                                ledger=self.protocol.contracts["TaskLedger"].address, submission_id=sid,
                                rollouts_cid=sub["rollouts_cid"], proofs_hash=sub["proofs_hash"],
@@ -447,8 +443,6 @@ class Validator(Agent):
             self._challenge_locked(sid, sub, verdict)
 
     def _challenge_locked(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
-        from intellect.sdk import ContractRevert, TaskStatus
-
         t = self.protocol.task(sid)
         if t.status == TaskStatus.CHALLENGED:  # already challenged (by us before a crash, or by another validator)
             self._track_challenge(sid, sub["node"])
@@ -502,7 +496,6 @@ class Validator(Agent):
             url = node.endpoint or None
         if not url:
             return
-        from intellect.sdk._fetch import PeerHttpError, fetch
 
         for r in pending[:MAX_ATTESTATIONS_PAGE]:
             try:
@@ -524,8 +517,6 @@ class Validator(Agent):
         has a verdict for, the resolution of rounds that can be resolved, and a new round for work its verdict
         rejects whose last round ended Rejected or NoQuorum inside the window. Each failure is logged; the rest
         still go."""
-        from intellect.sdk import ContractRevert
-
         for act in round_actions(self.protocol, self.state, vote_of=self.vote_of):
             cid = act.challenge_id
             try:
@@ -566,8 +557,6 @@ class Validator(Agent):
         slash the losing voters of resolved challenges this validator took part in (`accountability`), and
         after a challenge of ours is upheld, void the slashed worker's other wiped submissions (frees their
         reservations in the ledger; `voidSubmissions`, checked by eth_call first so one bad id sends nothing)."""
-        from intellect.sdk import ContractRevert
-
         try:
             self._claim_attester_rewards()
         except Exception as exc:
@@ -613,8 +602,6 @@ class Validator(Agent):
         pass, earliest window first) and leaves the set once paid, or found settled by someone else
         (AttesterBookBadRecord: paid, released or slashed), or never payable (its work upheld or voided); one
         not payable yet (a wiped worker's, say) is asked again after a back-off in chain time."""
-        from intellect.sdk import ContractRevert, TaskStatus
-
         me, paid = self.protocol.address, 0
         pending = self.state.records("attester", "recorded")
         if not pending:
@@ -688,8 +675,6 @@ class Validator(Agent):
         rec = self.state.record("assignment", sid)
         if rec is not None:
             return bool(rec["data"]["mine"])
-        from intellect.agents.roles.assignment import Assigner
-        from intellect.verifier.assignment import assignment_size, effective_quorum
 
         try:
             if getattr(self, "_assigner", None) is None:

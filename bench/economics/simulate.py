@@ -203,8 +203,7 @@ class Sim:
         from web3 import Web3
 
         from intellect.agents.roles.budget_class import BudgetClasses
-        from intellect.sdk import Protocol
-        from intellect.sdk._config import Deployment
+        from intellect.sdk import Deployment, Protocol
 
         names = {"IntellectToken": d.token, "NodeRegistry": d.registry, "StakeManager": d.stake_manager,
                  "TaskLedger": d.ledger, "AttesterBook": d.attester_book}

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from intellect.sdk import Role
 from intellect.sdk import devnet as dn
-from intellect.sdk._fetch import fetch
+from intellect.sdk.http import fetch
 from intellect.sdk.ipfs import EmbeddedIpfs, IpfsGateway, compute_cid
 from intellect.verifier.rollouts import RolloutFile
 

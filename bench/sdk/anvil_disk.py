@@ -16,8 +16,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from intellect.sdk._procs import free_port, wait_until
 from intellect.sdk.devnet import Anvil, _anvil_binary
+from intellect.sdk.procs import free_port, wait_until
 
 TMP = Path.home() / ".foundry" / "anvil" / "tmp"
 

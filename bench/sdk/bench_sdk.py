@@ -19,8 +19,7 @@ from pathlib import Path
 
 from web3 import Web3
 
-from intellect.sdk import devnet
-from intellect.sdk._accounts import dev_account
+from intellect.sdk import dev_account, devnet
 from intellect.sdk.ipfs import EmbeddedIpfs, compute_cid
 
 

@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from intellect.sdk.shardcast._download import http_get
+from intellect.sdk.shardcast import http_get
 
 CLI = [sys.executable, "-m", "intellect.sdk.shardcast.cli"]
 DRIVER = Path(__file__).with_name("origin_driver.py")

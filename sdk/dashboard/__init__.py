@@ -9,7 +9,7 @@ or `intellect dashboard --network base-sepolia --rpc-url ... --port 8090`. No to
 assets: pages are self-contained HTML with inline CSS, JS and SVG charts.
 """
 
-from ._collect import ChainIndex, StatusFetcher, collect
+from ._collect import ChainIndex, StatusFetcher, collect, reward_curve, trainer_steps
 from ._models import (
     AGENT_STATUS_SCHEMA,
     SNAPSHOT_SCHEMA,
@@ -46,4 +46,6 @@ __all__ = [
     "VoteView",
     "collect",
     "parse_snapshot",
+    "reward_curve",
+    "trainer_steps",
 ]

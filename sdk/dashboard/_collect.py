@@ -18,11 +18,12 @@ import math
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._fetch import PeerHttpError, fetch
+from .._fetch import PeerHttpError, Reply, fetch
 from .._models import LISTING_FLOOR, DecodedEvent, TaskStatus, format_tokens
 from ._models import (
     AGENT_STATUS_SCHEMA,
@@ -103,16 +104,17 @@ class ChainIndex:
 class StatusFetcher:
     """GETs `<endpoint>/status` of many agents at once; an agent that is down is reported, not fatal."""
 
-    def __init__(self, timeout: float = 1.5, max_workers: int = 8) -> None:
+    def __init__(self, timeout: float = 1.5, max_workers: int = 8, *, get: Callable[..., Reply] = fetch) -> None:
         self.timeout = timeout
         self.max_workers = max_workers
+        self.get = get  # the bounded `fetch`; the fuzz target hands in a stand-in that returns its bytes
 
     def fetch_one(self, endpoint: str) -> tuple[dict[str, Any] | None, str | None]:
         if not endpoint.startswith(("http://", "https://")):
             return None, f"endpoint {endpoint!r} is not an http(s) URL" if endpoint else "no endpoint registered"
         url = endpoint.rstrip("/") + "/status"
         try:  # a total deadline: an agent dripping its status cannot hold the page (issue 22)
-            resp = fetch("GET", url, deadline=self.timeout, max_bytes=_MAX_STATUS)
+            resp = self.get("GET", url, deadline=self.timeout, max_bytes=_MAX_STATUS)
             if resp.status >= 400:
                 return None, f"{url} unreachable: HTTP {resp.status}"
             doc = json.loads(resp.body)
@@ -148,7 +150,7 @@ def _num(v: Any) -> float | None:
         return None
 
 
-def _trainer_steps(status: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
+def trainer_steps(status: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
     """Per-step records from a trainer's status: `steps: [{step, mean_reward, rollouts_used, ...}]`."""
     out: dict[int, dict[str, Any]] = {}
     if not status:
@@ -206,7 +208,7 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
     challenges, slashed_by_challenge = _challenges(scan, nodes)
     submissions, claimed = _submissions(scan, nodes, slashed_by_challenge)
     trainer_status = _agent_statuses(fetcher, nodes, trainers) if fetcher is not None else None
-    curve = _reward_curve(_trainer_steps(trainer_status), submissions, checkpoints)
+    curve = reward_curve(trainer_steps(trainer_status), submissions, checkpoints)
 
     node_list = list(nodes.values())
     paths = scan.paths
@@ -524,7 +526,7 @@ def _agent_statuses(fetcher: StatusFetcher, nodes: dict[str, NodeView],
     return trainer_status
 
 
-def _reward_curve(steps: dict[int, dict[str, Any]], submissions: list[SubmissionView],
+def reward_curve(steps: dict[int, dict[str, Any]], submissions: list[SubmissionView],
                   checkpoints: list[CheckpointView]) -> list[RewardPoint]:
     """Per step: fills the checkpoint rows (submissions, rollouts used, mean reward); returns the curve."""
     per_step_subs: dict[int, list[SubmissionView]] = defaultdict(list)

@@ -16,6 +16,10 @@ from typing import Any
 
 import click
 
+from intellect.sdk import Protocol
+
+from ._server import Dashboard, DashboardServer
+
 __all__ = ["dashboard"]
 
 
@@ -37,10 +41,6 @@ def dashboard(ctx: click.Context, network: str | None, rpc_url: str | None, depl
     """Serve the dashboard: nodes with stake and status, checkpoints per step, submissions with verdict and
     window countdown, challenges with votes, the reward curve, and each node's path
     registered → task → proof → verdict → reward/slash."""
-    from intellect.sdk import Protocol
-
-    from ._server import Dashboard, DashboardServer
-
     root: Any = ctx.find_root().obj
     opts: dict[str, Any] = getattr(root, "opts", {}) or {}
     p = Protocol.connect(network or opts.get("network") or "development", rpc_url=rpc_url or opts.get("rpc_url"),

@@ -9,6 +9,8 @@
   from peer gateways (`IpfsGateway` of other agents), each verified before it is stored.
 - `IpfsGateway(store, host, port)`: `GET|HEAD /ipfs/<cid>` (file bytes, or `?format=raw` for a block).
 - `KuboIpfs(api_url)`: a real node's RPC API (`/api/v0/add`, `/cat`, `/block/get`, `/pin/add`).
+- `IpfsDaemon`: the js-ipfs node of `tools/ipfs` (tests and local demos); `Cid`, the dag-pb/UnixFS codec
+  (`encode_node`, `decode_node`, `read_dag`, `DagBuilder`, `chunks_of`) for whoever reads blocks themselves.
 """
 
 from __future__ import annotations
@@ -23,28 +25,52 @@ from .._errors import (
     InvalidCidError,
     IpfsError,
 )
-from ._cid import Cid
+from ._cid import DAG_PB, RAW, Cid
+from ._daemon import IpfsDaemon
 from ._embedded import DEFAULT_MAX_SIZE, EmbeddedIpfs
+from ._gateway import LIMITS as GATEWAY_LIMITS
 from ._gateway import IpfsGateway
 from ._kubo import KuboIpfs
-from ._unixfs import CHUNK_SIZE, MAX_LINKS, compute_cid
+from ._unixfs import (
+    CHUNK_SIZE,
+    MAX_LINKS,
+    DagBuilder,
+    Link,
+    UnixfsNode,
+    chunks_of,
+    compute_cid,
+    decode_node,
+    encode_node,
+    read_dag,
+)
 
 __all__ = [
     "CHUNK_SIZE",
+    "DAG_PB",
     "DEFAULT_MAX_SIZE",
+    "GATEWAY_LIMITS",
     "MAX_LINKS",
+    "RAW",
     "Cid",
     "CidMismatchError",
     "ContentNotFoundError",
     "ContentTooLargeError",
+    "DagBuilder",
     "EmbeddedIpfs",
     "InvalidCidError",
     "IpfsClient",
+    "IpfsDaemon",
     "IpfsError",
     "IpfsGateway",
     "KuboIpfs",
+    "Link",
+    "UnixfsNode",
+    "chunks_of",
     "compute_cid",
+    "decode_node",
+    "encode_node",
     "open_ipfs",
+    "read_dag",
 ]
 
 

@@ -11,7 +11,7 @@ canonical bytes) names the version on the wire, its IPFS CID names it on-chain.
 
 from ._client import Client, FetchResult
 from ._delta import DELTA_SCHEMA, DeltaError, UnknownDeltaVersionError
-from ._download import SourcePool, SourceReputation
+from ._download import SourcePool, SourceReputation, http_get
 from ._errors import (
     FetchError,
     InconsistentManifestError,
@@ -26,13 +26,17 @@ from ._errors import (
 from ._manifest import MANIFEST_SCHEMA, DeltaInfo, FileDigest, FileEntry, Manifest, ShardEntry
 from ._origin import DEFAULT_SHARD_SIZE, IpfsLike, Origin, build_shards
 from ._relay import Relay
-from ._wire import API_PREFIX
+from ._server import LIMITS as SERVER_LIMITS
+from ._store import ShardStore
+from ._wire import API_PREFIX, VERSIONS_SCHEMA
 
 __all__ = [
     "API_PREFIX",
     "DEFAULT_SHARD_SIZE",
     "DELTA_SCHEMA",
     "MANIFEST_SCHEMA",
+    "SERVER_LIMITS",
+    "VERSIONS_SCHEMA",
     "Client",
     "DeltaError",
     "DeltaInfo",
@@ -48,6 +52,7 @@ __all__ = [
     "OutputExistsError",
     "Relay",
     "ShardEntry",
+    "ShardStore",
     "ShardVerificationError",
     "ShardcastError",
     "SourcePool",
@@ -57,4 +62,5 @@ __all__ = [
     "UnsafePathError",
     "UpstreamError",
     "build_shards",
+    "http_get",
 ]

@@ -63,7 +63,7 @@ def test_evaluate_applies_the_pools_length_scope() -> None:
 
 def test_trainer_evaluates_under_its_pools_length_scope(monkeypatch: pytest.MonkeyPatch) -> None:
     """`Trainer.maybe_evaluate` passes the pool's `length_scope` (`tasks.length_scope`, set from the rules)."""
-    import intellect.agents.evaluation as evaluation
+    import intellect.agents.roles.trainer as trainer_module
     from intellect.agents.roles.trainer import Trainer
 
     seen: dict[str, object] = {}
@@ -72,7 +72,7 @@ def test_trainer_evaluates_under_its_pools_length_scope(monkeypatch: pytest.Monk
         seen.update(kw)
         return SimpleNamespace(pass_at_1=0.5, mean_reward=0.1, model_dump=dict)
 
-    monkeypatch.setattr(evaluation, "evaluate_checkpoint", fake)
+    monkeypatch.setattr(trainer_module, "evaluate_checkpoint", fake)
     cfg = SimpleNamespace(trainer=SimpleNamespace(eval_every=1),
                           tasks=SimpleNamespace(length_alpha=0.01, length_scope="all", budgets={"cpu": [8]}))
     me = SimpleNamespace(cfg=cfg, eval_tasks=[object()], _eval_engine=object(), rules=None,

@@ -14,9 +14,8 @@ import pytest
 from cli_runner import run_cli  # type: ignore[import-not-found]
 
 from intellect.agents.preflight import EXIT_NOT_READY, advertised_address_problem
-from intellect.sdk import Protocol, parse_tokens
+from intellect.sdk import Protocol, dev_account, import_keystore, parse_tokens
 from intellect.sdk import devnet as dn
-from intellect.sdk._accounts import dev_account, import_keystore
 from intellect.sdk.deploy import deploy_contracts, dev_params
 from intellect.sdk.devnet import Anvil, Devnet
 

@@ -10,8 +10,7 @@ import json
 from brownie import web3
 from contracts_helpers import ROOT
 
-from intellect.sdk import Protocol
-from intellect.sdk._accounts import dev_account
+from intellect.sdk import Protocol, dev_account
 from intellect.sdk.deploy import DEPLOY_ORDER, deploy_contracts, dev_params
 from scripts.export_abi import BUILD_DIR, CALLEES, _artifact, export_abis
 

@@ -11,8 +11,8 @@ import pytest
 from dashboard_scenario import CHROMIUM, TOKEN, Scenario, serve_status, status_doc
 
 from intellect.sdk import devnet
-from intellect.sdk._procs import free_port
 from intellect.sdk.ipfs import compute_cid
+from intellect.sdk.procs import free_port
 
 
 @pytest.fixture(scope="module")

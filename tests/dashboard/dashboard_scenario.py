@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from intellect.sdk import Protocol
-from intellect.sdk._http import HttpServer, JsonHandler
 from intellect.sdk.devnet import Devnet
+from intellect.sdk.http import HttpServer, JsonHandler
 
 TOKEN = 10**18
 CHROMIUM = Path("/usr/bin/chromium")

@@ -14,7 +14,6 @@ import pytest
 from dashboard_scenario import TOKEN, Scenario, serve_status
 
 from intellect.sdk import SchemaVersionError
-from intellect.sdk._procs import free_port, wait_until
 from intellect.sdk.dashboard import (
     SNAPSHOT_SCHEMA,
     ChainIndex,
@@ -24,6 +23,7 @@ from intellect.sdk.dashboard import (
     collect,
     parse_snapshot,
 )
+from intellect.sdk.procs import free_port, wait_until
 
 
 def _get(url: str) -> tuple[int, bytes]:

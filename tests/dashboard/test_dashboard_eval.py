@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from intellect.sdk.dashboard._collect import _reward_curve
-from intellect.sdk.dashboard._models import CheckpointView
+from intellect.sdk.dashboard import CheckpointView, reward_curve
 
 
 def test_eval_numbers_from_trainer_status_fill_checkpoint_rows() -> None:
@@ -11,7 +10,7 @@ def test_eval_numbers_from_trainer_status_fill_checkpoint_rows() -> None:
     steps = {0: {"step": 0, "eval_pass_at_1": 0.25, "eval_mean_reward": 0.2},
              1: {"step": 1, "mean_reward": 0.5, "rollouts": 8},
              2: {"step": 2, "mean_reward": 0.6, "rollouts": 8, "eval_pass_at_1": 0.5, "eval_mean_reward": 0.45}}
-    curve = _reward_curve(steps, [], cps)
+    curve = reward_curve(steps, [], cps)
     assert [c.eval_pass_at_1 for c in cps] == [0.25, None, 0.5]
     assert [c.eval_mean_reward for c in cps] == [0.2, None, 0.45]
     assert [p.eval_pass_at_1 for p in curve] == [0.25, None, 0.5]

@@ -8,9 +8,9 @@ from typing import ClassVar
 
 import pytest
 
-from intellect.sdk._http import HttpServer, JsonHandler
-from intellect.sdk._models import LISTING_FLOOR
+from intellect.sdk import LISTING_FLOOR
 from intellect.sdk.dashboard import ChainIndex, StatusFetcher, collect
+from intellect.sdk.http import HttpServer, JsonHandler
 
 TOKEN = 10**18
 

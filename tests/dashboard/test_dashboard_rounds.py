@@ -3,7 +3,7 @@ latest round's votes and tally, and every vote and verdict on the nodes' paths c
 
 from __future__ import annotations
 
-from intellect.sdk._models import DecodedEvent
+from intellect.sdk import DecodedEvent
 from intellect.sdk.dashboard._collect import _challenges, _Scan
 
 NODE, V1, V2, V3, V4, V5 = ("0x" + c * 40 for c in "abcdef")

@@ -54,7 +54,7 @@ class NsAnvil:
 
     def start(self) -> NsAnvil:
         from intellect.sdk import devnet as dn
-        from intellect.sdk._procs import wait_until
+        from intellect.sdk.procs import wait_until
 
         self.proc = subprocess.Popen(self.host.cmd([dn._anvil_binary(), "--host", self.host.addr, "--port",
                                                     str(self.port), "--chain-id", "31337"]),
@@ -66,7 +66,7 @@ class NsAnvil:
 
     def stop(self) -> None:
         if self.proc is not None:
-            from intellect.sdk._procs import stop_process
+            from intellect.sdk.procs import stop_process
 
             stop_process(self.proc, timeout=15)
             self.proc = None

@@ -27,8 +27,8 @@ POOL_RULES: dict[str, Any] = {
     "validator": {"poll_interval": 0.5, "concurrency": 2},
     # the random tiny model solves nothing, so every group is flat: with INTELLECT-2's zero-advantage filter on,
     # the trainer would (rightly) wait for signal forever; these protocol tests train on the flat groups instead
-    "trainer": {"batch_groups": 2, "max_steps": 3, "poll_interval": 0.5, "learning_rate": 1e-3,
-                "filter_zero_advantage": False},
+    "trainer": {"batch_groups": 2, "max_steps": 3, "poll_interval": 0.5,
+                "grpo": {"lr": 1e-3, "filter_zero_advantage": False}},
 }
 
 

@@ -12,8 +12,7 @@ import pytest
 from nodes import staked_node  # type: ignore[import-not-found]
 
 from intellect.agents.config import load_config
-from intellect.sdk import ChallengeStatus, Role, TaskStatus
-from intellect.sdk._accounts import dev_account
+from intellect.sdk import ChallengeStatus, Role, TaskStatus, dev_account
 
 TOKEN = 10**18
 CANARY, CHALLENGER = 7, 8  # dev accounts: the trainer's canary worker and its challenger validator

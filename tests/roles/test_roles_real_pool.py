@@ -101,7 +101,7 @@ def test_real_pool_from_public_data_with_smollm2(swarm: Any, tmp_path: Path) -> 
     pool_id, rules_cid = created["pool_id"], created["rules_cid"]
 
     trainer = _config(swarm, "trainer", "trainer", 0, pool_id, {
-        "trainer": {"model": "smollm2", "batch_groups": 2, "max_steps": 2, "learning_rate": 2e-5,
+        "trainer": {"model": "smollm2", "batch_groups": 2, "max_steps": 2, "grpo": {"lr": 2e-5},
                     "eval_every": 1, "eval_max_tasks": 6, "poll_interval": 0.5}}).start()
     swarm.wait(lambda: (trainer.status() or {}).get("policy_step") == 0, 900, "trainer step 0 published")
     validator = _config(swarm, "validator", "validator", 4, pool_id, {}).start()

@@ -12,8 +12,7 @@ import time
 import pytest
 
 from intellect.agents.roles._runtime import LISTING_FLOOR, MAX_ATTESTATIONS_PAGE, Directory, attestation_page
-from intellect.sdk._fetch import PeerDeadlineError, PeerHttpError, fetch
-from intellect.sdk._http import HttpServer, JsonHandler
+from intellect.sdk.http import HttpServer, JsonHandler, PeerDeadlineError, PeerHttpError, fetch
 from tests.nodes import TOKEN, staked_node
 from tests.rpc_counter import count_rpc
 
@@ -247,8 +246,7 @@ def test_unstaked_registrations_cost_a_refresh_nothing(devnet):
 
 def test_shardcast_http_get_deadline_is_total(drip):
     """The SDK's small-document helper (versions, manifests, health) shares the total deadline."""
-    from intellect.sdk.shardcast._download import http_get
-    from intellect.sdk.shardcast._errors import UpstreamError
+    from intellect.sdk.shardcast import UpstreamError, http_get
 
     t0 = time.monotonic()
     with pytest.raises(UpstreamError, match="deadline"):
@@ -258,8 +256,7 @@ def test_shardcast_http_get_deadline_is_total(drip):
 
 def test_ipfs_peer_dripping_a_block_is_cut_off(drip, tmp_path):
     """Every agent fetches missing blocks from every registered node's gateway: one that drips is cut off."""
-    from intellect.sdk.ipfs import ContentNotFoundError, EmbeddedIpfs
-    from intellect.sdk.ipfs._cid import Cid
+    from intellect.sdk.ipfs import Cid, ContentNotFoundError, EmbeddedIpfs
 
     store = EmbeddedIpfs(tmp_path / "ipfs", peers=[drip.url], timeout=1.0)
     t0 = time.monotonic()

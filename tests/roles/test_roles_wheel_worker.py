@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from wheel_venv import node_env, node_venv  # type: ignore[import-not-found]
 
-from intellect.sdk._accounts import dev_account
+from intellect.sdk import dev_account
 
 WORKSHOP = {"eth-brownie", "slither-analyzer", "playwright", "ruff", "atheris", "mutmut"}
 

@@ -8,7 +8,7 @@ import pytest
 
 from intellect.sdk import devnet
 from intellect.sdk.devnet import Devnet
-from intellect.sdk.ipfs._daemon import IpfsDaemon
+from intellect.sdk.ipfs import IpfsDaemon
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,7 @@ import pytest
 from eth_account import Account
 from nodes import staked_node  # type: ignore[import-not-found]
 
-from intellect.sdk import ConfigError, ContractRevert, Deployment, Protocol
-from intellect.sdk._models import ChallengeStatus, Role
+from intellect.sdk import ChallengeStatus, ConfigError, ContractRevert, Deployment, Protocol, Role
 from intellect.sdk.devnet import Devnet
 
 TOKEN = 10**18

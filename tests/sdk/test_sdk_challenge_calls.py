@@ -7,8 +7,7 @@ from __future__ import annotations
 from nodes import staked_node  # type: ignore[import-not-found]
 from rpc_counter import count_rpc  # type: ignore[import-not-found]
 
-from intellect.sdk import ChallengeStatus, Protocol
-from intellect.sdk._models import Role
+from intellect.sdk import ChallengeStatus, Protocol, Role
 from intellect.sdk.devnet import Devnet
 
 TOKEN = 10**18

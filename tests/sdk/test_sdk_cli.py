@@ -157,7 +157,7 @@ def test_cli_devnet_serves_a_deployment_until_sigterm(tmp_path: Path) -> None:
     import sys
     import time
 
-    from intellect.sdk._procs import free_port
+    from intellect.sdk.procs import free_port
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "intellect.sdk.cli", "devnet", "--port", str(port),

@@ -10,16 +10,20 @@ import pytest
 import requests
 
 from intellect.sdk import (
+    ChallengeStatus,
     ConfigError,
     ContractRevert,
+    NodeStatus,
     Protocol,
     RetryPolicy,
+    Role,
     RpcError,
+    TaskStatus,
     TransactionTimeout,
     TransientRpcError,
+    dev_account,
+    parse_tokens,
 )
-from intellect.sdk._accounts import dev_account
-from intellect.sdk._models import ChallengeStatus, NodeStatus, Role, TaskStatus, parse_tokens
 from intellect.sdk.devnet import Devnet
 from intellect.sdk.http import HttpServer, JsonHandler
 

@@ -15,11 +15,10 @@ import pytest
 from cli_runner import run_cli  # type: ignore[import-not-found]
 from eth_account import Account
 
-from intellect.sdk import Protocol, RpcError, parse_tokens
-from intellect.sdk._accounts import dev_account
-from intellect.sdk._procs import free_port
+from intellect.sdk import Protocol, RpcError, dev_account, parse_tokens
 from intellect.sdk.deploy import DeployParams, deploy_contracts, dev_params, params_for_network
 from intellect.sdk.devnet import Anvil
+from intellect.sdk.procs import free_port
 
 
 def test_deploy_contracts_on_a_fresh_anvil_and_use_them(tmp_path: Path) -> None:
@@ -102,7 +101,7 @@ def test_devnet_host_decides_who_can_reach_it(tmp_path: Path, host: str) -> None
             p.drip()
             assert p.balance_of() > 0
         else:
-            from intellect.sdk._tx import RetryPolicy
+            from intellect.sdk import RetryPolicy
 
             with pytest.raises(RpcError):
                 Protocol.connect(other, deployment=tmp_path / "31337.json",

@@ -9,10 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from intellect.sdk import ConfigError, EventStream, FileCursorStore, MemoryCursorStore, Protocol, Reorg
-from intellect.sdk._accounts import dev_account
-from intellect.sdk._errors import SchemaVersionError
-from intellect.sdk._models import DecodedEvent
+from intellect.sdk import (
+    ConfigError,
+    DecodedEvent,
+    EventStream,
+    FileCursorStore,
+    MemoryCursorStore,
+    Protocol,
+    Reorg,
+    SchemaVersionError,
+    dev_account,
+)
 from intellect.sdk.devnet import Anvil, Devnet, deploy
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from intellect.sdk._errors import SchemaVersionError
-from intellect.sdk._http import HttpServer, JsonHandler
+from intellect.sdk import SchemaVersionError
+from intellect.sdk.http import HttpServer, JsonHandler
 from intellect.sdk.ipfs import (
     CHUNK_SIZE,
     MAX_LINKS,
@@ -21,14 +21,14 @@ from intellect.sdk.ipfs import (
     EmbeddedIpfs,
     InvalidCidError,
     IpfsClient,
+    IpfsDaemon,
     IpfsError,
     IpfsGateway,
     KuboIpfs,
     compute_cid,
+    decode_node,
     open_ipfs,
 )
-from intellect.sdk.ipfs._daemon import IpfsDaemon
-from intellect.sdk.ipfs._unixfs import decode_node
 
 KiB = 1024
 SIZES = {
@@ -86,7 +86,7 @@ def test_cid_parse_rejects_garbage(bad: str) -> None:
 
 def test_compute_cid_two_level_dag_shape() -> None:
     store_blocks: dict[str, bytes] = {}
-    from intellect.sdk.ipfs._unixfs import DagBuilder, chunks_of
+    from intellect.sdk.ipfs import DagBuilder, chunks_of
 
     builder = DagBuilder(lambda c, b: store_blocks.__setitem__(str(c), b))
     data = _data(SIZES["two-levels"])

@@ -11,12 +11,24 @@ from eth_abi import encode
 from eth_utils import function_signature_to_4byte_selector
 from web3.exceptions import ContractLogicError
 
-from intellect.sdk import ConfigError, SchemaVersionError, load_abi, load_deployment
-from intellect.sdk._config import CONTRACT_NAMES, resolve_network
-from intellect.sdk._errors import TransientRpcError
-from intellect.sdk._events import Cursor
-from intellect.sdk._models import PoolParams, Role, format_tokens, parse_tokens
-from intellect.sdk._tx import ErrorDecoder, RetryPolicy, is_transient, with_retries
+from intellect.sdk import (
+    CONTRACT_NAMES,
+    ConfigError,
+    Cursor,
+    ErrorDecoder,
+    PoolParams,
+    RetryPolicy,
+    Role,
+    SchemaVersionError,
+    TransientRpcError,
+    format_tokens,
+    is_transient,
+    load_abi,
+    load_deployment,
+    parse_tokens,
+    resolve_network,
+    with_retries,
+)
 
 ADDR = "0x" + "ab" * 20
 

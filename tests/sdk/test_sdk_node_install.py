@@ -69,7 +69,7 @@ def test_wheel_with_relay_extra_runs_a_devnet_and_a_relay_outside_the_checkout(t
                             env=env, timeout=120)
     assert helped.returncode == 0 and "--role" in helped.stdout, helped.stderr[-2000:]
 
-    from intellect.sdk._procs import free_port
+    from intellect.sdk.procs import free_port
 
     port = free_port()
     chain = subprocess.Popen([str(bin_ / "intellect"), "devnet", "--port", str(port), "--deployments", "d"],

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from cli_runner import run_cli  # type: ignore[import-not-found]
 
-from intellect.sdk import Protocol, RpcError
-from intellect.sdk._tx import RetryPolicy
+from intellect.sdk import Protocol, RetryPolicy, RpcError
 
 SECRET = "s3cr3t-api-key"
 
@@ -83,7 +82,7 @@ def test_agent_http_401_is_one_line_and_exit_3(http_rpc: tuple, tmp_path: Path) 
 
 
 def test_a_refused_connection_does_not_repeat_the_urls_path(tmp_path: Path) -> None:
-    from intellect.sdk._procs import free_port
+    from intellect.sdk.procs import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v2/{SECRET}"  # nothing listens there
     with pytest.raises(RpcError, match="connection refused") as info:

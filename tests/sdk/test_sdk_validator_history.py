@@ -8,8 +8,7 @@ from itertools import pairwise
 
 import pytest
 
-from intellect.sdk import Protocol, RpcError, ValidatorHistory
-from intellect.sdk._models import Role
+from intellect.sdk import Protocol, Role, RpcError, ValidatorHistory
 from intellect.sdk.devnet import Devnet
 from intellect.verifier.assignment import assigned_validators
 

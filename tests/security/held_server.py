@@ -40,8 +40,8 @@ def main() -> None:
         fetch["/status"] = hashlib.sha256(json.dumps(status).encode()).hexdigest()
         fetch["/attestations"] = hashlib.sha256(json.dumps(atts).encode()).hexdigest()
     elif kind == "gateway":
+        from intellect.sdk.ipfs import GATEWAY_LIMITS as LIMITS
         from intellect.sdk.ipfs import EmbeddedIpfs, IpfsGateway
-        from intellect.sdk.ipfs._gateway import LIMITS
 
         store = EmbeddedIpfs(work / "ipfs")
         data = os.urandom(600_000)  # more than one block: the gateway walks a real UnixFS DAG
@@ -50,8 +50,8 @@ def main() -> None:
         stoppers.append(server.stop)
         fetch[f"/ipfs/{cid}"] = hashlib.sha256(data).hexdigest()
     elif kind in ("origin", "relay"):
+        from intellect.sdk.shardcast import SERVER_LIMITS as LIMITS
         from intellect.sdk.shardcast import Origin, Relay
-        from intellect.sdk.shardcast._server import LIMITS
 
         ckpt = work / "ckpt"
         ckpt.mkdir()

@@ -30,8 +30,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from intellect.sdk.http import HttpServer, JsonHandler
-from intellect.sdk.ipfs._cid import Cid
-from intellect.sdk.ipfs._unixfs import decode_node
+from intellect.sdk.ipfs import Cid, decode_node
 from intellect.sdk.shardcast import Manifest, ManifestError, build_shards
 
 EXAMPLES = int(os.environ.get("INTELLECT_FUZZ_EXAMPLES", "60"))
@@ -197,7 +196,7 @@ def test_manifest_from_obj_random_fields_refused(doc: dict[str, Any]) -> None:
 @example(text="bafkrei")
 @example(text="z")
 def test_cid_parse_garbage_refused(text: str) -> None:
-    from intellect.sdk._errors import InvalidCidError
+    from intellect.sdk import InvalidCidError
 
     try:
         cid = Cid.parse(text)
@@ -213,7 +212,7 @@ def test_cid_parse_garbage_refused(text: str) -> None:
 @example(raw=b"\x01\x55\x12")
 @example(raw=b"\x01\x55\x12\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01")
 def test_cid_from_bytes_garbage_refused_or_round_trips(raw: bytes) -> None:
-    from intellect.sdk._errors import InvalidCidError
+    from intellect.sdk import InvalidCidError
 
     cid = _parse_or_refuse(Cid.from_bytes, raw, InvalidCidError)
     if cid is not None:
@@ -225,7 +224,7 @@ def test_cid_from_bytes_garbage_refused_or_round_trips(raw: bytes) -> None:
 @example(block=b"\x12\x05\x0a\x03abc")
 @example(block=b"\x0a\xff\xff\xff\xff\x0f")
 def test_decode_node_garbage_refused_or_consistent(block: bytes) -> None:
-    from intellect.sdk._errors import IpfsError
+    from intellect.sdk import IpfsError
 
     node = _parse_or_refuse(decode_node, block, IpfsError)
     if node is not None:  # what is accepted is a file node whose parts agree
@@ -236,8 +235,8 @@ def test_decode_node_garbage_refused_or_consistent(block: bytes) -> None:
 def test_decode_node_mutations_only_ipfs_error() -> None:
     """Mutants of a real dag-pb file node (3 links): only IpfsError; an accepted one re-encodes to a node
     that decodes to the same links."""
-    from intellect.sdk._errors import IpfsError
-    from intellect.sdk.ipfs._unixfs import Link, encode_node
+    from intellect.sdk import IpfsError
+    from intellect.sdk.ipfs import Link, encode_node
 
     links = [Link(Cid.of(bytes([i]) * 10), 10, 10) for i in range(3)]
     good = encode_node(links)
@@ -255,7 +254,7 @@ def test_decode_node_mutations_only_ipfs_error() -> None:
 
 def test_embedded_ipfs_garbage_reads_lose_nothing(tmp_path: Path) -> None:
     """Garbage CIDs and unknown content against a store: clear errors, and the stored content survives."""
-    from intellect.sdk._errors import IpfsError
+    from intellect.sdk import IpfsError
     from intellect.sdk.ipfs import EmbeddedIpfs
 
     store = EmbeddedIpfs(tmp_path / "ipfs")
@@ -668,8 +667,7 @@ DEPLOYMENT = {"schema": "intellect.deployment/v1", "chainId": 31337, "contracts"
 
 
 def test_deployment_file_mutations_only_its_errors(tmp_path: Path) -> None:
-    from intellect.sdk import ConfigError, Deployment, SchemaVersionError
-    from intellect.sdk._config import load_deployment
+    from intellect.sdk import ConfigError, Deployment, SchemaVersionError, load_deployment
 
     good = json.dumps({**DEPLOYMENT, "deployBlock": 3}).encode()
     path = tmp_path / "31337.json"
@@ -838,8 +836,7 @@ def test_protocol_lying_rpc_node_only_sdk_errors() -> None:
     returns or raises RpcError / ContractRevert (the SDK's own errors), never web3's, requests' or json's."""
     from web3 import HTTPProvider, Web3
 
-    from intellect.sdk import ContractRevert, Deployment, Protocol, RpcError
-    from intellect.sdk._tx import RetryPolicy
+    from intellect.sdk import ContractRevert, Deployment, Protocol, RetryPolicy, RpcError
 
     rnd = random.Random(26)
     dep = Deployment.model_validate(DEPLOYMENT)
@@ -869,8 +866,7 @@ def test_protocol_out_of_range_view_values_refused() -> None:
     refused with RpcError naming the view, not ValueError from the enum."""
     from web3 import HTTPProvider, Web3
 
-    from intellect.sdk import Deployment, Protocol, RpcError
-    from intellect.sdk._tx import RetryPolicy
+    from intellect.sdk import Deployment, Protocol, RetryPolicy, RpcError
 
     words = "".join(f"{x:064x}" for x in [1, 200, 200, 200, 200, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
 
@@ -889,8 +885,8 @@ def test_protocol_out_of_range_view_values_refused() -> None:
 def test_kubo_lying_daemon_only_ipfs_errors() -> None:
     """A Kubo RPC API answering garbage (error pages, add lines without a hash, wrong blocks, huge bodies):
     only IpfsError (and its subclasses) come out of the Kubo client."""
-    from intellect.sdk._errors import IpfsError
-    from intellect.sdk.ipfs._kubo import KuboIpfs
+    from intellect.sdk import IpfsError
+    from intellect.sdk.ipfs import KuboIpfs
 
     rnd = random.Random(27)
 

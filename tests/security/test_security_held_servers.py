@@ -387,7 +387,7 @@ def test_limits_are_checked() -> None:
 
 def test_agent_config_sets_the_bounds_of_every_server() -> None:
     from intellect.agents.config import ServerSettings
-    from intellect.sdk.shardcast._server import LIMITS
+    from intellect.sdk.shardcast import SERVER_LIMITS as LIMITS
 
     s = ServerSettings(max_per_address=5, head_timeout_s=2.5)
     lim = s.limits(LIMITS)

@@ -10,9 +10,8 @@ from urllib.parse import urlsplit
 import pytest
 from shardcast_helpers import assert_same_tree, corrupt_every_shard, relay_complete, wait_for
 
-from intellect.sdk.shardcast import API_PREFIX, Client, Manifest, Origin, Relay, _arena
+from intellect.sdk.shardcast import API_PREFIX, Client, Manifest, Origin, Relay, _arena, http_get
 from intellect.sdk.shardcast._arena import ALIGN, Arena
-from intellect.sdk.shardcast._download import http_get
 
 SHARD = 256 * 1024
 

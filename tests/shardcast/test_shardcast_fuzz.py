@@ -12,9 +12,8 @@ import time
 from itertools import cycle
 from pathlib import Path
 
-from intellect.sdk._http import HttpServer, JsonHandler
-from intellect.sdk.shardcast import Relay
-from intellect.sdk.shardcast._wire import VERSIONS_SCHEMA
+from intellect.sdk.http import HttpServer, JsonHandler
+from intellect.sdk.shardcast import VERSIONS_SCHEMA, Relay
 
 _EMPTY = json.dumps({"schema": VERSIONS_SCHEMA, "versions": []}).encode()
 _GARBAGE = [

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from intellect.sdk.shardcast import _client
+from intellect.sdk.shardcast import _client, build_shards
 from intellect.sdk.shardcast._client import _Staging
-from intellect.sdk.shardcast._origin import build_shards
 
 
 def _checkpoint(d: Path, sizes: list[int], seed: int) -> bytes:

@@ -174,6 +174,8 @@ def _unprivileged_tree(dest: Path) -> None:
     for pkg in ("intellect", "intellect/sdk", "intellect/verifier"):
         (dest / pkg).mkdir()
         (dest / pkg / "__init__.py").write_text("")
+    # the sandbox imports the error base from the SDK's public face: here that face is the error tree alone
+    (dest / "intellect" / "sdk" / "__init__.py").write_text("from ._errors import IntellectError\n")
     shutil.copy(REPO / "sdk" / "_errors.py", dest / "intellect" / "sdk" / "_errors.py")
     shutil.copy(REPO / "verifier" / "sandbox.py", dest / "intellect" / "verifier" / "sandbox.py")
     shutil.copy(Path(sandbox_attacks.__file__), dest / "sandbox_attacks.py")

@@ -1,0 +1,84 @@
+"""The codebase's shape only gets better (issue 34): `tools/codebase_metrics.py` walks the product with `ast`, and
+each figure must stay at or under its committed ceiling. When a change improves a figure, lower its ceiling
+here in the same commit; the issue's targets are in the tool's docstring (largest class ≤ 450 lines, each role
+≤ 400, imports of our own modules inside functions ≤ 20, private SDK imports from outside the SDK 0, functions
+of 80 lines or more ≤ 5).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).resolve().parents[1] / "tools" / "codebase_metrics.py"
+_spec = importlib.util.spec_from_file_location("codebase_metrics", TOOL)
+assert _spec is not None and _spec.loader is not None
+metrics = importlib.util.module_from_spec(_spec)
+sys.modules["codebase_metrics"] = metrics
+_spec.loader.exec_module(metrics)
+
+# the figures of the last commit that improved one (python tools/codebase_metrics.py); main at 026e503 had
+# largest_class 855, roles 64/693/594/448, inner_imports 218, private_sdk_imports 43 (+64 in tests), long_functions 13
+CEILINGS = {
+    # raised on purpose at the merge of issues 33, 35, 36 and 38 (main after 290cb7a): their protocol work landed in
+    # the roles (round_actions, evidence, deltas) and the SDK (deploy, preflight) while ws34 shrank them; the role
+    # classes get thinned next (issue 34: <= 400 each)
+    "largest_class": 867,  # intellect.sdk._client.Protocol
+    "role_relay": 62,
+    "role_trainer": 664,
+    "role_validator": 656,
+    "role_worker": 452,
+    "inner_imports": 35,  # preflight's and the SDK CLI's defer web3/torch for --help and the relay extra
+    "private_sdk_imports": 5,
+    "private_sdk_imports_tests": 10,
+    "long_functions": 14,
+}
+
+FIGURES = metrics.measure()
+
+
+@pytest.mark.parametrize("figure", sorted(CEILINGS))
+def test_figure_is_no_worse_than_its_ceiling(figure: str) -> None:
+    got = FIGURES.summary()
+    assert figure in got, f"the tool no longer reports {figure}"
+    assert got[figure] <= CEILINGS[figure], (
+        f"{figure} got worse: {got[figure]} > ceiling {CEILINGS[figure]}; "
+        f"run `python tools/codebase_metrics.py` to see the list")
+
+
+def test_every_figure_has_a_ceiling() -> None:
+    assert set(FIGURES.summary()) == set(CEILINGS)
+
+
+def test_the_walk_sees_the_roles_and_the_product() -> None:
+    assert set(FIGURES.role_classes) == {"trainer", "validator", "worker", "relay"}
+    assert FIGURES.largest_class >= max(FIGURES.role_classes.values())
+
+
+def _inner(src: str) -> list[str]:
+    return [ast.unparse(n) for n in metrics._in_functions(ast.parse(src)) if metrics._own(n)]
+
+
+def test_inner_imports_counts_only_our_modules_inside_functions() -> None:
+    src = ("import intellect.sdk\n"
+           "def f():\n    import torch\n    from intellect.verifier import rewards\n"
+           "    def g():\n        from . import x\n"
+           "class C:\n    def m(self):\n        import intellect.agents\n")
+    assert _inner(src) == ["from intellect.verifier import rewards", "from . import x", "import intellect.agents"]
+
+
+def test_private_sdk_imports_are_seen_in_each_spelling() -> None:
+    src = ("from intellect.sdk._fetch import fetch\n"
+           "import intellect.sdk.ipfs._cid\n"
+           "from intellect.sdk import _config, Protocol\n"
+           "from intellect.sdk.devnet import _anvil_binary\n"
+           "from intellect.sdk.http import HttpServer\n"
+           "from intellect.sdk import ipfs\n"
+           "__import__('intellect.sdk.dashboard._collect')\n")
+    found = [name for _, name in metrics._private_imports(ast.parse(src))]
+    assert found == ["intellect.sdk._fetch", "intellect.sdk.ipfs._cid", "intellect.sdk._config",
+                     "intellect.sdk.devnet._anvil_binary", "intellect.sdk.dashboard._collect"]
