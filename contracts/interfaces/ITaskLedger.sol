@@ -231,9 +231,9 @@ interface ITaskLedger {
     /// @notice Thrown when a pool's window is shorter than the ledger's minimum.
     error TaskLedgerWindowTooShort(uint256 windowLength, uint256 minWindowLength);
 
-    /// @notice Thrown when the stake unbonding period does not exceed the pool's lease + window + vote period
-    /// (`windowPlusVote`): a worker that unbonds right after claiming must still be slashable.
-    error TaskLedgerUnbondingTooShort(uint256 windowPlusVote, uint256 unbondingPeriod);
+    /// @notice Thrown when the stake unbonding period does not exceed the pool's `exposure` = lease + window + vote
+    /// period: a worker that unbonds right after claiming must still be slashable.
+    error TaskLedgerUnbondingTooShort(uint256 exposure, uint256 unbondingPeriod);
 
     /// @notice Thrown when a pool's slash exceeds the workers' minimum stake (a pool could take a whole stake).
     error TaskLedgerSlashAboveMinStake(uint256 slashAmount, uint256 minStake);
