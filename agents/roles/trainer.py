@@ -34,6 +34,7 @@ from intellect.agents.roles._runtime import (
 )
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.canary import CanaryInjector, canary_ids
+from intellect.agents.roles.signal import NO_SIGNAL_AFTER_S, no_signal_report
 from intellect.agents.roles.store import accept_pushed_file, sweep_stored
 from intellect.verifier.assignment import DEV_CHAIN_IDS, assignment_size, effective_quorum
 from intellect.verifier.rewards import LengthScope
@@ -163,6 +164,10 @@ class Trainer(Agent):
         self._intake_lock = threading.Lock()
         self.gt: Any = None
         self.origin: Any = None
+        self.no_signal: Any = None
+        """the last `signal.NoSignalReport` of the step being filled (None once a group with signal came)"""
+        self.no_signal_after = NO_SIGNAL_AFTER_S
+        self._no_signal_logged = 0.0
         self.canary: CanaryInjector | None = None
         """the canary submissions' thread (`trainer.canary`, issue 21), made in start() when on"""
 
@@ -596,6 +601,7 @@ class Trainer(Agent):
         from intellect.agents.grpo_trainer import NonFiniteWeightsError, NoSignalError
         from intellect.sdk import TaskStatus
 
+        self.doing = f"waiting for attested rollouts for step {self.gt.step + 1}"
         plan = self.state.get("plan")
         if plan is not None and plan["step"] != self.gt.step + 1:
             plan = None
@@ -631,8 +637,11 @@ class Trainer(Agent):
                                 "training on those (trainer.refill_wait)", plan["step"], have,
                                 self.cfg.trainer.batch_groups, waited)
                     break
-                self.doing = (f"step {plan['step']}: {have}/{self.cfg.trainer.batch_groups} "
-                              f"groups with signal; waiting for attested rollouts")
+                if have == 0 and samples and waited >= self.no_signal_after:
+                    self.report_no_signal(plan, samples, waited)  # attested rollouts, none with signal: say so
+                    return False
+                self.doing = (f"step {plan['step']}: {have}/{self.cfg.trainer.batch_groups} groups with signal from "
+                              f"{len(plan['submissions'])} attested submission(s); waiting for more attested rollouts")
                 return False
             got = self._plan_samples(sid, plan)
             if got is None:
@@ -641,6 +650,8 @@ class Trainer(Agent):
             self.state.set("plan", plan)
             self._refill_since = (plan["step"], time.monotonic())
             samples += got
+            if self._signal_groups(got):
+                self.no_signal = None
             log.info("step %d: submission %d added to the batch: %d/%d groups with signal", plan["step"], sid,
                      self._signal_groups(samples), self.cfg.trainer.batch_groups)
         self.doing = f"training step {plan['step']} on {len(samples)} rollouts"
@@ -667,6 +678,21 @@ class Trainer(Agent):
         self._publish(self.gt.step)
         self.maybe_evaluate(self.gt.step)
         return True
+
+    def report_no_signal(self, plan: dict[str, Any], samples: list[Any], waited: float) -> Any:
+        """Say (log at most once a minute, `doing`, /status `no_signal` and `warning`, shown by the dashboard)
+        that the step's attested rollouts carry no group with signal, with their solve rate and what to change
+        (`intellect.agents.roles.signal`)."""
+        group_size = self.rules.group_size if self.rules is not None else self.cfg.worker.group_size
+        self.no_signal = no_signal_report(samples, step=plan["step"], submissions=len(plan["submissions"]),
+                                          waited_s=waited, group_size=group_size,
+                                          length_alpha=self.cfg.tasks.length_alpha,
+                                          batch_groups=self.cfg.trainer.batch_groups)
+        self.doing = self.no_signal.message
+        if time.monotonic() - self._no_signal_logged >= 60:
+            self._no_signal_logged = time.monotonic()
+            log.warning("%s", self.no_signal.message)
+        return self.no_signal
 
     def record_used_attestations(self) -> None:
         """Record on-chain (`AttesterBook.recordAttestations`) the validators whose attestations each trained
@@ -789,8 +815,6 @@ class Trainer(Agent):
                     self.doing = f"done: {self.gt.step} steps; serving checkpoints"
                 elif self.train_once():
                     continue
-                else:
-                    self.doing = f"waiting for attested rollouts for step {self.gt.step + 1}"
             except Exception as exc:
                 self.metrics.inc("errors_total", kind=type(exc).__name__)
                 log.exception("trainer step failed; retrying")
@@ -823,5 +847,7 @@ class Trainer(Agent):
                              "step": r["data"].get("step")} for r in self.state.records("submission")],
             "quorum": self.quorum,
             "evals": evals,
+            "no_signal": self.no_signal.model_dump() if self.no_signal is not None else None,
+            "warning": self.no_signal.message if self.no_signal is not None else None,
         })
         return doc

@@ -236,7 +236,8 @@ class Worker(Agent):
                 return step
             if time.monotonic() > deadline:
                 raise AgentError(f"no usable checkpoint after {timeout:.0f}s (latest on-chain {latest}, local {local})")
-            self.doing = "waiting for a checkpoint" if latest is None else f"fetching checkpoint step {latest}"
+            self.doing = (f"waiting for pool {self.pool_id}'s first checkpoint (its trainer has published none)"
+                          if latest is None else f"fetching checkpoint step {latest} (published on-chain; local {local})")
             with self.follower.changed:
                 self.follower.changed.wait(0.5)
         raise InterruptedError("stopping")
@@ -545,7 +546,12 @@ class Worker(Agent):
                     continue
                 step = self.current_policy()
                 if self.step_quota_used(step):
-                    self.doing = f"waiting for a checkpoint newer than step {step} (tasks_per_step reached)"
+                    waiting = (f"waiting for the trainer to publish step {step + 1}: {self.cfg.worker.tasks_per_step} "
+                               f"task(s) already done with step {step} (worker.tasks_per_step); the trainer publishes "
+                               f"when attested rollouts give it enough groups with signal (its /status says why not)")
+                    if self.doing != waiting:
+                        log.info("%s", waiting)
+                    self.doing = waiting
                     with self.follower.changed:
                         self.follower.changed.wait(self.cfg.worker.poll_interval)
                     continue
