@@ -69,6 +69,8 @@ _LAZY: dict[str, str] = {
     "NodeBook": "._models",
     "claim_seed": "._models",
     "TaskStatus": "._models",
+    "PoolState": "._models",
+    "PoolStatus": "._models",
     "format_tokens": "._models",
     "parse_tokens": "._models",
 }
@@ -104,6 +106,8 @@ __all__ = [
     "NodeStatus",
     "Pool",
     "PoolParams",
+    "PoolState",
+    "PoolStatus",
     "Protocol",
     "Receipt",
     "Reorg",

@@ -591,6 +591,22 @@ def pool_defund(ctx: _Ctx, pool_id: int, amount: str, to_addr: str | None) -> No
     _out(ctx, pl, f"pool {pool_id}: budget {_tok(pl.budget)}, reserved {_tok(pl.reserved)}")
 
 
+@pool.command("state", short_help="Show, pause, resume or finish a pool (issue 37).")
+@click.argument("pool_id", type=int)
+@click.argument("action", type=click.Choice(["show", "pause", "resume", "finish"]), default="show")
+@click.pass_obj
+def pool_state(ctx: _Ctx, pool_id: int, action: str) -> None:
+    """POOL_ID's state: open (claims taken while its trainer is alive), paused, finished, or stalled (its
+    trainer's heartbeat lapsed). pause / resume: the pool's owner; finish: its owner or trainer, anyone once it
+    stalled (the unreserved budget goes back to the owner; submitted work is still paid)."""
+    p = ctx.protocol()
+    if action != "show":
+        p.set_pool_state(pool_id, {"pause": "paused", "resume": "open", "finish": "finished"}[action])
+    st = p.pool_state(pool_id)
+    until = f" (claims taken until {_when(st.open_until)})" if st.open_until > 2 else ""
+    _out(ctx, st, f"pool {pool_id}: {st.state.name.lower()}{until}")
+
+
 @pool.command("show", short_help="Show one pool or all pools.")
 @click.argument("pool_id", type=int, required=False)
 @click.option("--ipfs", "ipfs_spec", default=None, envvar="INTELLECT_IPFS",

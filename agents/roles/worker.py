@@ -514,6 +514,27 @@ class Worker(Agent):
         return ready
 
     # -- the loop ------------------------------------------------------------------------------
+    def pool_closed(self) -> str | None:
+        """Why this worker does not claim in its pool now (issue 37: the ledger takes claims only in an open pool
+        whose trainer was seen within a lease duration), logged when it changes; None when the pool is open."""
+        from intellect.sdk import PoolState
+
+        st = self.protocol.pool_state(self.pool_id)
+        if st.state == PoolState.OPEN:
+            self._closed_why = None
+            return None
+        why = {
+            PoolState.PAUSED: f"pool {self.pool_id} is paused by its owner: not claiming until it is resumed",
+            PoolState.FINISHED: f"pool {self.pool_id} is finished (its trainer reached its last step, or its owner or "
+                                f"anyone after a stall ended it): not claiming; submitted work is still paid",
+            PoolState.STALLED: f"pool {self.pool_id} is stalled: its trainer published no checkpoint or heartbeat for "
+                               f"a lease duration (until {st.open_until}): not claiming until it is back",
+        }[st.state]
+        if why != getattr(self, "_closed_why", None):
+            self._closed_why = why
+            log.warning("%s", why)
+        return why
+
     def done(self) -> bool:
         limit = self.cfg.worker.max_tasks
         return limit is not None and self.state.count("submission", "sent") >= limit
@@ -555,6 +576,11 @@ class Worker(Agent):
                     with self.follower.changed:
                         self.follower.changed.wait(self.cfg.worker.poll_interval)
                     continue
+                closed = self.pool_closed()
+                if closed:
+                    self.doing = closed
+                    self.wait(self.cfg.worker.poll_interval)
+                    continue
                 self.doing = "claiming a task"
                 claim = self.protocol.claim_task(self.pool_id)
                 self.count("tasks_claimed")
@@ -566,11 +592,14 @@ class Worker(Agent):
             except InterruptedError:
                 break
             except ContractRevert as exc:
+                if exc.name == "TaskLedgerPoolNotOpen":  # closed between the check and the claim: say why
+                    self.doing = self.pool_closed() or "waiting: the pool is not open"
                 if exc.name == "TaskLedgerTooManyLeases":  # the pool's cap on open leases: free the expired
                     self.free_expired_leases()              # ones, resume the live ones
                     recovered = False
                 self.metrics.inc("errors_total", kind=exc.name)
-                self.doing = f"waiting: {exc.name}"
+                if exc.name != "TaskLedgerPoolNotOpen":
+                    self.doing = f"waiting: {exc.name}"
                 log.warning("chain refused: %s; retrying in %.0fs", exc, backoff)
                 self.wait(backoff)
                 backoff = min(backoff * 2, 30.0)
