@@ -599,7 +599,7 @@ def pool_state(ctx: _Ctx, pool_id: int, action: str) -> None:
     """POOL_ID's state: open (claims taken while its trainer is alive), paused, finished, or stalled (its
     trainer's heartbeat lapsed). pause / resume: the pool's owner; finish: its owner or trainer, anyone once it
     stalled (the unreserved budget goes back to the owner; submitted work is still paid)."""
-    p = ctx.protocol()
+    p = ctx.protocol(need_account=action != "show")
     if action != "show":
         p.set_pool_state(pool_id, {"pause": "paused", "resume": "open", "finish": "finished"}[action])
     st = p.pool_state(pool_id)

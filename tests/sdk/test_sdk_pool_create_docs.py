@@ -59,6 +59,12 @@ def test_docs_pool_example_runs_on_the_devnet(net: Devnet, tmp_path: Path, monke
     assert rules["length_alpha"] == 0.0003 and rules["group_size"] == 4
     params = net.protocol().pool(2).params
     assert (params.window_length, params.vote_period, params.lease_duration) == (300, 120, 600)
+    # issue 37: the pool's state, and its owner finishing it (the unreserved budget goes back)
+    code, out, err = run_cli([*chain, "pool", "state", "2"])
+    assert code == 0 and out.strip() == "pool 2: open", out + err
+    code, out, err = run_cli([*chain, "--dev-account", "0", "pool", "state", "2", "finish"])
+    assert code == 0 and out.strip() == "pool 2: finished", out + err
+    assert net.protocol().pool(2).budget == 0
 
 
 def test_pool_create_help_names_the_required_options() -> None:
