@@ -383,6 +383,9 @@ class TrainerSettings(_Section):
     them, makes it trainable (`intellect.verifier.assignment.trainable`): the time every honest validator has to
     challenge it on-chain. Set it above the validators' check latency (docs/security.md)."""
     max_steps: int = Field(3, ge=1)
+    finish_pool: bool = True
+    """At `max_steps` the trainer finishes its pool on-chain (issue 37): claims stop, submitted work is still
+    paid, the unreserved budget goes back to the owner. Off: it keeps the pool open (and alive) serving checkpoints."""
     device: DeviceName = "auto"
     """Where the policy trains: `auto` (cuda:0 if torch sees a GPU, else cpu), `cpu`, `cuda` or `cuda:N`."""
     dtype: DTypeName = "auto"

@@ -20,10 +20,10 @@ from pathlib import Path
 import click
 
 from intellect.agents.models import smollm2_dir, tiny_model_dir
-from intellect.agents.tasks import filter_by_difficulty
-from intellect.verifier.tasks import TaskSet
+from intellect.agents.tasks import filter_by_difficulty, select_by_rate
+from intellect.verifier.tasks import TaskSet, TaskSetError
 
-__all__ = ["filter_command", "resolve_model"]
+__all__ = ["filter_command", "nothing_kept_message", "resolve_model"]
 
 
 def resolve_model(name: str) -> Path:
@@ -36,6 +36,29 @@ def resolve_model(name: str) -> Path:
     if not (path / "config.json").is_file():
         raise click.BadParameter(f"{name!r} is not 'smollm2', 'tiny' or an HF model directory", param_hint="--model")
     return path
+
+
+def nothing_kept_message(rates: dict[str, float], low: float, high: float, samples: int, model: str) -> str:
+    """Why a difficulty filter kept no problem, from the solve rates it measured, and what to try."""
+    n = len(rates)
+    never = sum(1 for r in rates.values() if r == 0)
+    always = sum(1 for r in rates.values() if r == 1)
+    below = sum(1 for r in rates.values() if r < low)
+    above = sum(1 for r in rates.values() if r > high)
+    mean = sum(rates.values()) / max(n, 1)
+    head = (f"kept no task with solve rate in [{low}, {high}]: of {n} problems ({samples} samples each, mean solve "
+            f"rate {mean:.3f}) {below} scored below {low} ({never} never solved) and {above} above {high} "
+            f"({always} always solved)")
+    if never == n:
+        hint = (f"{model} solves none of them: this data set is too hard for it (a larger model, or an easier data "
+                f"set such as `intellect taskset gym basic_arithmetic`; docs/tasksets.md)")
+    elif always == n:
+        hint = f"{model} solves every sample: the problems teach it nothing (harder problems)"
+    elif below >= above:
+        hint = f"most problems are below the band: lower --low (e.g. {min(low, 1 / samples):g}) or raise -k"
+    else:
+        hint = "most problems are above the band: raise --high"
+    return f"{head}; {hint}"
 
 
 @contextmanager
@@ -98,12 +121,16 @@ def filter_command(path: Path, model_name: str, samples: int, low: float, high: 
     tok = engine.tokenizer if chat_template else None
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed, capture_proofs=False)
     with _progress(f"{path.name}: {samples} samples per problem", len(ts)) as report:
-        kept, rates = filter_by_difficulty(ts, engine, params, samples=samples, low=low, high=high,
-                                           prompt_format=lambda t: prompt_text(t, max_tokens, tokenizer=tok),
-                                           progress=report)
-    kept.save(output)
-    if rates_out is not None:
+        _, rates = filter_by_difficulty(ts, engine, params, samples=samples, low=0.0, high=1.0,
+                                        prompt_format=lambda t: prompt_text(t, max_tokens, tokenizer=tok),
+                                        progress=report)
+    if rates_out is not None:  # written whatever is kept: the rates are what says why
         rates_out.write_text(json.dumps(rates, indent=1, sort_keys=True))
+    try:
+        kept = select_by_rate(ts, rates, low, high)
+    except TaskSetError:
+        raise TaskSetError(nothing_kept_message(rates, low, high, samples, model_name)) from None
+    kept.save(output)
     mean = sum(rates.values()) / len(rates)
     click.echo(f"{output}: kept {len(kept)}/{len(ts)} tasks with solve rate in [{low}, {high}] "
                f"({samples} samples each; mean solve rate {mean:.3f})")

@@ -10,7 +10,7 @@ import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/Reentrancy
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
 import {IStakeManager} from "./interfaces/IStakeManager.sol";
 import {ITaskLedger} from "./interfaces/ITaskLedger.sol";
-import {PoolRules} from "./libraries/PoolRules.sol";
+import {PoolCold, PoolFunds, PoolHot, PoolRules} from "./libraries/PoolRules.sol";
 
 /// @title TaskLedger
 /// @notice Pools, checkpoints, task leases, work submissions with challenge windows, challenges, votes,
@@ -25,34 +25,8 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     /// @dev latestStep while a pool has no checkpoint; steps must stay below it.
     uint48 private constant _NO_CHECKPOINT = type(uint48).max;
     uint256 private constant _BPS = 10_000;
-
-    // slot 0 is all that claimTask and submitWork read of a pool; 96+48+24+24+32+8+8+16 = 256 bits.
-    struct PoolHot {
-        uint96 rewardPerUnit;
-        uint48 latestStep;
-        uint24 windowLength;
-        uint24 leaseDuration;
-        uint32 maxUnits;
-        uint8 asyncLevel;
-        uint8 maxOpenLeases;
-        uint16 maxReservationBps;
-    }
-
-    // the rest of a pool, read by challenge/resolve/publishCheckpoint.
-    struct PoolCold {
-        address trainer;
-        uint32 votePeriod;
-        uint16 quorum;
-        address owner;
-        uint128 challengeBond;
-        uint128 slashAmount;
-    }
-
-    // escrow of a pool in one slot: submitWork and claimRewards move tokens between the two halves.
-    struct PoolFunds {
-        uint128 budget;
-        uint128 reserved;
-    }
+    /// @dev PoolHot.openUntil of a finished pool (PoolRules)
+    uint32 private constant _FINISHED = 2;
 
     // the owner's announced defund: at most `amount`, from `at` + leaseDuration (issue 33)
     struct Defund {
@@ -154,29 +128,10 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
     /// @inheritdoc ITaskLedger
     function createPool(PoolParams calldata params) external returns (uint32 poolId) {
         poolId = ++_poolCount;
-        // the narrowing casts are bounded by PoolRules (which reverts the whole call otherwise)
-        _poolHot[poolId] = PoolHot({
-            rewardPerUnit: params.rewardPerUnit,
-            latestStep: _NO_CHECKPOINT,
-            windowLength: uint24(params.windowLength),
-            leaseDuration: uint24(params.leaseDuration),
-            maxUnits: params.maxUnitsPerSubmission,
-            asyncLevel: uint8(params.asyncLevel),
-            maxOpenLeases: params.maxOpenLeases,
-            maxReservationBps: params.maxReservationBps
-        });
-        _poolCold[poolId] = PoolCold({
-            trainer: params.trainer,
-            votePeriod: params.votePeriod,
-            quorum: params.quorum,
-            owner: msg.sender,
-            challengeBond: params.challengeBond,
-            slashAmount: params.slashAmount
-        });
-        _rulesCid[poolId] = params.rulesCid;
-        // checks the parameters (reverting undoes the writes above) and emits PoolCreated
-        uint256 exposure =
-            PoolRules.checkAndAnnounce(params, poolId, _minWindowLength, _minChallengeBond, _minQuorum, _stakeManager);
+        // writes the pool, checks its parameters (reverting undoes the writes) and emits PoolCreated
+        uint256 exposure = PoolRules.create(
+            _poolHot, _poolCold, _rulesCid, params, poolId, _minWindowLength, _minChallengeBond, _minQuorum, _stakeManager
+        );
         // keeps the admin from later shortening the unbonding period below this pool's exposure
         _stakeManager.raiseUnbondingFloor(exposure);
     }
@@ -228,8 +183,15 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         uint48 latest = hot.latestStep;
         if (latest != _NO_CHECKPOINT && step <= latest) revert TaskLedgerStepNotIncreasing(poolId, step, latest);
         hot.latestStep = uint48(step);
+        // a heartbeat: an open pool whose trainer keeps one takes claims for another lease duration
+        if (hot.openUntil > _FINISHED) hot.openUntil = uint32(block.timestamp + hot.leaseDuration);
         _checkpoints[poolId][step] = manifestCid;
         emit CheckpointPublished(poolId, step, manifestCid);
+    }
+
+    /// @inheritdoc ITaskLedger
+    function setPoolState(uint32 poolId, PoolState state) external {
+        PoolRules.setState(_poolHot, _poolCold, _funds, _token, poolId, state);
     }
 
     // ------------------------------------------------------------------ tasks and submissions
@@ -239,6 +201,7 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         PoolHot memory hot = _poolHot[poolId];
         if (hot.windowLength == 0) revert TaskLedgerUnknownPool(poolId);
         if (hot.latestStep == _NO_CHECKPOINT) revert TaskLedgerNoCheckpoint(poolId);
+        if (hot.openUntil != 0 && block.timestamp > hot.openUntil) _notOpen(poolId, hot.openUntil);
         _requireEligible(msg.sender, INodeRegistry.Role.Worker);
         NodeBook memory book = _books[msg.sender][poolId];
         if (book.openLeases >= hot.maxOpenLeases) {
@@ -281,7 +244,8 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         if (block.timestamp > t.leaseExpiry) revert TaskLedgerLeaseExpired(taskId, t.leaseExpiry);
 
         PoolHot memory hot = _poolHot[t.poolId];
-        if (workUnits == 0 || workUnits > hot.maxUnits) revert TaskLedgerInvalidWorkUnits(workUnits, hot.maxUnits);
+        uint32 maxUnits = _poolCold[t.poolId].maxUnits;
+        if (workUnits == 0 || workUnits > maxUnits) revert TaskLedgerInvalidWorkUnits(workUnits, maxUnits);
         _checkPolicyStep(policyStep, hot.latestStep, hot.asyncLevel);
 
         // workUnits < 2**32 and rewardPerUnit < 2**96: the product fits in 128 bits
@@ -502,7 +466,7 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
             windowLength: hot.windowLength,
             votePeriod: cold.votePeriod,
             leaseDuration: hot.leaseDuration,
-            maxUnitsPerSubmission: hot.maxUnits,
+            maxUnitsPerSubmission: cold.maxUnits,
             asyncLevel: hot.asyncLevel,
             quorum: cold.quorum,
             maxOpenLeases: hot.maxOpenLeases,
@@ -512,6 +476,12 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         view_.reserved = funds.reserved;
         view_.hasCheckpoint = hot.latestStep != _NO_CHECKPOINT;
         view_.latestStep = view_.hasCheckpoint ? hot.latestStep : 0;
+    }
+
+    /// @inheritdoc ITaskLedger
+    function poolState(uint32 poolId) external view returns (PoolState state, uint256 openUntil) {
+        openUntil = _requirePool(poolId).openUntil;
+        state = openUntil != 0 && block.timestamp > openUntil ? PoolRules.stateOf(uint32(openUntil)) : PoolState.Open;
     }
 
     /// @inheritdoc ITaskLedger
@@ -648,6 +618,12 @@ contract TaskLedger is AccessControl, ReentrancyGuardTransient, ITaskLedger {
         if (msg.sender == worker || _registry.ownerOf(worker) == _registry.ownerOf(msg.sender)) {
             revert TaskLedgerConflictOfInterest(submissionId, msg.sender);
         }
+    }
+
+    /// @dev Reverts with the state of a pool that takes no claim now: Paused, Finished or Stalled (open, but its
+    /// trainer's heartbeat lapsed at `openUntil`).
+    function _notOpen(uint32 poolId, uint32 openUntil) private pure {
+        revert TaskLedgerPoolNotOpen(poolId, PoolRules.stateOf(openUntil));
     }
 
     /// @dev One place that encodes TaskLedgerInvalidPoolParam (call sites only push the name: smaller code).

@@ -60,6 +60,8 @@ from ._models import (
     NodeStatus,
     Pool,
     PoolParams,
+    PoolState,
+    PoolStatus,
     Receipt,
     Rewards,
     Role,
@@ -105,7 +107,8 @@ __all__ = [  # grouped by module, as imported above
     "SchemaVersionError", "TransactionTimeout", "TransientRpcError",
     # _models: what the contracts hold, typed
     "LISTING_FLOOR", "ZERO_ADDRESS", "AttesterPoolRule", "AttesterRecord", "Challenge", "ChallengeStatus",
-    "Checkpoint", "DecodedEvent", "FaucetInfo", "Node", "NodeBook", "NodeStatus", "Pool", "PoolParams", "Receipt",
+    "Checkpoint", "DecodedEvent", "FaucetInfo", "Node", "NodeBook", "NodeStatus", "Pool", "PoolParams", "PoolState",
+    "PoolStatus", "Receipt",
     "Rewards", "Role", "Stake", "Submission", "Task", "TaskClaim", "TaskStatus", "claim_seed", "format_tokens",
     "parse_tokens",
     # _reverts, _validators, _work_history

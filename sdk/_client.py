@@ -53,6 +53,8 @@ from ._models import (
     NodeStatus,
     Pool,
     PoolParams,
+    PoolState,
+    PoolStatus,
     Receipt,
     Rewards,
     Role,
@@ -586,6 +588,23 @@ class Protocol:
         return _built("TaskLedger.pool", lambda: Pool(
             pool_id=pool_id, owner=v[0], params=PoolParams.from_tuple(v[1]), budget=v[2], reserved=v[3],
             has_checkpoint=v[4], latest_step=v[5] if v[4] else None))
+
+    def pool_state(self, pool_id: int) -> PoolStatus:
+        """The pool's state (open, paused, finished, or stalled: its trainer's heartbeat lapsed) and until when it
+        takes claims (issue 37)."""
+        state, open_until = self.call("TaskLedger", "poolState", int(pool_id))
+        return PoolStatus(pool_id=int(pool_id), state=PoolState(int(state)), open_until=int(open_until))
+
+    def set_pool_state(self, pool_id: int, state: PoolState | str) -> Receipt:
+        """Pause or resume (pool owner), or finish (owner or trainer; anyone once the trainer's heartbeat lapsed:
+        the unreserved budget goes back to the owner) a pool; the trainer's `open` is its heartbeat."""
+        st = state if isinstance(state, PoolState) else PoolState[str(state).upper()]
+        return self.transact("TaskLedger", "setPoolState", int(pool_id), int(st))
+
+    def heartbeat(self, pool_id: int) -> Receipt:
+        """The pool trainer's heartbeat: its open pool takes claims for another lease duration (as a checkpoint
+        publish does)."""
+        return self.set_pool_state(pool_id, PoolState.OPEN)
 
     def pool_count(self) -> int:
         return int(self.call("TaskLedger", "poolCount"))

@@ -68,6 +68,31 @@ class NodeStatus(IntEnum):
     EXITED = 2
 
 
+class PoolState(IntEnum):
+    """ITaskLedger.PoolState (issue 37): OPEN takes claims while its trainer is alive; PAUSED by its owner;
+    FINISHED for good (budget refunded); STALLED: open, but the trainer's heartbeat lapsed (never stored)."""
+
+    OPEN = 0
+    PAUSED = 1
+    FINISHED = 2
+    STALLED = 3
+
+
+class PoolStatus(BaseModel):
+    """A pool's state as `TaskLedger.poolState` reports it; `open_until`: claims are taken up to this time (unix
+    seconds; 0: no checkpoint yet, 1 paused, 2 finished)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pool_id: int
+    state: PoolState
+    open_until: int
+
+    @property
+    def takes_claims(self) -> bool:
+        return self.state == PoolState.OPEN and self.open_until > 2
+
+
 class TaskStatus(IntEnum):
     """ITaskLedger.TaskStatus."""
 

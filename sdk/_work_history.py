@@ -7,7 +7,8 @@
 What a lease became, as of the end of block B (time T = B's timestamp):
 
 - claimed, no submission up to B, lease expiry < T: *expired* (a failure: 0 units over the whole lease;
-  no later block can take its submission);
+  no later block can take its submission), unless the pool was finished (`PoolStateChanged`, issue 37) by the
+  lease's expiry: the pool's end left it unfinished, not the worker, and it is left out;
 - submitted, window end ≤ T, no challenge open and none upheld up to B, not voided by a wipe of the node up
   to B: *verified* (its work units over submit time − claim time);
 - submitted and upheld, or voided (submitted before an upheld challenge of the node that came while its
@@ -34,7 +35,8 @@ from typing import Any
 __all__ = ["LeaseOutcome", "WorkHistory"]
 
 _EVENTS = ["TaskClaimed", "WorkSubmitted", "ChallengeOpened", "ChallengeResolved", "WorkerWiped", "NodeRegistered",
-           "NodeUpdated"]
+           "NodeUpdated", "PoolStateChanged"]
+_FINISHED = 2  # ITaskLedger.PoolState.Finished
 
 Pos = tuple[int, int]
 
@@ -70,6 +72,7 @@ class WorkHistory:
         self._hardware: dict[str, list[tuple[Pos, tuple[str, int, int]]]] = {}
         self._times: OrderedDict[int, int] = OrderedDict()
         self._claim_blocks: dict[int, int] = {}  # task id -> its claim's block (filled by the scan)
+        self._finished_block: int | None = None  # the block that finished the pool (PoolStateChanged), if any
         self.rpc_calls = 0
 
     # -- the scan ---------------------------------------------------------------------------------
@@ -99,6 +102,8 @@ class WorkHistory:
                 self._challenges.setdefault(int(a["challengeId"]), []).append((pos, kind))
             elif e.event == "WorkerWiped":
                 self._wipes.setdefault(str(a["node"]).lower(), []).append((pos, e.block_number))
+            elif e.event == "PoolStateChanged" and int(a["poolId"]) == self.pool_id and int(a["state"]) == _FINISHED:
+                self._finished_block = e.block_number
             elif e.event in ("NodeRegistered", "NodeUpdated"):
                 self._hardware.setdefault(str(a["node"]).lower(), []).append(
                     (pos, (str(a["gpuModel"]), int(a["vramGiB"]), int(a["gpuCount"]))))
@@ -145,12 +150,15 @@ class WorkHistory:
             claims = self._claims.get(key, [])
             wipes = [(pos, b) for pos, b in self._wipes.get(key, []) if pos[0] <= block]
         wipe_times = [(pos, self.time_of(b)) for pos, b in wipes]
+        with self._lock:
+            fin = self._finished_block if self._finished_block is not None and self._finished_block <= block else None
+        finished_at = self.time_of(fin) if fin is not None else None
         out: list[LeaseOutcome] = []
         with self._lock:
             for pos, task_id, expiry in reversed(claims):
                 if pos[0] > block:
                     continue
-                o = self._outcome(task_id, expiry, block, now, wipe_times)
+                o = self._outcome(task_id, expiry, block, now, wipe_times, finished_at)
                 if o is not None:
                     out.append(o)
                     if limit is not None and len(out) >= limit:
@@ -158,10 +166,12 @@ class WorkHistory:
         return out[::-1]
 
     def _outcome(self, task_id: int, expiry: int, block: int, now: int,
-                 wipes: list[tuple[Pos, int]]) -> LeaseOutcome | None:
+                 wipes: list[tuple[Pos, int]], finished_at: int | None = None) -> LeaseOutcome | None:
         failed = LeaseOutcome(task_id, 0, self.lease_duration, False)
         sub = self._subs.get(task_id)
         if sub is None or sub[0][0] > block:
+            if finished_at is not None and finished_at <= expiry:
+                return None  # the pool ended during the lease: no submission could be paid, not the worker's doing
             return failed if expiry < now else None
         pos, units, window_end = sub
         marks = [kind for p, kind in self._challenges.get(task_id, []) if p[0] <= block]

@@ -88,7 +88,7 @@ def _out(ctx: _Ctx, data: Any, human: Callable[[], list[str]] | str) -> None:
         else:
             click.echo(json.dumps(data, default=str))
         return
-    lines = human() if callable(human) else [human]
+    lines = human() if callable(human) else human if isinstance(human, list) else [human]
     for ln in lines:
         click.echo(ln)
 
@@ -409,16 +409,19 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
 @pool.command("create", short_help="Publish a pool's rules to IPFS and create the pool on-chain.")
 @click.option("--rules", "rules_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A rules document (JSON) to start from; the options below override its fields.")
-@click.option("--taskset", default=None, help="Training task set: a file (added to IPFS) or its CID.")
+@click.option("--taskset", default=None, help="Training task set: a file (added to IPFS) or its CID. Required unless --rules gives it.")
 @click.option("--heldout", default=None, help="Held-out task set: a file (added to IPFS) or its CID.")
-@click.option("--model-family", default=None, help="Model family, e.g. smollm2-135m.")
+@click.option("--model-family", default=None, help="Model family, e.g. smollm2-135m. Required unless --rules gives it.")
 @click.option("--chat-template", type=click.Choice(["model", "none"]), default=None,
               help="model: prompts in the checkpoint's chat template; none: bare text.")
-@click.option("--group-size", type=int, default=None, help="Completions per problem.")
-@click.option("--problems-per-task", type=int, default=None, help="Problems per claimed task.")
+@click.option("--group-size", type=int, default=None, help="Completions per problem. Required unless --rules gives it.")
+@click.option("--problems-per-task", type=int, default=None, help="Problems per claimed task. Required unless --rules gives it.")
 @click.option("--budget", "budgets", multiple=True, metavar="CLASS=N[,N...]",
-              help="Thinking budgets of a hardware class (cpu, gpu-small, gpu-large); repeat per class.")
-@click.option("--length-alpha", type=float, default=None, help="Length-penalty coefficient α.")
+              help="Thinking budgets of a hardware class (cpu, gpu-small, gpu-large); repeat per class. "
+                   "A cpu=... entry is required unless --rules gives the budgets.")
+@click.option("--length-alpha", type=float, default=None,
+              help="Length-penalty coefficient α (0 turns the length term off; below 1/largest budget)."
+                   " Required unless --rules gives it.")
 @click.option("--length-scope", type=click.Choice(["solved", "all"]), default=None,
               help="Completions the length penalty applies to: solved (task reward > 0) or all "
                    "(default: solved, or the --rules document's).")
@@ -435,9 +438,12 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
 @click.option("--reward-per-unit", default="0.001", show_default=True, help="Tokens paid per work unit.")
 @click.option("--challenge-bond", default="10", show_default=True, help="Tokens a challenger bonds.")
 @click.option("--slash", "slash_amount", default="50", show_default=True, help="Tokens an upheld challenge slashes.")
-@click.option("--window", type=int, default=24 * 3600, show_default=True, help="Challenge window, seconds.")
-@click.option("--vote-period", type=int, default=6 * 3600, show_default=True, help="Vote period, seconds.")
-@click.option("--lease", type=int, default=3600, show_default=True, help="Task lease, seconds.")
+@click.option("--window", type=int, default=None,
+              help="Challenge window, seconds (default: 86400; 300 on a development chain).")
+@click.option("--vote-period", type=int, default=None,
+              help="Vote period, seconds (default: 21600; 120 on a development chain).")
+@click.option("--lease", type=int, default=None, help="Task lease, seconds (default: 3600; 600 on a development chain). "
+              "Lease + window + vote period must stay below the chain's stake unbonding period.")
 @click.option("--async-level", type=int, default=2, show_default=True)
 @click.option("--quorum", type=int, default=None,
               help="Validator quorum: votes an upheld challenge needs and attestations a trainable submission needs "
@@ -454,11 +460,15 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
                 budgets: tuple[str, ...], length_alpha: float | None, length_scope: str | None,
                 problem_order: str | None, temperature: float | None, toploc_profile: str | None,
                 max_units: int | None, trainer_addr: str | None, reward_per_unit: str,
-                challenge_bond: str, slash_amount: str, window: int, vote_period: int, lease: int, async_level: int,
+                challenge_bond: str, slash_amount: str, window: int | None, vote_period: int | None,
+                lease: int | None, async_level: int,
                 quorum: int | None, assigned_validators: int | None, fund_amount: str | None, ipfs_spec: str,
                 dry_run: bool) -> None:
     """Build the pool's rules (intellect.poolrules/v1), refuse them if they contradict themselves, add
-    them to IPFS and create the pool with their CID on-chain (the rules name the task set)."""
+    them to IPFS and create the pool with their CID on-chain (the rules name the task set).
+
+    Required unless a --rules document gives them: --taskset, --model-family, --group-size,
+    --problems-per-task, --budget cpu=..., --length-alpha."""
     doc: dict[str, Any] = {}
     if rules_file is not None:
         try:
@@ -494,6 +504,11 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
     hcid = _taskset_cid(store, heldout, "held-out set", dry_run)
     if hcid is not None:
         doc["heldout_cid"] = hcid
+    given = {**doc, "model": doc["model"].get("family"), "budgets": (doc.get("budgets") or {}).get("cpu")}
+    missing = [opt for key, opt in _REQUIRED_RULES if given.get(key) is None]
+    if missing:
+        raise PoolRulesError(f"pool create needs {', '.join(missing)} (or a --rules document that gives "
+                             f"{'it' if len(missing) == 1 else 'them'})")
     if max_units is not None:
         doc["max_units_per_submission"] = max_units
     elif "max_units_per_submission" not in doc:  # an honest full-length submission, as the rules count it
@@ -506,6 +521,7 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
     p = ctx.protocol()
     if quorum is None:
         quorum = default_quorum(p)
+    window, vote_period, lease = pool_timing(p, window, vote_period, lease)
     if rules.assigned_validators is not None and rules.assigned_validators < quorum:
         raise PoolRulesError(f"assigned_validators {rules.assigned_validators} is below the quorum {quorum}: "
                              f"no submission could ever be trained on")
@@ -524,6 +540,34 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
          [f"pool {pool_id} created: rules {cid}", f"  task set {rules.taskset_cid}"
           + (f"  held-out {rules.heldout_cid}" if rules.heldout_cid else ""),
           f"  budget {_tok(created.budget)}"])
+
+
+_REQUIRED_RULES = (("taskset_cid", "--taskset"), ("model", "--model-family"), ("group_size", "--group-size"),
+                   ("problems_per_task", "--problems-per-task"), ("budgets", "--budget cpu=..."),
+                   ("length_alpha", "--length-alpha"))
+"""The rules fields `pool create` cannot default, and the option that gives each."""
+
+DEV_TIMING = (300, 120, 600)
+"""`pool create`'s window, vote period and lease on a development chain: the devnet's default pool's (they fit
+its 1 h stake unbonding period)."""
+NET_TIMING = (24 * 3600, 6 * 3600, 3600)
+"""... and elsewhere (Base: 24 h minimum window, 7 days unbonding)."""
+
+
+def pool_timing(protocol: Any, window: int | None, vote_period: int | None, lease: int | None) -> tuple[int, int, int]:
+    """`pool create`'s window, vote period and lease: those given, the others defaulted for the chain; a
+    `ConfigError` naming the three and the chain's unbonding period when their sum does not stay below it (the
+    ledger's `TaskLedgerUnbondingTooShort(exposure, unbondingPeriod)`)."""
+    dw, dv, dl = DEV_TIMING if protocol.is_dev_chain else NET_TIMING
+    window, vote_period, lease = (dw if window is None else window, dv if vote_period is None else vote_period,
+                                  dl if lease is None else lease)
+    unbonding = protocol.unbonding_period()
+    exposure = window + vote_period + lease
+    if exposure >= unbonding:
+        raise ConfigError(f"--lease {lease} + --window {window} + --vote-period {vote_period} = {exposure} s must stay "
+                          f"below this chain's stake unbonding period, {unbonding} s (a worker unbonding right after "
+                          f"a claim must stay slashable): shorten them")
+    return window, vote_period, lease
 
 
 def default_quorum(protocol: Any) -> int:
@@ -557,6 +601,22 @@ def pool_defund(ctx: _Ctx, pool_id: int, amount: str, to_addr: str | None, annou
         return
     pl = ctx.protocol().defund_pool(pool_id, _amount(amount), to_addr)
     _out(ctx, pl, f"pool {pool_id}: budget {_tok(pl.budget)}, reserved {_tok(pl.reserved)}")
+
+
+@pool.command("state", short_help="Show, pause, resume or finish a pool (issue 37).")
+@click.argument("pool_id", type=int)
+@click.argument("action", type=click.Choice(["show", "pause", "resume", "finish"]), default="show")
+@click.pass_obj
+def pool_state(ctx: _Ctx, pool_id: int, action: str) -> None:
+    """POOL_ID's state: open (claims taken while its trainer is alive), paused, finished, or stalled (its
+    trainer's heartbeat lapsed). pause / resume: the pool's owner; finish: its owner or trainer, anyone once it
+    stalled (the unreserved budget goes back to the owner; submitted work is still paid)."""
+    p = ctx.protocol(need_account=action != "show")
+    if action != "show":
+        p.set_pool_state(pool_id, {"pause": "paused", "resume": "open", "finish": "finished"}[action])
+    st = p.pool_state(pool_id)
+    until = f" (claims taken until {_when(st.open_until)})" if st.open_until > 2 else ""
+    _out(ctx, st, f"pool {pool_id}: {st.state.name.lower()}{until}")
 
 
 @pool.command("show", short_help="Show one pool or all pools.")

@@ -51,6 +51,8 @@ from intellect.agents.roles._runtime import (
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.assignment import Assigner
 from intellect.agents.roles.canary import CanaryInjector, canary_ids
+from intellect.agents.roles.eval_thread import BackgroundEvaluator
+from intellect.agents.roles.signal import NO_SIGNAL_AFTER_S, no_signal_report
 from intellect.agents.roles.store import accept_pushed_file, sweep_stored
 from intellect.agents.warmstart import WarmStartRecipe, warm_start_cached
 from intellect.sdk import ContractRevert, EventStream, IntellectError, IpfsError, TaskStatus
@@ -169,6 +171,8 @@ class Trainer(Agent):
         self.metrics.declare("eval_mean_reward", "gauge", "held-out mean reward of the last evaluation")
         self.metrics.declare("eval_step", "gauge", "policy step of the last evaluation")
         self._eval_engine: Any = None
+        self.evaluator: Any = None
+        """the held-out evaluation thread (`eval_thread.BackgroundEvaluator`), made at the first evaluation"""
         self.eval_tasks: list[Any] = []
         self._refill_since: tuple[int, float] | None = None
         """(step, monotonic time) the step's batch last grew: `trainer.refill_wait` counts from it"""
@@ -185,6 +189,12 @@ class Trainer(Agent):
         self._intake_lock = threading.Lock()
         self.gt: Any = None
         self.origin: Any = None
+        self.no_signal: Any = None
+        """the last `signal.NoSignalReport` of the step being filled (None once a group with signal came)"""
+        self.no_signal_after = NO_SIGNAL_AFTER_S
+        self._no_signal_logged = 0.0
+        self._last_beat = 0.0
+        self._beats = 0
         self.canary: CanaryInjector | None = None
         """the canary submissions' thread (`trainer.canary`, issue 21), made in start() when on"""
 
@@ -297,6 +307,8 @@ class Trainer(Agent):
         assert cid is not None
         self.state.put("step", step, "publishing", {"checkpoint_cid": cid, "manifest_id": manifest.id})
         self.protocol.publish_checkpoint(self.pool_id, step, cid)
+        if self._beats:
+            self._last_beat = time.monotonic()  # once heartbeats started, a checkpoint is one too (issue 37)
         log.info("published step %d: %s", step, cid)
         self._finish_plan(step, cid)
         self.metrics.set("policy_step", step)
@@ -590,6 +602,7 @@ class Trainer(Agent):
 
     def train_once(self) -> bool:
         """Train and publish one step if a batch is ready; True if it did."""
+        self.doing = f"waiting for attested rollouts for step {self.gt.step + 1}"
         plan = self.state.get("plan")
         if plan is not None and plan["step"] != self.gt.step + 1:
             plan = None
@@ -625,8 +638,11 @@ class Trainer(Agent):
                                 "training on those (trainer.refill_wait)", plan["step"], have,
                                 self.cfg.trainer.batch_groups, waited)
                     break
-                self.doing = (f"step {plan['step']}: {have}/{self.cfg.trainer.batch_groups} "
-                              f"groups with signal; waiting for attested rollouts")
+                if have == 0 and samples and waited >= self.no_signal_after:
+                    self.report_no_signal(plan, samples, waited)  # attested rollouts, none with signal: say so
+                    return False
+                self.doing = (f"step {plan['step']}: {have}/{self.cfg.trainer.batch_groups} groups with signal from "
+                              f"{len(plan['submissions'])} attested submission(s); waiting for more attested rollouts")
                 return False
             got = self._plan_samples(sid, plan)
             if got is None:
@@ -635,6 +651,8 @@ class Trainer(Agent):
             self.state.set("plan", plan)
             self._refill_since = (plan["step"], time.monotonic())
             samples += got
+            if self._signal_groups(got):
+                self.no_signal = None
             log.info("step %d: submission %d added to the batch: %d/%d groups with signal", plan["step"], sid,
                      self._signal_groups(samples), self.cfg.trainer.batch_groups)
         self.doing = f"training step {plan['step']} on {len(samples)} rollouts"
@@ -661,6 +679,62 @@ class Trainer(Agent):
         self._publish(self.gt.step)
         self.maybe_evaluate(self.gt.step)
         return True
+
+    def report_no_signal(self, plan: dict[str, Any], samples: list[Any], waited: float) -> Any:
+        """Say (log at most once a minute, `doing`, /status `no_signal` and `warning`, shown by the dashboard)
+        that the step's attested rollouts carry no group with signal, with their solve rate and what to change
+        (`intellect.agents.roles.signal`)."""
+        group_size = self.rules.group_size if self.rules is not None else self.cfg.worker.group_size
+        self.no_signal = no_signal_report(samples, step=plan["step"], submissions=len(plan["submissions"]),
+                                          waited_s=waited, group_size=group_size,
+                                          length_alpha=self.cfg.tasks.length_alpha,
+                                          batch_groups=self.cfg.trainer.batch_groups)
+        self.doing = self.no_signal.message
+        if time.monotonic() - self._no_signal_logged >= 60:
+            self._no_signal_logged = time.monotonic()
+            log.warning("%s", self.no_signal.message)
+        return self.no_signal
+
+    def pool_heartbeat(self) -> bool:
+        """Tell the chain this trainer is alive (`setPoolState(open)`, issue 37): at once the first time, then when
+        a quarter of the pool's lease duration passed since its last checkpoint or heartbeat. From the first
+        heartbeat on, the ledger takes claims only up to a lease duration after the latest of either, so a trainer
+        that dies stops its pool's claims within one lease. True if sent."""
+        from intellect.sdk import ContractRevert
+
+        if self._beats and time.monotonic() - self._last_beat < self.pool.params.lease_duration / 4:
+            # chain time can outrun this clock (a devnet's evm_increaseTime): every 5 s, beat at once if stalled
+            if time.monotonic() - getattr(self, "_state_checked", 0.0) < 5:
+                return False
+            self._state_checked = time.monotonic()
+            from intellect.sdk import PoolState
+
+            if self.protocol.pool_state(self.pool_id).state != PoolState.STALLED:
+                return False
+        self._last_beat = time.monotonic()
+        try:
+            self.protocol.heartbeat(self.pool_id)
+        except ContractRevert as exc:  # paused or finished by its owner: nothing to keep alive
+            log.info("pool %d heartbeat not taken: %s", self.pool_id, exc)
+            return False
+        self._beats += 1
+        return True
+
+    def finish_pool(self) -> None:
+        """Finish the pool on-chain at `max_steps` (`trainer.finish_pool`), once: claims stop, the work submitted
+        stays payable, the unreserved budget goes back to the pool's owner."""
+        from intellect.sdk import ContractRevert, PoolState
+
+        if self.state.get("pool_finished"):
+            return
+        try:
+            if self.protocol.pool_state(self.pool_id).state != PoolState.FINISHED:
+                self.protocol.set_pool_state(self.pool_id, PoolState.FINISHED)
+                log.info("pool %d finished at step %d (trainer.max_steps): claims stop, the unreserved budget "
+                         "went back to its owner", self.pool_id, self.gt.step)
+        except ContractRevert as exc:
+            log.warning("pool %d not finished: %s", self.pool_id, exc)
+        self.state.set("pool_finished", True)
 
     def record_used_attestations(self) -> None:
         """Record on-chain (`AttesterBook.recordAttestations`) the validators whose attestations each trained
@@ -723,13 +797,23 @@ class Trainer(Agent):
         (`held_out_max_tokens`, shared with `intellect-agent eval --rules/--pool`)."""
         return held_out_max_tokens(self.cfg.tasks.budgets)
 
-    def maybe_evaluate(self, step: int, force: bool = False) -> Any:
-        """Evaluate checkpoint `step` on the held-out tasks when `trainer.eval_every` divides it."""
+    def maybe_evaluate(self, step: int, force: bool = False) -> bool:
+        """Queue checkpoint `step` for held-out evaluation when `trainer.eval_every` divides it (or `force`): it
+        runs on the evaluation thread with its own engine (issue 37), never pausing a training step. True if
+        queued."""
         every = self.cfg.trainer.eval_every
         if not self.eval_tasks or not every or (step % every and not force):
-            return None
+            return False
+        if self.evaluator is None:
+            self.evaluator = BackgroundEvaluator(self.evaluate_step, name="evaluation")
+            self._closers.append(self.evaluator.stop)
+        self.evaluator.submit(step)
+        return True
 
-        self.doing = f"evaluating step {step} on {len(self.eval_tasks)} held-out tasks"
+    def evaluate_step(self, step: int) -> Any:
+        """Evaluate checkpoint `step` on the held-out tasks now, on the evaluation engine (made on first use),
+        and record the result (state `eval`, metrics). Runs on the evaluation thread; None if it failed."""
+
         if self._eval_engine is None:
             device, dtype = resolve(self.cfg.trainer.device, self.cfg.trainer.dtype, "trainer")
             self._eval_engine = TransformersEngine(device=device, dtype=dtype)
@@ -769,10 +853,14 @@ class Trainer(Agent):
                     last_pull = time.monotonic()
                 if self.gt.step >= self.cfg.trainer.max_steps:
                     self.doing = f"done: {self.gt.step} steps; serving checkpoints"
+                    if self.cfg.trainer.finish_pool:
+                        self.finish_pool()
+                    else:
+                        self.pool_heartbeat()
                 elif self.train_once():
                     continue
                 else:
-                    self.doing = f"waiting for attested rollouts for step {self.gt.step + 1}"
+                    self.pool_heartbeat()
             except Exception as exc:
                 self.metrics.inc("errors_total", kind=type(exc).__name__)
                 log.exception("trainer step failed; retrying")
@@ -816,5 +904,8 @@ class Trainer(Agent):
             "quorum": self.quorum,
             "evals": evals,
             "evals_total": self.state.count("eval"),
+            "evaluating": self.evaluator.running if self.evaluator is not None else None,
+            "no_signal": self.no_signal.model_dump() if self.no_signal is not None else None,
+            "warning": self.no_signal.message if self.no_signal is not None else None,
         })
         return doc

@@ -255,7 +255,8 @@ class Worker(Agent):
                 return step
             if time.monotonic() > deadline:
                 raise AgentError(f"no usable checkpoint after {timeout:.0f}s (latest on-chain {latest}, local {local})")
-            self.doing = "waiting for a checkpoint" if latest is None else f"fetching checkpoint step {latest}"
+            self.doing = (f"waiting for pool {self.pool_id}'s first checkpoint (its trainer has published none)"
+                          if latest is None else f"fetching checkpoint step {latest} (published on-chain; local {local})")
             with self.follower.changed:
                 self.follower.changed.wait(0.5)
         raise InterruptedError("stopping")
@@ -518,6 +519,27 @@ class Worker(Agent):
         return ready
 
     # -- the loop ------------------------------------------------------------------------------
+    def pool_closed(self) -> str | None:
+        """Why this worker does not claim in its pool now (issue 37: the ledger takes claims only in an open pool
+        whose trainer was seen within a lease duration), logged when it changes; None when the pool is open."""
+        from intellect.sdk import PoolState
+
+        st = self.protocol.pool_state(self.pool_id)
+        if st.state == PoolState.OPEN:
+            self._closed_why = None
+            return None
+        why = {
+            PoolState.PAUSED: f"pool {self.pool_id} is paused by its owner: not claiming until it is resumed",
+            PoolState.FINISHED: f"pool {self.pool_id} is finished (its trainer reached its last step, or its owner or "
+                                f"anyone after a stall ended it): not claiming; submitted work is still paid",
+            PoolState.STALLED: f"pool {self.pool_id} is stalled: its trainer published no checkpoint or heartbeat for "
+                               f"a lease duration (until {st.open_until}): not claiming until it is back",
+        }[st.state]
+        if why != getattr(self, "_closed_why", None):
+            self._closed_why = why
+            log.warning("%s", why)
+        return why
+
     def done(self) -> bool:
         limit = self.cfg.worker.max_tasks
         return limit is not None and self.state.count("submission", "sent") >= limit
@@ -548,9 +570,19 @@ class Worker(Agent):
                     continue
                 step = self.current_policy()
                 if self.step_quota_used(step):
-                    self.doing = f"waiting for a checkpoint newer than step {step} (tasks_per_step reached)"
+                    waiting = (f"waiting for the trainer to publish step {step + 1}: {self.cfg.worker.tasks_per_step} "
+                               f"task(s) already done with step {step} (worker.tasks_per_step); the trainer publishes "
+                               f"when attested rollouts give it enough groups with signal (its /status says why not)")
+                    if self.doing != waiting:
+                        log.info("%s", waiting)
+                    self.doing = waiting
                     with self.follower.changed:
                         self.follower.changed.wait(self.cfg.worker.poll_interval)
+                    continue
+                closed = self.pool_closed()
+                if closed:
+                    self.doing = closed
+                    self.wait(self.cfg.worker.poll_interval)
                     continue
                 blocker = self.claim_blocked()
                 if blocker is not None:  # a claim now would end as an expired lease on this node's record
@@ -569,11 +601,14 @@ class Worker(Agent):
             except InterruptedError:
                 break
             except ContractRevert as exc:
+                if exc.name == "TaskLedgerPoolNotOpen":  # closed between the check and the claim: say why
+                    self.doing = self.pool_closed() or "waiting: the pool is not open"
                 if exc.name == "TaskLedgerTooManyLeases":  # the pool's cap on open leases: free the expired
                     self.free_expired_leases()              # ones, resume the live ones
                     recovered = False
                 self.metrics.inc("errors_total", kind=exc.name)
-                self.doing = f"waiting: {exc.name}"
+                if exc.name != "TaskLedgerPoolNotOpen":
+                    self.doing = f"waiting: {exc.name}"
                 log.warning("chain refused: %s; retrying in %.0fs", exc, backoff)
                 self.wait(backoff)
                 backoff = min(backoff * 2, 30.0)

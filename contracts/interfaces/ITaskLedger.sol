@@ -49,6 +49,18 @@ interface ITaskLedger {
         Expired
     }
 
+    /// @notice Lifecycle of a pool (issue 37). Open: takes claims and submissions while its trainer is alive (a
+    /// checkpoint published or a heartbeat within the last lease duration); Paused: by its owner, resumable;
+    /// Finished: for good (by its owner or trainer, or by anyone once the trainer's heartbeat lapsed), its
+    /// unreserved budget refunded to the owner, its submitted work still paid. Stalled is never stored: `poolState`
+    /// and `TaskLedgerPoolNotOpen` report an open pool whose trainer's heartbeat lapsed as Stalled.
+    enum PoolState {
+        Open,
+        Paused,
+        Finished,
+        Stalled
+    }
+
     /// @notice Lifecycle of a challenge. None: no challenge; Open: voting; Upheld / Rejected: resolved;
     /// NoQuorum: the vote period ended with fewer votes than the pool's quorum (no outcome, no loser).
     enum ChallengeStatus {
@@ -167,6 +179,10 @@ interface ITaskLedger {
     /// @notice Emitted when the pool owner takes `amount` of unreserved budget back to `to`.
     event PoolDefunded(uint32 indexed poolId, address indexed to, uint256 amount, uint256 budget);
 
+    /// @notice Emitted when a pool is paused, resumed or finished; `openUntil`: claims are taken up to this time (0:
+    /// none). A finish also emits PoolDefunded with the refund to the owner.
+    event PoolStateChanged(uint32 indexed poolId, PoolState state, uint256 openUntil);
+
     /// @notice Emitted when the pool's trainer publishes the checkpoint of `step` (manifest on IPFS).
     event CheckpointPublished(uint32 indexed poolId, uint256 indexed step, string manifestCid);
 
@@ -251,9 +267,9 @@ interface ITaskLedger {
     /// @notice Thrown when a pool's window is shorter than the ledger's minimum.
     error TaskLedgerWindowTooShort(uint256 windowLength, uint256 minWindowLength);
 
-    /// @notice Thrown when the stake unbonding period does not exceed the pool's lease + window + vote period
-    /// (`windowPlusVote`): a worker that unbonds right after claiming must still be slashable.
-    error TaskLedgerUnbondingTooShort(uint256 windowPlusVote, uint256 unbondingPeriod);
+    /// @notice Thrown when the stake unbonding period does not exceed the pool's `exposure` = lease + window + vote
+    /// period: a worker that unbonds right after claiming must still be slashable.
+    error TaskLedgerUnbondingTooShort(uint256 exposure, uint256 unbondingPeriod);
 
     /// @notice Thrown when a pool's slash exceeds the workers' minimum stake (a pool could take a whole stake).
     error TaskLedgerSlashAboveMinStake(uint256 slashAmount, uint256 minStake);
@@ -293,6 +309,10 @@ interface ITaskLedger {
 
     /// @notice Thrown when a step does not fit the ledger's storage (>= 2**48 - 1).
     error TaskLedgerStepTooLarge(uint256 step);
+
+    /// @notice Thrown when a claim or submission comes while the pool is Paused, Finished or Stalled (open, but its
+    /// trainer's heartbeat lapsed), or when a finished pool's state is set.
+    error TaskLedgerPoolNotOpen(uint32 poolId, PoolState state);
 
     /// @notice Thrown when the pool has no checkpoint yet (no task can be claimed).
     error TaskLedgerNoCheckpoint(uint32 poolId);
@@ -391,6 +411,16 @@ interface ITaskLedger {
     /// @notice Publishes the checkpoint of `step` (its Shardcast manifest's CID). Only the pool's trainer;
     /// the first step may be any, later ones strictly increase.
     function publishCheckpoint(uint32 poolId, uint256 step, string calldata manifestCid) external;
+
+    /// @notice Sets a pool's state. Open: the trainer's heartbeat (an open pool takes claims for another lease
+    /// duration; publishing a checkpoint does the same) or the owner's resume of a paused pool; Paused: the owner;
+    /// Finished (for good): the owner or the trainer at any time, anyone once the trainer's heartbeat lapsed; the
+    /// unreserved budget goes back to the owner, reserved rewards stay payable. Claims and submissions revert
+    /// (`TaskLedgerPoolNotOpen`) unless the pool is open and its trainer alive.
+    function setPoolState(uint32 poolId, PoolState state) external;
+
+    /// @notice A pool's state (Stalled: open, but no heartbeat for a lease duration) and until when it takes claims.
+    function poolState(uint32 poolId) external view returns (PoolState state, uint256 openUntil);
 
     /// @notice Claims a task in `poolId` for the calling worker node (active, minimally staked, holding fewer
     /// than `maxOpenLeases` open leases in the pool). The seed follows from the claim's block hash (TaskClaimed).

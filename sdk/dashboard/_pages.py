@@ -105,7 +105,7 @@ function render(s){
     <td class="num">${tok(n.stake_deposited)}</td><td class="num">${tok(n.stake_active)}</td><td class="num">${n.submissions}</td>
     <td class="num">${n.accepted}</td><td class="num">${n.challenged}</td><td class="num">${n.slashed?'<span class="err">'+tok(n.slashed)+'</span>':"0"}</td>
     <td class="num">${tok(n.rewards_claimed)}</td><td class="num">${n.challenges_opened}/${n.votes_cast}</td>
-    <td>${n.agent_status?badge("up","b-ok")+" "+esc(n.agent_status.state||n.agent_status.phase||""):(n.agent_error?(n.agent_asked===false?`<small title="${esc(n.agent_error)}">not asked</small>`:`<span class="err" title="${esc(n.agent_error)}">down</span>`):"")}</td></tr>`).join("")
+    <td>${n.agent_status?badge("up","b-ok")+" "+esc(n.agent_status.state||n.agent_status.phase||"")+(n.agent_status.warning?` <span class="err warning" title="${esc(n.agent_status.warning)}">${esc(n.agent_status.warning)}</span>`:""):(n.agent_error?(n.agent_asked===false?`<small title="${esc(n.agent_error)}">not asked</small>`:`<span class="err" title="${esc(n.agent_error)}">down</span>`):"")}</td></tr>`).join("")
     ||`<tr><td colspan="13" class="dim">no nodes registered</td></tr>`;
   $("#checkpoints tbody").innerHTML=s.checkpoints.map(c=>`<tr data-step="${c.step}"><td class="num">${c.step}</td><td>${c.pool_id}</td>
     <td class="mono" title="${esc(c.manifest_cid)}">${esc(c.manifest_cid)}</td><td class="num">${c.submissions}</td>

@@ -62,7 +62,7 @@ def test_evaluate_applies_the_pools_length_scope() -> None:
 
 
 def test_trainer_evaluates_under_its_pools_length_scope(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`Trainer.maybe_evaluate` passes the pool's `length_scope` (`tasks.length_scope`, set from the rules)."""
+    """`Trainer.evaluate_step` passes the pool's `length_scope` (`tasks.length_scope`, set from the rules)."""
     import intellect.agents.roles.trainer as trainer_module
     from intellect.agents.roles.trainer import Trainer
 
@@ -78,7 +78,7 @@ def test_trainer_evaluates_under_its_pools_length_scope(monkeypatch: pytest.Monk
     me = SimpleNamespace(cfg=cfg, eval_tasks=[object()], _eval_engine=object(), rules=None,
                          gt=SimpleNamespace(checkpoint_path=str), state=SimpleNamespace(put=lambda *a: None),
                          metrics=SimpleNamespace(set=lambda *a: None), eval_max_tokens=lambda: 8)
-    assert Trainer.maybe_evaluate(me, 3) is not None  # type: ignore[arg-type]
+    assert Trainer.evaluate_step(me, 3) is not None  # type: ignore[arg-type]
     assert (seen["length_alpha"], seen["length_scope"], seen["max_tokens"]) == (0.01, "all", 8)
 
 

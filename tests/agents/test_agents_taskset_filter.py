@@ -33,9 +33,13 @@ def test_filter_keeps_rates_in_range_and_records_them(tmp_path: Path) -> None:
 
 def test_filter_that_keeps_nothing_is_an_error(tmp_path: Path) -> None:
     src = synthetic_task_set(4, seed=2, max_operand=9, ops=("+",)).save(tmp_path / "t.jsonl")
+    rates = tmp_path / "rates.json"
     code, text = _run(["taskset", "filter", str(src), "--model", "tiny", "-k", "2", "--max-tokens", "3",
-                       "--low", "0.99", "--high", "1", "-o", str(tmp_path / "f.jsonl")])
-    assert code == 2 and "kept no task" in text, text
+                       "--low", "0.99", "--high", "1", "-o", str(tmp_path / "f.jsonl"), "--rates", str(rates)])
+    # says why (the random tiny model solves nothing: the data is too hard for it) and still writes the rates
+    assert code == 2 and "kept no task with solve rate in [0.99, 1.0]: of 4 problems" in text, text
+    assert "4 never solved" in text and "too hard for it" in text, text
     assert not (tmp_path / "f.jsonl").exists()
+    assert json.loads(rates.read_text()) == {t.id: 0.0 for t in TaskSet.load(src)}
     code, text = _run(["taskset", "filter", str(src), "--model", str(tmp_path), "-o", str(tmp_path / "x.jsonl")])
     assert code == 2 and "not 'smollm2', 'tiny' or an HF model directory" in text

@@ -1,0 +1,87 @@
+"""Issue 37 at the agents' level, on a real devnet (anvil + the deployed contracts): a pool the trainer finishes
+stops claims and pays only the work submitted before, the rest of its budget back to its owner; a worker says
+why it does not claim; a lease the end left open is not held against the worker's budget class; a stalled
+trainer stops claims until its heartbeat (`Trainer.pool_heartbeat`) reopens the pool."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from intellect.agents.roles.trainer import Trainer
+from intellect.agents.roles.worker import Worker
+from intellect.sdk import ContractRevert, PoolState, WorkHistory
+
+POOL = 1  # the devnet's default pool: trainer and owner dev account 0, lease 600 s, window 300 s
+
+
+def _worker(devnet):
+    w = devnet.protocol(3)
+    w.drip()
+    w.register_node("worker")
+    w.stake(w.address, w.min_stake("worker"))
+    return w
+
+
+def test_a_finished_pool_stops_claims_and_paying(devnet) -> None:
+    trainer, w = devnet.protocol(0), _worker(devnet)
+    trainer.publish_checkpoint(POOL, 0, "bafkreistep0")
+    me = SimpleNamespace(protocol=w, pool_id=POOL)
+    assert Worker.pool_closed(me) is None  # type: ignore[arg-type]
+    done = w.claim_task(POOL)
+    w.submit_work(done.task_id, "bafkreirollouts", b"\x11" * 32, 10, 0)
+    left_open = w.claim_task(POOL)
+    pool = trainer.pool(POOL)
+    owner_before = trainer.balance_of(pool.owner)
+
+    # the trainer at its last step (`Trainer.finish_pool`)
+    t = SimpleNamespace(protocol=trainer, pool_id=POOL, gt=SimpleNamespace(step=3),
+                        state=SimpleNamespace(get=lambda k: None, set=lambda k, v: None))
+    Trainer.finish_pool(t)  # type: ignore[arg-type]
+    assert trainer.pool_state(POOL).state == PoolState.FINISHED
+    after = trainer.pool(POOL)
+    assert after.budget == 0 and after.reserved == pool.reserved
+    assert trainer.balance_of(pool.owner) - owner_before == pool.budget
+
+    why = Worker.pool_closed(me)  # type: ignore[arg-type]
+    assert why is not None and f"pool {POOL} is finished" in why and "not claiming" in why
+    with pytest.raises(ContractRevert) as err:
+        w.claim_task(POOL)
+    assert err.value.name == "TaskLedgerPoolNotOpen"
+    with pytest.raises(ContractRevert) as err:  # the lease open at the end is paid nothing
+        w.submit_work(left_open.task_id, "bafkreilate", b"\x22" * 32, 10, 0)
+    assert err.value.name == "TaskLedgerInsufficientBudget"
+
+    devnet.increase_time(pool.params.lease_duration + pool.params.window_length + 1)
+    paid = w.claim_rewards([done.task_id])
+    assert paid > 0
+    # the lease the pool's end left unfinished is not a failure in the worker's record; the submitted one counts
+    history = WorkHistory(w, POOL, lease_duration=pool.params.lease_duration,
+                          window_length=pool.params.window_length)
+    outcomes = history.outcomes(w.address, w.block_number())
+    assert [o.task_id for o in outcomes] == [done.task_id] and outcomes[0].verified
+
+
+def test_a_stalled_trainer_stops_claims_until_its_heartbeat(devnet) -> None:
+    trainer, w = devnet.protocol(0), _worker(devnet)
+    trainer.publish_checkpoint(POOL, 0, "bafkreistep0")
+    t = SimpleNamespace(protocol=trainer, pool_id=POOL, pool=trainer.pool(POOL), _last_beat=0.0, _beats=0)
+    assert Trainer.pool_heartbeat(t) is True  # type: ignore[arg-type]  # the trainer agent's first heartbeat
+    lease = trainer.pool(POOL).params.lease_duration
+    w.claim_task(POOL)
+    devnet.increase_time(lease + 1)
+    devnet.anvil.mine()  # a block at the new time
+    assert trainer.pool_state(POOL).state == PoolState.STALLED
+    me = SimpleNamespace(protocol=w, pool_id=POOL)
+    why = Worker.pool_closed(me)  # type: ignore[arg-type]
+    assert why is not None and "stalled" in why and "heartbeat" in why
+    with pytest.raises(ContractRevert) as err:
+        w.claim_task(POOL)
+    assert err.value.name == "TaskLedgerPoolNotOpen"
+
+    t._last_beat = 0.0  # a quarter lease later (the agent's monotonic clock), it beats again
+    assert Trainer.pool_heartbeat(t) is True  # type: ignore[arg-type]
+    assert Trainer.pool_heartbeat(t) is False  # type: ignore[arg-type]  # not again within a quarter lease
+    assert trainer.pool_state(POOL).state == PoolState.OPEN and Worker.pool_closed(me) is None  # type: ignore[arg-type]
+    w.claim_task(POOL)
