@@ -24,18 +24,18 @@ _spec.loader.exec_module(metrics)
 # the figures of the last commit that improved one (python tools/codebase_metrics.py); main at 026e503 had
 # largest_class 855, roles 64/693/594/448, inner_imports 218, private_sdk_imports 43 (+64 in tests), long_functions 13
 CEILINGS = {
-    # raised on purpose at the merge of issues 33, 35, 36 and 38 (main after 290cb7a): their protocol work landed in
+    # raised on purpose at the merge of issues 33, 35, 36, 37 and 38 (main after 290cb7a): their protocol work landed in
     # the roles (round_actions, evidence, deltas) and the SDK (deploy, preflight) while ws34 shrank them; the role
     # classes get thinned next (issue 34: <= 400 each)
-    "largest_class": 867,  # intellect.sdk._client.Protocol
+    "largest_class": 884,  # intellect.sdk._client.Protocol
     "role_relay": 62,
-    "role_trainer": 664,
+    "role_trainer": 747,
     "role_validator": 656,
-    "role_worker": 452,
-    "inner_imports": 35,  # preflight's and the SDK CLI's defer web3/torch for --help and the relay extra
+    "role_worker": 485,
+    "inner_imports": 36,  # preflight's and the SDK CLI's defer web3/torch for --help and the relay extra
     "private_sdk_imports": 5,
     "private_sdk_imports_tests": 10,
-    "long_functions": 14,
+    "long_functions": 15,
 }
 
 FIGURES = metrics.measure()

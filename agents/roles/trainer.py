@@ -55,7 +55,7 @@ from intellect.agents.roles.eval_thread import BackgroundEvaluator
 from intellect.agents.roles.signal import NO_SIGNAL_AFTER_S, no_signal_report
 from intellect.agents.roles.store import accept_pushed_file, sweep_stored
 from intellect.agents.warmstart import WarmStartRecipe, warm_start_cached
-from intellect.sdk import ContractRevert, EventStream, IntellectError, IpfsError, TaskStatus
+from intellect.sdk import ContractRevert, EventStream, IntellectError, IpfsError, PoolState, TaskStatus
 from intellect.sdk.http import PeerHttpError, fetch
 from intellect.sdk.shardcast import SERVER_LIMITS as LIMITS
 from intellect.sdk.shardcast import Origin
@@ -700,15 +700,11 @@ class Trainer(Agent):
         a quarter of the pool's lease duration passed since its last checkpoint or heartbeat. From the first
         heartbeat on, the ledger takes claims only up to a lease duration after the latest of either, so a trainer
         that dies stops its pool's claims within one lease. True if sent."""
-        from intellect.sdk import ContractRevert
-
         if self._beats and time.monotonic() - self._last_beat < self.pool.params.lease_duration / 4:
             # chain time can outrun this clock (a devnet's evm_increaseTime): every 5 s, beat at once if stalled
             if time.monotonic() - getattr(self, "_state_checked", 0.0) < 5:
                 return False
             self._state_checked = time.monotonic()
-            from intellect.sdk import PoolState
-
             if self.protocol.pool_state(self.pool_id).state != PoolState.STALLED:
                 return False
         self._last_beat = time.monotonic()
@@ -723,8 +719,6 @@ class Trainer(Agent):
     def finish_pool(self) -> None:
         """Finish the pool on-chain at `max_steps` (`trainer.finish_pool`), once: claims stop, the work submitted
         stays payable, the unreserved budget goes back to the pool's owner."""
-        from intellect.sdk import ContractRevert, PoolState
-
         if self.state.get("pool_finished"):
             return
         try:

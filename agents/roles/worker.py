@@ -38,7 +38,7 @@ from intellect.agents.roles._runtime import Agent, AgentError, bare_hex, load_ta
 from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.agents.roles.pool_rules import apply_pool_rules, rules_tokenizer
 from intellect.agents.roles.store import push_file
-from intellect.sdk import ContractRevert, TaskStatus
+from intellect.sdk import ContractRevert, PoolState, TaskStatus
 from intellect.sdk.shardcast import Client, SourceReputation
 from intellect.verifier.submission import is_fresh, thinking_budgets
 from intellect.verifier.toploc import proofs_hash
@@ -522,8 +522,6 @@ class Worker(Agent):
     def pool_closed(self) -> str | None:
         """Why this worker does not claim in its pool now (issue 37: the ledger takes claims only in an open pool
         whose trainer was seen within a lease duration), logged when it changes; None when the pool is open."""
-        from intellect.sdk import PoolState
-
         st = self.protocol.pool_state(self.pool_id)
         if st.state == PoolState.OPEN:
             self._closed_why = None

@@ -15,10 +15,12 @@ import ctypes
 import ctypes.util
 import threading
 
+from .._errors import IntellectError
+
 __all__ = ["ZstdError", "available", "compress", "decompress", "version"]
 
 
-class ZstdError(ValueError):
+class ZstdError(IntellectError, ValueError):
     """libzstd refused the input, or it did not decompress to exactly the expected size."""
 
 

@@ -51,10 +51,12 @@ def test_docs_pool_example_runs_on_the_devnet(net: Devnet, tmp_path: Path, monke
         code, out, err = run_cli([*chain, *cmd[1:]])
         assert code == 0, f"{shlex.join(cmd)}: exit {code}\n{out}\n{err}"
         outs.append(out)
+        if "--announce" in cmd:  # the defund is executable one lease duration (600 s on the devnet) later
+            net.increase_time(net.protocol().pool(2).params.lease_duration + 1)
     created = outs[0].splitlines()
     assert created[0].startswith("pool 2 created: rules "), outs[0]  # plain lines, not a printed Python list
     assert not any(ln.startswith("[") for out in outs for ln in out.splitlines()), outs
-    assert "budget 1000 INTL" in outs[0] and "budget 1400 INTL" in outs[3], outs
+    assert "budget 1000 INTL" in outs[0] and "budget 1400 INTL" in outs[4], outs
     rules = json.loads(outs[1].split("\n", 1)[1])  # `pool show 2 --ipfs`: the rules the chain's CID names
     assert rules["length_alpha"] == 0.0003 and rules["group_size"] == 4
     params = net.protocol().pool(2).params
