@@ -4,7 +4,7 @@
     python -m intellect.agents.demo --steps 5 --model smollm2 --keep-dashboard
 
 What it does, in order:
-1. starts anvil and deploys the contracts with the brownie deploy code (`intellect.sdk.devnet`);
+1. starts anvil and deploys the contracts with the SDK's deploy (`intellect.sdk.devnet`, `intellect.sdk.deploy`);
 2. (`--model tiny-warm`, the default) builds the warm-started step-0 model once (cached under
    `~/.cache/intellect/models/tiny-warm-<recipe key>`; later runs reuse it), then writes one YAML config per agent into `runs/<id>/configs/` and starts, each as its own process
    (`intellect-agent`, own process group): the trainer, a relay, 3 honest workers declaring
@@ -457,7 +457,7 @@ def run_demo(opts: DemoOptions, console: Console | None = None) -> DemoSummary:
     completed = False
     try:
         console.print(f"[b]intellect-protocol demo[/b] run [cyan]{run_id}[/cyan] in {run_dir}")
-        console.print("starting anvil and deploying the contracts (brownie deploy code) …")
+        console.print("starting anvil and deploying the contracts (the SDK's deploy) …")
         net = devnet.start(run_dir / "chain")
         console.print(f"chain {net.deployment.chain_id} at {net.url}; deployment {net.deployment_file}")
         for s in specs:  # anvil funds only its first 10 accounts with ETH (gas)

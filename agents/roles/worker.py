@@ -181,6 +181,7 @@ class Worker(Agent):
         self.engine: Any = None
         self.engine_step: int | None = None
         self.manifest_cids: dict[int, str] = {}
+        self._pool_finished = False  # seen finished by `pool_closed`: no claim ever again
         self.rollouts_dir = self.data_dir / "rollouts"
         self.rollouts_dir.mkdir(parents=True, exist_ok=True)
         self.rewards_claimed = int(self.state.get("rewards_claimed", 0))
@@ -533,12 +534,17 @@ class Worker(Agent):
             PoolState.STALLED: f"pool {self.pool_id} is stalled: its trainer published no checkpoint or heartbeat for "
                                f"a lease duration (until {st.open_until}): not claiming until it is back",
         }[st.state]
+        self._pool_finished = st.state == PoolState.FINISHED  # for good: this worker is done (`done`)
         if why != getattr(self, "_closed_why", None):
             self._closed_why = why
             log.warning("%s", why)
         return why
 
     def done(self) -> bool:
+        """True once `worker.max_tasks` submissions were sent, or the pool was seen finished (issue 37: it takes no
+        claim again); the loop then only claims rewards."""
+        if self._pool_finished:
+            return True
         limit = self.cfg.worker.max_tasks
         return limit is not None and self.state.count("submission", "sent") >= limit
 

@@ -46,6 +46,7 @@ def test_a_finished_pool_stops_claims_and_paying(devnet) -> None:
 
     why = Worker.pool_closed(me)  # type: ignore[arg-type]
     assert why is not None and f"pool {POOL} is finished" in why and "not claiming" in why
+    assert me._pool_finished is True  # the worker is done for good (`Worker.done`): it only claims rewards now
     with pytest.raises(ContractRevert) as err:
         w.claim_task(POOL)
     assert err.value.name == "TaskLedgerPoolNotOpen"
