@@ -23,7 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -267,7 +267,7 @@ class Validator(Agent):
             return bytes.fromhex(rec["data"]["seed"])
         evs = self.protocol.get_events(["TaskClaimed"], filters={"taskId": task_id})
         if not evs:
-            raise Rejection("unknown_task", f"no TaskClaimed event for task {task_id}")
+            self._claim_event_missing(task_id)
         seed = bare_hex(evs[-1].args["seed"])
         self.state.put("claim", task_id, "claimed", {"seed": seed})
         return bytes.fromhex(seed)
@@ -280,8 +280,24 @@ class Validator(Agent):
         if block is None:
             block = self.classes.claim_block(task_id)
         if block is None:
-            raise Rejection("unknown_task", f"no TaskClaimed event for task {task_id}")
+            self._claim_event_missing(task_id)
         return self.classes.class_at(node, int(block))
+
+    def _claim_event_missing(self, task_id: int) -> NoReturn:
+        """No TaskClaimed event for a task: a rejection only when the ledger has no such task. A task the ledger
+        holds was claimed (submitWork takes only the claimant), so a missing event is this node's RPC missing
+        logs (a node restarted from a state dump, a pruned provider): no verdict now, judged later, given up
+        when the window closes (`ParseUnavailable`), never a slash on what this node could not see."""
+        try:
+            known = self.protocol.task(task_id).status != TaskStatus.NONE
+        except ContractRevert as exc:
+            if exc.name != "TaskLedgerUnknownTask":
+                raise
+            known = False
+        if not known:
+            raise Rejection("unknown_task", f"no TaskClaimed event for task {task_id}")
+        raise ParseUnavailable(f"task {task_id} is on the ledger but this node's RPC returns no TaskClaimed event for "
+                               f"it (its claim seed and block are unknown here)")
 
     # -- verification --------------------------------------------------------------------------
     def fetch_rollouts(self, sid: int, sub: dict[str, Any]) -> bytes:
