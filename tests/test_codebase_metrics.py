@@ -30,8 +30,8 @@ CEILINGS = {
     "largest_class": 884,  # intellect.sdk._client.Protocol
     "role_relay": 62,
     "role_trainer": 747,
-    "role_validator": 656,
-    "role_worker": 485,
+    "role_validator": 672,
+    "role_worker": 491,
     "inner_imports": 36,  # preflight's and the SDK CLI's defer web3/torch for --help and the relay extra
     "private_sdk_imports": 5,
     "private_sdk_imports_tests": 10,
