@@ -31,7 +31,7 @@ CEILINGS = {
     "role_relay": 62,
     "role_trainer": 747,
     "role_validator": 672,
-    "role_worker": 491,
+    "role_worker": 498,
     "inner_imports": 36,  # preflight's and the SDK CLI's defer web3/torch for --help and the relay extra
     "private_sdk_imports": 5,
     "private_sdk_imports_tests": 10,

@@ -330,7 +330,7 @@ class Worker(Agent):
     def _work_on(self, task_id: int, seed: bytes) -> str:
         while not self.stop_event.is_set():
             rec = self.state.record("submission", task_id)
-            if rec is not None and rec["status"] in ("sent", "expired"):
+            if rec is not None and rec["status"] in ("sent", "expired", "pool_finished"):
                 return rec["status"]
             step = self.current_policy()
             plan: PlannedSubmission | None = None
@@ -373,6 +373,13 @@ class Worker(Agent):
                     continue
                 if exc.name in ("TaskLedgerInvalidStatus", "TaskLedgerLeaseExpired"):
                     return self._settled(task_id, self.protocol.task(task_id))
+                if exc.name == "TaskLedgerInsufficientBudget" and self.pool_closed() and self._pool_finished:
+                    # issue 37: a finished pool refunded its budget and pays no new work; waiting out the lease
+                    # would only hold this worker (it is done: `done`)
+                    log.warning("task %d: not submitted: pool %d is finished and pays no new work", task_id,
+                                self.pool_id)
+                    self.state.put("submission", task_id, "pool_finished")
+                    return "pool_finished"
                 if exc.name in ("TaskLedgerReservationCap", "TaskLedgerInsufficientBudget"):
                     # this node's unpaid rewards already hold its share of the escrow (or the pool is empty):
                     # the plan is kept and sent once earlier rewards are claimed or the pool is refunded, while
