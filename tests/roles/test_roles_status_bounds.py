@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from test_roles_attestation_paging import count_decodes  # type: ignore[import-not-found]
 
 from intellect.agents.roles import _state
 from intellect.agents.roles._state import StateStore
@@ -28,18 +29,6 @@ def fill(store: StateStore, kind: str, n: int, *, status: Any = "done", t0: floa
             st = status(i) if callable(status) else status
             d = data(i) if callable(data) else (data or {"pad": "x" * 64})
             store.put(kind, i, st, d)
-
-
-def count_decodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls = [0]
-    real = _state._decode
-
-    def counting(raw: str) -> Any:
-        calls[0] += 1
-        return real(raw)
-
-    monkeypatch.setattr(_state, "_decode", counting)
-    return calls
 
 
 @pytest.fixture
