@@ -552,7 +552,9 @@ class Client:
                                  f"manifest's base digest): not the delta's base ({cause})") from cause
 
     @staticmethod
-    def _install_dir(staged: Path, out: Path, overwrite: bool) -> None:
+    def _install_dir(staged: Path, out: Path, overwrite: bool, *, sync: bool = False) -> None:
+        """Put the directory `staged` at `out` (atomic on one filesystem: readers see all or nothing), moving a
+        previous `out` aside first when `overwrite`; `sync` makes the rename durable (fsync of the parent)."""
         trash = None
         if out.exists():
             if not overwrite:
@@ -561,6 +563,15 @@ class Client:
             shutil.rmtree(trash, ignore_errors=True)
             out.rename(trash)
         staged.rename(out)
+        if sync:
+            try:
+                dfd = os.open(out.parent, os.O_RDONLY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+            except OSError:
+                pass
         if trash is not None:
             shutil.rmtree(trash, ignore_errors=True)
 
@@ -607,23 +618,5 @@ class Client:
 
     @staticmethod
     def _install(side: Path, out: Path, overwrite: bool) -> None:
-        data = side / "data"
-        trash = None
-        if out.exists():
-            if not overwrite:
-                raise OutputExistsError(f"{out} appeared while fetching; not replacing it")
-            trash = out.parent / f".{out.name}.shardcast-old"
-            shutil.rmtree(trash, ignore_errors=True)
-            out.rename(trash)
-        data.rename(out)  # atomic on one filesystem: readers see all or nothing
-        try:
-            dfd = os.open(out.parent, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError:
-            pass
+        Client._install_dir(side / "data", out, overwrite, sync=True)
         shutil.rmtree(side, ignore_errors=True)
-        if trash is not None:
-            shutil.rmtree(trash, ignore_errors=True)

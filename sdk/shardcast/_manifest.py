@@ -22,9 +22,17 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ._errors import InconsistentManifestError, ManifestError, UnknownSchemaVersionError, UnsafePathError
 
@@ -34,6 +42,16 @@ MANIFEST_SCHEMA = "intellect.shardcast.manifest/v1"
 #: Largest manifest a reader accepts (a 62 GB checkpoint in 50 MB shards is ~1,300 shards ≈ 200 KB).
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _hex64(v: str) -> str:
+    if not _HEX64.match(v):
+        raise ValueError("must be 64 lowercase hex characters")
+    return v
+
+
+# a sha256 digest (or a manifest id) as the manifests write it
+Hex64 = Annotated[str, AfterValidator(_hex64)]
 
 
 def safe_relpath(path: str) -> str:
@@ -79,14 +97,7 @@ class ShardEntry(BaseModel):
     index: int = Field(ge=0)
     offset: int = Field(ge=0)
     size: int = Field(gt=0)
-    sha256: str
-
-    @field_validator("sha256")
-    @classmethod
-    def _hex(cls, v: str) -> str:
-        if not _HEX64.match(v):
-            raise ValueError("sha256 must be 64 lowercase hex characters")
-        return v
+    sha256: Hex64
 
 
 class FileDigest(BaseModel):
@@ -96,19 +107,12 @@ class FileDigest(BaseModel):
 
     path: str
     size: int = Field(ge=0)
-    sha256: str
+    sha256: Hex64
 
     @field_validator("path")
     @classmethod
     def _path_is_safe(cls, v: str) -> str:
         return safe_relpath(v)
-
-    @field_validator("sha256")
-    @classmethod
-    def _hex(cls, v: str) -> str:
-        if not _HEX64.match(v):
-            raise ValueError("sha256 must be 64 lowercase hex characters")
-        return v
 
 
 class DeltaInfo(BaseModel):
@@ -124,18 +128,11 @@ class DeltaInfo(BaseModel):
 
     encoding: str = Field(min_length=1, max_length=100, description="payload format, e.g. intellect.ckdelta/v1")
     base_step: int = Field(ge=0)
-    base_manifest_id: str = Field(description="id of the base version's manifest")
+    base_manifest_id: Hex64 = Field(description="id of the base version's manifest")
     base_files: list[FileDigest] = Field(description="the base checkpoint's files and sha256s")
     files: list[FileDigest] = Field(description="this checkpoint's files (as `Manifest.files`) and sha256s")
     size: int = Field(gt=0)
     shards: list[ShardEntry]
-
-    @field_validator("base_manifest_id")
-    @classmethod
-    def _hex(cls, v: str) -> str:
-        if not _HEX64.match(v):
-            raise ValueError("must be 64 lowercase hex characters")
-        return v
 
 
 class Manifest(BaseModel):
@@ -153,17 +150,10 @@ class Manifest(BaseModel):
     total_size: int = Field(ge=0)
     files: list[FileEntry]
     shards: list[ShardEntry]
-    total_sha256: str = Field(description="sha256 of the whole concatenated stream")
-    root_sha256: str = Field(description="sha256 over the concatenated shard digests (hash list)")
+    total_sha256: Hex64 = Field(description="sha256 of the whole concatenated stream")
+    root_sha256: Hex64 = Field(description="sha256 over the concatenated shard digests (hash list)")
     relay_hints: list[str] = Field(default_factory=list, description="relay base URLs to try")
     delta: DeltaInfo | None = Field(default=None, description="the checkpoint as a change against the previous step")
-
-    @field_validator("total_sha256", "root_sha256")
-    @classmethod
-    def _hex(cls, v: str) -> str:
-        if not _HEX64.match(v):
-            raise ValueError("must be 64 lowercase hex characters")
-        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> Manifest:
