@@ -142,13 +142,38 @@ def _rules(p: Any, cid: str, ipfs_spec: str | None, peers: list[str]) -> tuple[A
 def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declared: tuple[str, int, int] | None,
                device: str, dtype: str, ipfs_spec: str | None, peers: list[str], gas_price_gwei: float | None,
                timeout: float, measure: str | None) -> Report:
+    """Every check of `intellect node preflight`, in the order the report prints them."""
     rep = Report()
     dev = p.is_dev_chain
     me = p.address
     rep.facts.update(node=me, chain_id=p.chain_id, dev_chain=dev, pool=pool_id, role=role)
     rep.add("key", OK, f"{me} (chain {p.chain_id}{', a dev chain' if dev else ''})")
+    gas_price, price_note = _gas_money(rep, p, role, gas_price_gwei)
+    node = p.node(me)
+    _stake(rep, p, role, node)
+    _registration(rep, role, node)
+    prm = _pool(rep, p, pool_id)
+    live_peers = _trainer_and_relays(rep, p, role, prm, timeout)
+    rules, why = _rules(p, prm.rules_cid, ipfs_spec, [*peers, *live_peers])
+    if rules is None:
+        rep.add("pool rules", WARN, f"{prm.rules_cid} not read ({why})",
+                "" if why.startswith("the pool names no rules") else "pass --ipfs or --peer GATEWAY to read them")
+    else:
+        rep.add("pool rules", OK, f"{prm.rules_cid}: model {rules.model.family}, group {rules.group_size} x "
+                f"{rules.problems_per_task} problems, budgets {dict(rules.budgets)}")
+    units = None
+    if role == "worker" and rules is not None:
+        units = _budget_class(p, rep, pool_id, prm, rules, node, declared)
+    _hardware(rep, role, device, dtype, measure)
+    _reachability(rep, role, endpoint if endpoint is not None else node.endpoint, dev, timeout)
+    _economics(rep, role, prm, rules, units, gas_price, price_note)
+    _rewards(rep, p, pool_id, me)
+    return rep
 
-    # -- gas price and ETH for gas
+
+def _gas_money(rep: Report, p: Any, role: str, gas_price_gwei: float | None) -> tuple[int, str]:
+    """The gas price the estimates use (and how it was chosen), and whether the node holds ETH for 50 task cycles."""
+    dev = p.is_dev_chain
     if gas_price_gwei is None:
         block = p.w3.eth.get_block("latest")
         base = int(block.get("baseFeePerGas", 0) or 0)
@@ -165,9 +190,12 @@ def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declare
     rep.add("gas money", OK if eth >= need_eth else (WARN if eth > 0 else FAIL),
             f"{eth / 1e18:.6f} ETH; about {need_eth / 1e18:.6f} ETH pays 50 task cycles at {price_note}",
             "" if eth >= need_eth else "send ETH for gas to the node's address" + (" (`intellect faucet`)" if dev else ""))
+    return gas_price, price_note
 
-    # -- stake
-    node = p.node(me)
+
+def _stake(rep: Report, p: Any, role: str, node: Any) -> None:
+    dev = p.is_dev_chain
+    me = p.address
     st = p.stake_of(me)
     min_stake = p.min_stake(role)
     bal = p.balance_of()
@@ -183,7 +211,8 @@ def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declare
         rep.add("stake", FAIL, f"active {_tok(active)} + balance {_tok(bal)} < minimum {_tok(min_stake)} for {role}",
                 "get tokens" + (" (`intellect faucet`)" if dev else " (buy or receive INTL)"))
 
-    # -- registration
+
+def _registration(rep: Report, role: str, node: Any) -> None:
     if node.status == NodeStatus.NONE:
         rep.add("registration", WARN, "not registered", f"`intellect node register --role {role} --endpoint URL`"
                 " (the agent also registers itself when it starts)")
@@ -195,7 +224,9 @@ def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declare
     else:
         rep.add("registration", OK, f"{role}, active, owner {node.owner}")
 
-    # -- pool
+
+def _pool(rep: Report, p: Any, pool_id: int) -> Any:
+    """The pool's budget and what one submission can pay; returns the pool's parameters."""
     pool = p.pool(pool_id)
     prm = pool.params
     left = int(pool.budget) - int(pool.reserved)
@@ -207,8 +238,11 @@ def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declare
             f"{_tok(min(chain_cap, max(node_cap, 0)))} (reward {_tok(prm.reward_per_unit)}/unit x "
             f"{prm.max_units_per_submission} units; one node may reserve {prm.max_reservation_bps / 100:g}% of the "
             f"budget)", "" if left > 0 else "the pool is out of budget: wait for its owner to fund it")
+    return prm
 
-    # -- directory: trainer, relays, peers for the rules
+
+def _trainer_and_relays(rep: Report, p: Any, role: str, prm: Any, timeout: float) -> list[str]:
+    """Whether the pool's trainer and the listed relays answer; returns the gateways live peers advertise."""
     from intellect.agents.roles._runtime import Directory, peer_service  # deferred: loads web3
 
     directory = Directory(p, timeout=timeout)
@@ -240,24 +274,10 @@ def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declare
     else:
         rep.add("relays", WARN if role in ("worker", "validator") else OK,
                 "no relay is listed: checkpoints come from the trainer alone")
+    return live_peers
 
-    # -- rules and budget class
-    rules, why = _rules(p, prm.rules_cid, ipfs_spec, [*peers, *live_peers])
-    if rules is None:
-        rep.add("pool rules", WARN, f"{prm.rules_cid} not read ({why})",
-                "" if why.startswith("the pool names no rules") else "pass --ipfs or --peer GATEWAY to read them")
-    else:
-        rep.add("pool rules", OK, f"{prm.rules_cid}: model {rules.model.family}, group {rules.group_size} x "
-                f"{rules.problems_per_task} problems, budgets {dict(rules.budgets)}")
-    units = None
-    if role == "worker" and rules is not None:
-        units = _budget_class(p, rep, pool_id, prm, rules, node, declared)
 
-    # -- hardware
-    _hardware(rep, role, device, dtype, measure)
-
-    # -- reachability
-    ep = endpoint if endpoint is not None else node.endpoint
+def _reachability(rep: Report, role: str, ep: str, dev: bool, timeout: float) -> None:
     if not ep:
         rep.add("endpoint", OK if role == "worker" else WARN, "none advertised: outbound only",
                 "" if role == "worker" else "validators and relays behind NAT: push to a pinned store, or "
@@ -274,13 +294,6 @@ def run_checks(p: Any, *, pool_id: int, role: str, endpoint: str | None, declare
             rep.add("endpoint", OK if doc is not None else WARN,
                     f"{ep} " + ("answers /status from here" if doc is not None else f"does not answer from here ({why})"),
                     "" if doc is not None else "start the agent, open the port, or check the router's forwarding")
-
-    # -- economics
-    _economics(rep, role, prm, rules, units, gas_price, price_note)
-
-    # -- rewards
-    _rewards(rep, p, pool_id, me)
-    return rep
 
 
 def _budget_class(p: Any, rep: Report, pool_id: int, prm: Any, rules: Any, node: Any,

@@ -469,15 +469,7 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
 
     Required unless a --rules document gives them: --taskset, --model-family, --group-size,
     --problems-per-task, --budget cpu=..., --length-alpha."""
-    doc: dict[str, Any] = {}
-    if rules_file is not None:
-        try:
-            doc = json.loads(rules_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise PoolRulesError(f"--rules {rules_file}: not a readable JSON document: {exc}") from exc
-        if not isinstance(doc, dict):
-            raise PoolRulesError(f"--rules {rules_file}: a rules document is a JSON object")
-        doc = PoolRules.as_stored(doc)  # a published document (`pool show`, `to_bytes`) means what it meant there
+    doc = _rules_document(rules_file) if rules_file is not None else {}
     store = open_ipfs(ipfs_spec)
     doc.setdefault("schema", "intellect.poolrules/v1")
     model = dict(doc.get("model") or {})
@@ -540,6 +532,17 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
          [f"pool {pool_id} created: rules {cid}", f"  task set {rules.taskset_cid}"
           + (f"  held-out {rules.heldout_cid}" if rules.heldout_cid else ""),
           f"  budget {_tok(created.budget)}"])
+
+
+def _rules_document(rules_file: Path) -> dict[str, Any]:
+    """`pool create --rules FILE`: the document the options then complete or override."""
+    try:
+        doc = json.loads(rules_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise PoolRulesError(f"--rules {rules_file}: not a readable JSON document: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise PoolRulesError(f"--rules {rules_file}: a rules document is a JSON object")
+    return PoolRules.as_stored(doc)  # a published document (`pool show`, `to_bytes`) means what it meant there
 
 
 _REQUIRED_RULES = (("taskset_cid", "--taskset"), ("model", "--model-family"), ("group_size", "--group-size"),

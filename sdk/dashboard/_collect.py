@@ -315,38 +315,58 @@ def _checkpoints(scan: _Scan, trainers: dict[str, int], nodes: dict[str, NodeVie
     return checkpoints
 
 
+# ChallengeResolved's `outcome` (ITaskLedger.ChallengeStatus): a round that missed its quorum is no rejection
+_OUTCOMES = {2: "upheld", 3: "rejected", 4: "no quorum"}
+
+
+def _outcome(args: Any) -> str:
+    outcome = args.get("outcome")
+    if outcome is not None and int(outcome) in _OUTCOMES:
+        return _OUTCOMES[int(outcome)]
+    return "upheld" if args["upheld"] else "rejected"
+
+
+class _Rounds:
+    """Each challenge's rounds, replayed in chain order: a challenge's opening (again for a re-opened one: a new
+    round) starts its tally with the challenger's uphold vote and an empty vote list; each VoteCast adds one vote
+    to the round then open (the contract weighs them by stake: the weights are in ChallengeResolved); a
+    resolution ends the round. Each vote and resolution is labelled with its own round's number and tally, not
+    the latest round's (`at`)."""
+
+    def __init__(self, scan: _Scan) -> None:
+        self.votes: dict[int, list[VoteView]] = defaultdict(list)  # the latest round's
+        self.tally: dict[int, tuple[int, int]] = {}  # the latest round's
+        self.round_of: dict[int, int] = {}  # the latest round's number
+        self.at: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}  # event position -> (round, tally then)
+        self.slashed: dict[int, int] = {}
+        self.resolved: dict[int, str] = {}
+        for e in scan.events:
+            if e.event not in ("ChallengeOpened", "VoteCast", "ChallengeResolved"):
+                continue
+            cid = int(e.args["challengeId"])
+            if e.event == "ChallengeOpened":
+                self.tally[cid] = (1, 0)
+                self.votes[cid] = []
+                self.round_of[cid] = int(e.args.get("round") or self.round_of.get(cid, 0) + 1)
+                self.resolved.pop(cid, None)
+            elif e.event == "VoteCast":
+                up, down = self.tally.get(cid, (1, 0))
+                self.tally[cid] = (up + 1, down) if e.args["uphold"] else (up, down + 1)
+                self.votes[cid].append(VoteView(validator=e.args["validator"], uphold=bool(e.args["uphold"]),
+                                                block=e.block_number, time=scan.time(e)))
+            else:
+                self.slashed[cid] = int(e.args["slashed"])
+                self.resolved[cid] = _outcome(e.args)
+            self.at[e.position] = (self.round_of.get(cid, 1), self.tally.get(cid, (1, 0)))
+
+
 def _challenges(scan: _Scan, nodes: dict[str, NodeView]) -> tuple[list[ChallengeView], dict[int, int]]:
     """Challenges with their votes and outcome (and the slash of each resolved one, by challenge id);
     challenge, vote, verdict, slash and wipe events on the paths of the nodes involved."""
     by, add, now = scan.by, scan.add, scan.now
-    # chain order: a challenge's opening (again for a re-opened one: a new round) starts its tally with the
-    # challenger's uphold vote and an empty vote list; each VoteCast adds one vote to the round then open (the
-    # contract weighs them by stake: the weights are in ChallengeResolved); a resolution ends the round. Each
-    # vote and resolution is labelled with its own round's number and tally, not the latest round's.
-    votes: dict[int, list[VoteView]] = defaultdict(list)  # the latest round's
-    votes_tally: dict[int, tuple[int, int]] = {}  # the latest round's
-    round_of: dict[int, int] = {}  # the latest round's number
-    at: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}  # event position -> (round, tally then)
-    slashed_by_challenge: dict[int, int] = {}
-    resolved: dict[int, str] = {}
-    for e in scan.events:
-        if e.event not in ("ChallengeOpened", "VoteCast", "ChallengeResolved"):
-            continue
-        cid = int(e.args["challengeId"])
-        if e.event == "ChallengeOpened":
-            votes_tally[cid] = (1, 0)
-            votes[cid] = []
-            round_of[cid] = int(e.args.get("round") or round_of.get(cid, 0) + 1)
-            resolved.pop(cid, None)
-        elif e.event == "VoteCast":
-            up, down = votes_tally.get(cid, (1, 0))
-            votes_tally[cid] = (up + 1, down) if e.args["uphold"] else (up, down + 1)
-            votes[cid].append(VoteView(validator=e.args["validator"], uphold=bool(e.args["uphold"]),
-                                       block=e.block_number, time=scan.time(e)))
-        else:
-            slashed_by_challenge[cid] = int(e.args["slashed"])
-            resolved[cid] = "upheld" if e.args["upheld"] else "rejected"
-        at[e.position] = (round_of.get(cid, 1), votes_tally.get(cid, (1, 0)))
+    rounds = _Rounds(scan)
+    votes, votes_tally, round_of, at = rounds.votes, rounds.tally, rounds.round_of, rounds.at
+    slashed_by_challenge, resolved = rounds.slashed, rounds.resolved
     challenges: dict[int, ChallengeView] = {}  # one row per challenge: its latest round
     challenged_node: dict[int, str] = {}
     for e in by["ChallengeOpened"]:
@@ -384,7 +404,7 @@ def _challenges(scan: _Scan, nodes: dict[str, NodeView]) -> tuple[list[Challenge
     for e in by["ChallengeResolved"]:
         a = e.args
         cid = int(a["challengeId"])
-        outcome = "upheld" if a["upheld"] else "rejected"
+        outcome = _outcome(a)
         target = challenged_node.get(cid)
         if target is not None:
             rnd, (up, down) = at.get(e.position, (1, (1, 0)))  # this round's tally, not the latest round's

@@ -62,7 +62,7 @@ function dur(s){s=Math.max(0,Math.round(s));if(s<60)return s+" s";if(s<3600)retu
   return Math.floor(s/3600)+" h "+Math.floor(s%3600/60)+" min"}
 function when(t){return new Date(t*1000).toISOString().replace("T"," ").slice(0,19)+" UTC"}
 const VERDICT={"paid":"b-ok","accepted":"b-ok","in window":"b-info","challenged":"b-warn","slashed":"b-bad",
-  "wiped":"b-bad","voided":"b-dim","open":"b-warn","upheld":"b-bad","rejected":"b-ok","active":"b-ok","exited":"b-dim"};
+  "wiped":"b-bad","voided":"b-dim","open":"b-warn","upheld":"b-bad","rejected":"b-ok","no quorum":"b-warn","active":"b-ok","exited":"b-dim"};
 const badge=(t,c)=>`<span class="badge ${c||VERDICT[t]||"b-dim"}">${esc(t)}</span>`;
 function nodeLink(snap,a){const n=(snap.nodes||[]).find(x=>x.address.toLowerCase()===String(a).toLowerCase());
   const label=n?`${n.role} ${short(a)}`:short(a);return `<a href="/node/${esc(a)}" title="${esc(a)}">${esc(label)}</a>`}

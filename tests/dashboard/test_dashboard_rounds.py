@@ -58,3 +58,19 @@ def test_open_second_round_counts_only_its_own_votes() -> None:
     (row,), _ = _challenges(_Scan(_Index(), 5_000, events), {})  # type: ignore[arg-type]
     assert (row.round, row.status, row.votes_for, row.votes_against, row.votes) == (2, "open", 1, 0, [])
     assert row.seconds_left == 10_000 - 5_000
+
+
+def test_a_round_that_missed_its_quorum_reads_no_quorum_not_rejected() -> None:
+    # ChallengeResolved's outcome 4 (ChallengeStatus.NoQuorum, issue 33): upheld is false, but nobody lost
+    missed = _ev(13, "ChallengeResolved", challengeId=7, upheld=False, outcome=4, weightFor=100, weightAgainst=0,
+                 slashed=0)
+    scan = _Scan(_Index(), 5_000, [_opened(10, V1, 1), missed])  # type: ignore[arg-type]
+    (row,), _ = _challenges(scan, {})
+    assert row.status == "no quorum"
+    (verdict,) = [pe for pe in scan.paths[NODE] if pe.kind == "verdict"]
+    assert (verdict.outcome, verdict.detail) == ("no quorum", "challenge 7 no quorum (1 for, 0 against; stake 100 for, "
+                                                              "0 against)")
+    rejected = _ev(13, "ChallengeResolved", challengeId=7, upheld=False, outcome=3, weightFor=100, weightAgainst=200,
+                   slashed=0)
+    (row,), _ = _challenges(_Scan(_Index(), 5_000, [_opened(10, V1, 1), rejected]), {})  # type: ignore[arg-type]
+    assert row.status == "rejected"
