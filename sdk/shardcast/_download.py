@@ -308,122 +308,151 @@ def download_shards(
     stall_timeout: give up when no shard completed for this long (sources all down or not
     ready). max_hard_failures: per shard, how many failed attempts (errors, bad data) are allowed.
     """
-    vid = manifest.id
-    queue: deque[int] = deque(indices)
-    pending = set(indices)
-    lock = threading.Lock()
-    done_cv = threading.Condition(lock)
-    hard: dict[int, int] = {}
-    stats = DownloadStats()
-    errors: list[BaseException] = []
-    last_progress = [time.monotonic()]
-
-    def finished() -> bool:
-        return not pending or bool(errors) or (cancelled is not None and cancelled())
-
-    def worker() -> None:
-        conns: dict[str, http.client.HTTPConnection] = {}
-        buf = _receive_buffer(CHUNK + 4096)  # page-aligned, room for any phase
-        try:
-            while True:
-                with lock:
-                    if finished():
-                        return
-                    if not queue:
-                        done_cv.wait(0.5)  # in-flight shards may fail and come back
-                        continue
-                    index = queue.popleft()
-                shard = manifest.shard(index)
-                url, delay = pool.pick()
-                if url is None:
-                    with lock:
-                        queue.appendleft(index)
-                        if time.monotonic() - last_progress[0] > stall_timeout:
-                            errors.append(FetchError(
-                                f"no shard completed for {stall_timeout:.0f} s: every source is down or lacks "
-                                f"version {vid[:12]} (sources: {pool.snapshot()})"))
-                            done_cv.notify_all()
-                            return
-                    time.sleep(min(max(delay, 0.05), 1.0))
-                    continue
-                t0 = time.monotonic()
-                outcome = "error"
-                try:
-                    conn = conns.get(url) or _connect(url, timeout=wait + 30)
-                    conns[url] = conn
-                    cut = SocketCut(conn, wait + SHARD_DEADLINE_SLACK_S + shard.size / MIN_SOURCE_RATE)
-                    try:
-                        _fetch_one(conn, url, vid, shard, sink, buf, wait, on_bytes)
-                    except (OSError, http.client.HTTPException, UpstreamError) as e:
-                        if cut.fired:
-                            raise UpstreamError(url, f"shard {shard.index}: not delivered within its deadline "
-                                                     f"({shard.size} bytes at {MIN_SOURCE_RATE} B/s + "
-                                                     f"{wait + SHARD_DEADLINE_SLACK_S:g} s)") from e
-                        raise
-                    finally:
-                        cut.cancel()
-                    sink.commit(shard)
-                    outcome = "ok"
-                    pool.success(url, shard.size, time.monotonic() - t0)
-                except _NotReady:
-                    outcome = "not_ready"
-                    pool.failure(url, not_ready=True)
-                except ShardVerificationError as e:
-                    outcome = "bad"
-                    log.warning("%s", e)
-                    pool.failure(url, bad_data=True)
-                except (OSError, http.client.HTTPException, UpstreamError) as e:
-                    log.info("shard %d from %s failed: %s", index, url, e)
-                    pool.failure(url)
-                finally:
-                    pool.release(url)
-                if outcome in ("error", "bad"):
-                    c = conns.pop(url, None)
-                    if c is not None:
-                        c.close()
-                    sink.abort(shard)
-                with lock:
-                    if outcome == "ok":
-                        pending.discard(index)
-                        stats.shards += 1
-                        stats.bytes += shard.size
-                        stats.per_source[url] = stats.per_source.get(url, 0) + 1
-                        last_progress[0] = time.monotonic()
-                        done_cv.notify_all()
-                        continue
-                    if outcome == "not_ready" and time.monotonic() - last_progress[0] > stall_timeout:
-                        errors.append(FetchError(f"shard {index}: no source had it for {stall_timeout:.0f} s"))
-                        done_cv.notify_all()
-                        return
-                    if outcome in ("error", "bad"):
-                        stats.failures += 1
-                        stats.corrupt += outcome == "bad"
-                        hard[index] = hard.get(index, 0) + 1
-                        if hard[index] >= max_hard_failures:
-                            errors.append(FetchError(f"shard {index}: {hard[index]} failed attempts, giving up"))
-                            done_cv.notify_all()
-                            return
-                    queue.append(index)
-                    done_cv.notify_all()
-        except BaseException as e:  # a bug in a sink must surface, not hang the others
-            with lock:
-                errors.append(e)
-                done_cv.notify_all()
-        finally:
-            for c in conns.values():
-                c.close()
-
-    threads = [threading.Thread(target=worker, name=f"shardcast-dl-{i}", daemon=True)
+    dl = _Download(manifest, indices, pool, sink, wait=wait, stall_timeout=stall_timeout,
+                   max_hard_failures=max_hard_failures, on_bytes=on_bytes, cancelled=cancelled)
+    threads = [threading.Thread(target=dl.worker, name=f"shardcast-dl-{i}", daemon=True)
                for i in range(max(1, min(workers, len(indices))))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    if errors:
-        e = errors[0]
+    vid = manifest.id
+    if dl.errors:
+        e = dl.errors[0]
         if isinstance(e, FetchError):
             raise e
         raise FetchError(f"download of version {vid[:12]} failed: {e!r}") from e
-    if pending and not (cancelled is not None and cancelled()):
-        raise FetchError(f"download of version {vid[:12]} stopped with {len(pending)} shards missing")
-    return stats
+    if dl.pending and not (cancelled is not None and cancelled()):
+        raise FetchError(f"download of version {vid[:12]} stopped with {len(dl.pending)} shards missing")
+    return dl.stats
+
+
+class _Download:
+    """One `download_shards` call: a queue of shard indices that worker threads take, fetch from the pool's
+    sources, verify into the sink and put back on failure, until every shard is in, one has failed too often,
+    nothing completed for `stall_timeout`, or the caller cancels."""
+
+    def __init__(self, manifest: Manifest, indices: Sequence[int], pool: SourcePool, sink: ShardSink, *,
+                 wait: float, stall_timeout: float, max_hard_failures: int,
+                 on_bytes: Callable[[int], None] | None, cancelled: Callable[[], bool] | None) -> None:
+        self.manifest, self.pool, self.sink = manifest, pool, sink
+        self.wait, self.stall_timeout, self.max_hard_failures = wait, stall_timeout, max_hard_failures
+        self.on_bytes, self.cancelled = on_bytes, cancelled
+        self.vid = manifest.id
+        self.queue: deque[int] = deque(indices)
+        self.pending = set(indices)
+        self.lock = threading.Lock()
+        self.done_cv = threading.Condition(self.lock)
+        self.hard: dict[int, int] = {}
+        self.stats = DownloadStats()
+        self.errors: list[BaseException] = []
+        self.last_progress = time.monotonic()
+
+    def finished(self) -> bool:
+        return not self.pending or bool(self.errors) or (self.cancelled is not None and self.cancelled())
+
+    def _fail(self, error: BaseException) -> None:
+        """Record the error that ends the download (lock held)."""
+        self.errors.append(error)
+        self.done_cv.notify_all()
+
+    def worker(self) -> None:
+        conns: dict[str, http.client.HTTPConnection] = {}
+        buf = _receive_buffer(CHUNK + 4096)  # page-aligned, room for any phase
+        try:
+            while True:
+                with self.lock:
+                    if self.finished():
+                        return
+                    if not self.queue:
+                        self.done_cv.wait(0.5)  # in-flight shards may fail and come back
+                        continue
+                    index = self.queue.popleft()
+                url, delay = self.pool.pick()
+                if url is None:
+                    with self.lock:
+                        self.queue.appendleft(index)
+                        if time.monotonic() - self.last_progress > self.stall_timeout:
+                            self._fail(FetchError(
+                                f"no shard completed for {self.stall_timeout:.0f} s: every source is down or lacks "
+                                f"version {self.vid[:12]} (sources: {self.pool.snapshot()})"))
+                            return
+                    time.sleep(min(max(delay, 0.05), 1.0))
+                    continue
+                outcome = self._attempt(index, url, conns, buf)
+                if not self._record(index, url, outcome):
+                    return
+        except BaseException as e:  # a bug in a sink must surface, not hang the others
+            with self.lock:
+                self._fail(e)
+        finally:
+            for c in conns.values():
+                c.close()
+
+    def _attempt(self, index: int, url: str, conns: dict[str, http.client.HTTPConnection], buf: memoryview) -> str:
+        """Fetch shard `index` from `url` into the sink: "ok", "not_ready", "bad" (failed verification) or
+        "error"; a failed connection is closed and the shard's partial bytes dropped."""
+        shard = self.manifest.shard(index)
+        t0 = time.monotonic()
+        outcome = "error"
+        try:
+            conn = conns.get(url) or _connect(url, timeout=self.wait + 30)
+            conns[url] = conn
+            cut = SocketCut(conn, self.wait + SHARD_DEADLINE_SLACK_S + shard.size / MIN_SOURCE_RATE)
+            try:
+                _fetch_one(conn, url, self.vid, shard, self.sink, buf, self.wait, self.on_bytes)
+            except (OSError, http.client.HTTPException, UpstreamError) as e:
+                if cut.fired:
+                    raise UpstreamError(url, f"shard {shard.index}: not delivered within its deadline "
+                                             f"({shard.size} bytes at {MIN_SOURCE_RATE} B/s + "
+                                             f"{self.wait + SHARD_DEADLINE_SLACK_S:g} s)") from e
+                raise
+            finally:
+                cut.cancel()
+            self.sink.commit(shard)
+            outcome = "ok"
+            self.pool.success(url, shard.size, time.monotonic() - t0)
+        except _NotReady:
+            outcome = "not_ready"
+            self.pool.failure(url, not_ready=True)
+        except ShardVerificationError as e:
+            outcome = "bad"
+            log.warning("%s", e)
+            self.pool.failure(url, bad_data=True)
+        except (OSError, http.client.HTTPException, UpstreamError) as e:
+            log.info("shard %d from %s failed: %s", index, url, e)
+            self.pool.failure(url)
+        finally:
+            self.pool.release(url)
+        if outcome in ("error", "bad"):
+            c = conns.pop(url, None)
+            if c is not None:
+                c.close()
+            self.sink.abort(shard)
+        return outcome
+
+    def _record(self, index: int, url: str, outcome: str) -> bool:
+        """Count an attempt's outcome and requeue the shard unless it is in; False when the download ends."""
+        shard = self.manifest.shard(index)
+        with self.lock:
+            if outcome == "ok":
+                self.pending.discard(index)
+                self.stats.shards += 1
+                self.stats.bytes += shard.size
+                self.stats.per_source[url] = self.stats.per_source.get(url, 0) + 1
+                self.last_progress = time.monotonic()
+                self.done_cv.notify_all()
+                return True
+            if outcome == "not_ready" and time.monotonic() - self.last_progress > self.stall_timeout:
+                self._fail(FetchError(f"shard {index}: no source had it for {self.stall_timeout:.0f} s"))
+                return False
+            if outcome in ("error", "bad"):
+                self.stats.failures += 1
+                self.stats.corrupt += outcome == "bad"
+                self.hard[index] = self.hard.get(index, 0) + 1
+                if self.hard[index] >= self.max_hard_failures:
+                    self._fail(FetchError(f"shard {index}: {self.hard[index]} failed attempts, giving up"))
+                    return False
+            self.queue.append(index)
+            self.done_cv.notify_all()
+            return True
