@@ -241,72 +241,39 @@ def deploy_contracts(rpc: str | Web3, deployer: LocalAccount, params: DeployPara
     if params.faucet and not dev:
         log.warning("faucet enabled on a non-dev deployment (testnet?)")
     first_block = int(with_retries(lambda: w3.eth.block_number, retry, "block_number")) + 1
-    addresses: dict[str, str] = {}
-    records: dict[str, ContractRecord] = {}
-
-    def create(name: str, *args: Any) -> Any:
-        art = arts[name]
-        code = _link(str(art["bytecode"]), addresses)
-        fn = w3.eth.contract(abi=art["abi"], bytecode=code).constructor(*args)
-        h = tx.send(fn, contract=name, function="constructor")
-        rc = tx.wait(h, contract=name, function="constructor")
-        addr = Web3.to_checksum_address(rc["contractAddress"])
-        addresses[name] = addr
-        records[name] = ContractRecord(address=addr, abiSha256=str(art.get("abiSha256") or _abi_sha256(art["abi"])),
-                                       blockNumber=int(rc["blockNumber"]), txHash=h)
-        log.info("%-15s %s", name, addr)
-        return w3.eth.contract(address=addr, abi=art["abi"])
-
-    def send(contract: Any, name: str, function: str, *args: Any) -> Any:
-        fn = contract.functions[function](*args)
-        return tx.wait(tx.send(fn, contract=name, function=function), fn_for_replay=fn, contract=name,
-                       function=function)
-
-    def call(contract: Any, function: str, *args: Any) -> Any:
-        return with_retries(lambda: contract.functions[function](*args).call(), retry, function)
-
-    token = create("IntellectToken", me, params.faucet, params.faucetAmount, params.faucetCooldown)
-    registry = create("NodeRegistry")
-    stake = create("StakeManager", me, token.address, registry.address, treasury, params.unbondingPeriod,
-                   params.challengerShareBps)
-    create("PoolRules")  # createPool's checks, a library linked into the ledger (keeps it under EIP-170)
-    ledger = create("TaskLedger", me, token.address, registry.address, stake.address, params.minWindowLength)
-    slasher = call(stake, "SLASHER_ROLE")
-    send(stake, "StakeManager", "grantRole", slasher, ledger.address)
-    book = create("AttesterBook", me, ledger.address, params.attesterSlash, params.voterSlash)
-    send(stake, "StakeManager", "grantRole", slasher, book.address)
-    send(registry, "NodeRegistry", "setStakeHook", stake.address)
+    d = _Deployer(w3, tx, retry, arts)
+    token = d.create("IntellectToken", me, params.faucet, params.faucetAmount, params.faucetCooldown)
+    registry = d.create("NodeRegistry")
+    stake = d.create("StakeManager", me, token.address, registry.address, treasury, params.unbondingPeriod,
+                     params.challengerShareBps)
+    d.create("PoolRules")  # createPool's checks, a library linked into the ledger (keeps it under EIP-170)
+    ledger = d.create("TaskLedger", me, token.address, registry.address, stake.address, params.minWindowLength)
+    slasher = d.call(stake, "SLASHER_ROLE")
+    d.send(stake, "StakeManager", "grantRole", slasher, ledger.address)
+    book = d.create("AttesterBook", me, ledger.address, params.attesterSlash, params.voterSlash)
+    d.send(stake, "StakeManager", "grantRole", slasher, book.address)
+    d.send(registry, "NodeRegistry", "setStakeHook", stake.address)
     for role, amount in params.minStake.items():
         if amount:
-            send(stake, "StakeManager", "setMinStake", ROLE_IDS[role], amount)
-    send(ledger, "TaskLedger", "setPoolBounds", params.minChallengeBond, params.minQuorum,
-         params.reservationLeverage)
+            d.send(stake, "StakeManager", "setMinStake", ROLE_IDS[role], amount)
+    d.send(ledger, "TaskLedger", "setPoolBounds", params.minChallengeBond, params.minQuorum,
+           params.reservationLeverage)
 
     default_pool_id: int | None = None
     if dev and params.initialMint:
-        send(token, "IntellectToken", "mint", me, params.initialMint)
+        d.send(token, "IntellectToken", "mint", me, params.initialMint)
     if dev and params.defaultPool is not None:
-        rc = send(ledger, "TaskLedger", "createPool", params.defaultPool.as_tuple(me))
+        rc = d.send(ledger, "TaskLedger", "createPool", params.defaultPool.as_tuple(me))
         default_pool_id = int(ledger.events.PoolCreated().process_receipt(rc, errors=DISCARD)[0]["args"]["poolId"])
         if params.defaultPoolFunding:
-            send(token, "IntellectToken", "approve", ledger.address, params.defaultPoolFunding)
-            send(ledger, "TaskLedger", "fundPool", default_pool_id, params.defaultPoolFunding)
+            d.send(token, "IntellectToken", "approve", ledger.address, params.defaultPoolFunding)
+            d.send(ledger, "TaskLedger", "fundPool", default_pool_id, params.defaultPoolFunding)
 
-    problems = []
-    if not call(stake, "hasRole", slasher, ledger.address):
-        problems.append("TaskLedger lacks StakeManager.SLASHER_ROLE (it could not slash)")
-    if not call(stake, "hasRole", slasher, book.address):
-        problems.append("AttesterBook lacks StakeManager.SLASHER_ROLE (it could not slash attesters)")
-    if (call(ledger, "token"), call(ledger, "registry"), call(ledger, "stakeManager")) != (
-            token.address, registry.address, stake.address):
-        problems.append("TaskLedger is not wired to IntellectToken/NodeRegistry/StakeManager")
-    if (call(stake, "stakeToken"), call(stake, "registry")) != (token.address, registry.address):
-        problems.append("StakeManager is not wired to IntellectToken/NodeRegistry")
-    if call(registry, "stakeHook") != stake.address:
-        problems.append("NodeRegistry.stakeHook() is not StakeManager (validator weights would not follow exits)")
+    problems = _wiring_problems(d, token, registry, stake, ledger, book, slasher)
     if problems:
         raise DeploymentError("deployment wiring is wrong: " + "; ".join(problems))
 
+    records = d.records
     records.pop("PoolRules")  # a library: nothing calls it by address
     deployment = Deployment(chainId=chain_id, network=network or ("development" if dev else f"chain-{chain_id}"),
                             blockNumber=first_block, deployer=me, contracts=records,
@@ -315,6 +282,55 @@ def deploy_contracts(rpc: str | Web3, deployer: LocalAccount, params: DeployPara
         path = deployment.write(Path(out_dir))
         log.info("deployment file  %s", path)
     return deployment
+
+
+class _Deployer:
+    """Creates the contracts in order (linking libraries deployed before) and sends their wiring transactions."""
+
+    def __init__(self, w3: Web3, tx: Transactor, retry: RetryPolicy, arts: dict[str, dict[str, Any]]) -> None:
+        self.w3, self.tx, self.retry, self.arts = w3, tx, retry, arts
+        self.addresses: dict[str, str] = {}
+        self.records: dict[str, ContractRecord] = {}
+
+    def create(self, name: str, *args: Any) -> Any:
+        art = self.arts[name]
+        code = _link(str(art["bytecode"]), self.addresses)
+        fn = self.w3.eth.contract(abi=art["abi"], bytecode=code).constructor(*args)
+        h = self.tx.send(fn, contract=name, function="constructor")
+        rc = self.tx.wait(h, contract=name, function="constructor")
+        addr = Web3.to_checksum_address(rc["contractAddress"])
+        self.addresses[name] = addr
+        self.records[name] = ContractRecord(address=addr,
+                                            abiSha256=str(art.get("abiSha256") or _abi_sha256(art["abi"])),
+                                            blockNumber=int(rc["blockNumber"]), txHash=h)
+        log.info("%-15s %s", name, addr)
+        return self.w3.eth.contract(address=addr, abi=art["abi"])
+
+    def send(self, contract: Any, name: str, function: str, *args: Any) -> Any:
+        fn = contract.functions[function](*args)
+        return self.tx.wait(self.tx.send(fn, contract=name, function=function), fn_for_replay=fn, contract=name,
+                            function=function)
+
+    def call(self, contract: Any, function: str, *args: Any) -> Any:
+        return with_retries(lambda: contract.functions[function](*args).call(), self.retry, function)
+
+
+def _wiring_problems(d: _Deployer, token: Any, registry: Any, stake: Any, ledger: Any, book: Any,
+                     slasher: Any) -> list[str]:
+    """What the deployed contracts, read back, say is not wired as deploy_contracts wired them."""
+    problems = []
+    if not d.call(stake, "hasRole", slasher, ledger.address):
+        problems.append("TaskLedger lacks StakeManager.SLASHER_ROLE (it could not slash)")
+    if not d.call(stake, "hasRole", slasher, book.address):
+        problems.append("AttesterBook lacks StakeManager.SLASHER_ROLE (it could not slash attesters)")
+    if (d.call(ledger, "token"), d.call(ledger, "registry"), d.call(ledger, "stakeManager")) != (
+            token.address, registry.address, stake.address):
+        problems.append("TaskLedger is not wired to IntellectToken/NodeRegistry/StakeManager")
+    if (d.call(stake, "stakeToken"), d.call(stake, "registry")) != (token.address, registry.address):
+        problems.append("StakeManager is not wired to IntellectToken/NodeRegistry")
+    if d.call(registry, "stakeHook") != stake.address:
+        problems.append("NodeRegistry.stakeHook() is not StakeManager (validator weights would not follow exits)")
+    return problems
 
 
 def _abi_sha256(abi: list[dict[str, Any]]) -> str:
