@@ -25,7 +25,7 @@ import torch
 from intellect.agents.models import TinyModelSpec, build_cached, cache_dir, tiny_model_dir
 from intellect.agents.tasks import synthetic_task_set
 from intellect.verifier.submission import prompt_text
-from intellect.verifier.tasks import TaskSet
+from intellect.verifier.tasks import Task, TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -108,25 +108,12 @@ def warm_start(
                 seqs.append(p + c)
                 masks.append([0] * len(p) + [1] * len(c))
                 continue
-            value = int(task.answer)  # type: ignore[arg-type]
-            if rng.random() >= correct:
-                if noise == "copy":  # the habit of repeating the first number of the question
-                    value = int(_first_number(task.prompt))
-                else:  # a uniform window: (1-correct)/(2·max_offset) on each of value ± 1..max_offset
-                    off = rng.randint(1, max_offset) * rng.choice((-1, 1))
-                    value = value + off if value + off >= 0 else value + abs(off)
+            value = _noisy_answer(task, rng, correct, noise, max_offset)
             p = encoded_prompts[(task.id, rng.choice(targets))]
             c = tok(answer_text(str(value)), add_special_tokens=False)["input_ids"] + [eos]
             seqs.append(p + c)
             masks.append([0] * len(p) + [1] * len(c))
-        width = max(len(s) for s in seqs)
-        ids = torch.full((batch_size, width), tok.pad_token_id, dtype=torch.long)
-        attn = torch.zeros((batch_size, width), dtype=torch.long)
-        labels = torch.full((batch_size, width), -100, dtype=torch.long)
-        for i, (s, m) in enumerate(zip(seqs, masks, strict=True)):
-            ids[i, : len(s)] = torch.tensor(s)
-            attn[i, : len(s)] = 1
-            labels[i, : len(s)] = torch.where(torch.tensor(m) > 0, torch.tensor(s), torch.tensor(-100))
+        ids, attn, labels = _padded(seqs, masks, tok.pad_token_id)
         loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -139,6 +126,32 @@ def warm_start(
     model.save_pretrained(out_dir, safe_serialization=True)
     tok.save_pretrained(out_dir)
     return out_dir
+
+
+def _noisy_answer(task: Task, rng: random.Random, correct: float, noise: str, max_offset: int) -> int:
+    """The answer a warm-start example teaches: the right one with probability `correct`, else a wrong one."""
+    value = int(task.answer)  # type: ignore[arg-type]
+    if rng.random() >= correct:
+        if noise == "copy":  # the habit of repeating the first number of the question
+            value = int(_first_number(task.prompt))
+        else:  # a uniform window: (1-correct)/(2·max_offset) on each of value ± 1..max_offset
+            off = rng.randint(1, max_offset) * rng.choice((-1, 1))
+            value = value + off if value + off >= 0 else value + abs(off)
+    return value
+
+
+def _padded(seqs: list[list[int]], masks: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor,
+                                                                                 torch.Tensor]:
+    """Right-padded input ids, attention mask and labels (-100 where the mask is 0) of a batch."""
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(seqs), width), dtype=torch.long)
+    labels = torch.full((len(seqs), width), -100, dtype=torch.long)
+    for i, (s, m) in enumerate(zip(seqs, masks, strict=True)):
+        ids[i, : len(s)] = torch.tensor(s)
+        attn[i, : len(s)] = 1
+        labels[i, : len(s)] = torch.where(torch.tensor(m) > 0, torch.tensor(s), torch.tensor(-100))
+    return ids, attn, labels
 
 
 @dataclass(frozen=True)

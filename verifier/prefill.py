@@ -165,6 +165,25 @@ def _prefill_full(
     return [t for t in out if t is not None]
 
 
+def _left_padded_caches(rows: list[list[tuple[torch.Tensor, torch.Tensor]]],
+                        width: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per layer, the batch's prompt keys and values (each row's own prompt, per layer (kvh, P, d)), left-padded
+    with zeros to `width` positions: (B, kvh, width, d) each."""
+    import torch
+
+    layers = []
+    for layer in range(len(rows[0])):
+        k0, _ = rows[0][layer]
+        k = k0.new_zeros((len(rows), k0.shape[0], width, k0.shape[-1]))
+        v = torch.zeros_like(k)
+        for row, prompt_kv in enumerate(rows):
+            pk, pv = prompt_kv[layer]
+            k[row, :, width - pk.shape[1] :] = pk
+            v[row, :, width - pv.shape[1] :] = pv
+        layers.append((k, v))
+    return layers
+
+
 def _prefill_shared(
     model: PreTrainedModel, prompts: list[list[int]], comps: list[list[int]], max_batch_tokens: int
 ) -> list[torch.Tensor]:
@@ -223,16 +242,7 @@ def _prefill_shared(
                 ids[row, : clen[i]] = torch.tensor(comps[i][:-1])
                 mask[row, pw - p : pw + clen[i]] = 1  # prompt left-padded in the cache, completion right-padded
                 pos[row] = torch.arange(p, p + width)
-            layers = []
-            for layer in range(len(kv[group[idx[0]]])):
-                k0, _ = kv[group[idx[0]]][layer]
-                k = k0.new_zeros((len(idx), k0.shape[0], pw, k0.shape[-1]))  # (B, kvh, Pmax, d)
-                v = torch.zeros_like(k)
-                for row, i in enumerate(idx):
-                    pk, pv = kv[group[i]][layer]
-                    k[row, :, pw - pk.shape[1] :] = pk
-                    v[row, :, pw - pv.shape[1] :] = pv
-                layers.append((k, v))
+            layers = _left_padded_caches([kv[group[i]] for i in idx], pw)
             res = decoder(
                 input_ids=ids.to(device),
                 attention_mask=mask.to(device),
