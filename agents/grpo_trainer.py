@@ -300,10 +300,10 @@ class GRPOTrainer:
             kept += group
         return kept, dropped
 
-    def train_step(self, samples: Sequence[Sample]) -> StepStats:
-        """One rollout step: filter, recompute old log-probs, several optimizer steps, save."""
+    def _check_samples(self, samples: Sequence[Sample]) -> None:
+        """Refuse a batch holding a sample too stale for the async level, an advantage or reward that is not a
+        bounded finite number, or a completion longer than the loss's constant denominator allows."""
         cfg = self.config
-        t0 = time.perf_counter()
         for s in samples:
             check_staleness(self.step, s.policy_step, cfg.async_level)
             if not (math.isfinite(s.advantage) and abs(s.advantage) <= cfg.max_abs_advantage):
@@ -318,20 +318,11 @@ class GRPOTrainer:
                     f"sample of problem {s.problem_id!r} has {len(s.completion_ids)} completion tokens, "
                     f"more than max_completion_tokens={cfg.max_completion_tokens}"
                 )
-        kept, dropped = self._filter(samples)
-        if not kept:
-            raise NoSignalError(f"step {self.step + 1}: all {dropped} groups have zero advantage; nothing trained")
-        reward_mean = sum(s.reward for s in samples) / max(len(samples), 1)
-        totals = {"loss": 0.0, "clip_fraction": 0.0, "approx_kl": 0.0, "grad_norm": 0.0}
-        n_updates = 0
-        skipped = 0
-        tokens = sum(len(s.completion_ids) for s in kept)
-        # the same seeded shuffle on every rank: the mini-batches are global, a rank trains
-        # its slice of each with the global denominator (see the module doc)
-        order = list(range(len(kept)))
-        self._rng.shuffle(order)
-        n_mb = min(cfg.optimizer_steps, len(kept))
-        minibatches = [[kept[j] for j in order[k::n_mb]] for k in range(n_mb)]
+
+    def _reference_pass(self, minibatches: list[list[Sample]]) -> list[tuple[Any, ...]]:
+        """Per mini-batch, this rank's slice as tensors with its old (and reference) log-probs, before any update:
+        (ids, attn, targets, mask, old, ref, advantages, the loss's constant denominator)."""
+        cfg = self.config
         prepared = []
         self.model.eval()  # no dropout in the reference pass
         with torch.no_grad():
@@ -347,6 +338,28 @@ class GRPOTrainer:
                 ref = self._logprobs(self.ref_model, ids, attn, targets) if self.ref_model is not None else None
                 adv = torch.tensor([s.advantage for s in local], dtype=torch.float32, device=self.device)
                 prepared.append((ids, attn, targets, mask, old, ref, adv, denominator))
+        return prepared
+
+    def train_step(self, samples: Sequence[Sample]) -> StepStats:
+        """One rollout step: filter, recompute old log-probs, several optimizer steps, save."""
+        cfg = self.config
+        t0 = time.perf_counter()
+        self._check_samples(samples)
+        kept, dropped = self._filter(samples)
+        if not kept:
+            raise NoSignalError(f"step {self.step + 1}: all {dropped} groups have zero advantage; nothing trained")
+        reward_mean = sum(s.reward for s in samples) / max(len(samples), 1)
+        totals = {"loss": 0.0, "clip_fraction": 0.0, "approx_kl": 0.0, "grad_norm": 0.0}
+        n_updates = 0
+        skipped = 0
+        tokens = sum(len(s.completion_ids) for s in kept)
+        # the same seeded shuffle on every rank: the mini-batches are global, a rank trains
+        # its slice of each with the global denominator (see the module doc)
+        order = list(range(len(kept)))
+        self._rng.shuffle(order)
+        n_mb = min(cfg.optimizer_steps, len(kept))
+        minibatches = [[kept[j] for j in order[k::n_mb]] for k in range(n_mb)]
+        prepared = self._reference_pass(minibatches)
         self.model.train()
         for ids, attn, targets, mask, old, ref, adv, denominator in prepared:
             new = self._logprobs(self.model, ids, attn, targets)

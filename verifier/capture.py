@@ -62,13 +62,7 @@ def generate_with_states(
     device = next(model.parameters()).device
     b = len(prompt_ids)
     seeds = [sample_seed(seed, i) for i in range(b)]
-    width = max(len(p) for p in prompt_ids)
-    ids = torch.full((b, width), pad_id, dtype=torch.long)  # (B, S) left-padded
-    attn = torch.zeros((b, width), dtype=torch.long)
-    for i, p in enumerate(prompt_ids):
-        ids[i, width - len(p) :] = torch.tensor(list(p))
-        attn[i, width - len(p) :] = 1
-    pos = (attn.cumsum(-1) - 1).clamp(min=0)  # (B, S) position ids ignoring the padding
+    ids, attn, pos = _left_padded(prompt_ids, pad_id)
     completions: list[list[int]] = [[] for _ in range(b)]
     states: list[list[torch.Tensor]] = [[] for _ in range(b)]
     done = [False] * b
@@ -89,13 +83,7 @@ def generate_with_states(
                 h = captured.pop()  # (B, H)
                 captured.clear()
                 nxt = gumbel_sample(logits, seeds, [step] * b, temperature, top_k, top_p).cpu()  # (B,)
-                for i in range(b):
-                    if done[i]:
-                        continue
-                    completions[i].append(int(nxt[i]))
-                    states[i].append(h[i].cpu())
-                    if int(nxt[i]) in eos:
-                        done[i] = True
+                _append_step(nxt, h, completions, states, done, eos)
                 if all(done):
                     break
                 attn = torch.cat([attn, torch.ones((b, 1), dtype=attn.dtype)], dim=1)
@@ -120,3 +108,28 @@ def generate_with_states(
         )
         for i in range(b)
     ]
+
+
+def _left_padded(prompt_ids: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The prompts left-padded: input ids, attention mask and position ids that ignore the padding, each (B, S)."""
+    import torch
+
+    width = max(len(p) for p in prompt_ids)
+    ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(prompt_ids), width), dtype=torch.long)
+    for i, p in enumerate(prompt_ids):
+        ids[i, width - len(p) :] = torch.tensor(list(p))
+        attn[i, width - len(p) :] = 1
+    return ids, attn, (attn.cumsum(-1) - 1).clamp(min=0)
+
+
+def _append_step(nxt: torch.Tensor, h: torch.Tensor, completions: list[list[int]], states: list[list[torch.Tensor]],
+                 done: list[bool], eos: set[int]) -> None:
+    """Add one decoding step's token and state to every sample still going; a sample ends after an EOS id."""
+    for i in range(len(done)):
+        if done[i]:
+            continue
+        completions[i].append(int(nxt[i]))
+        states[i].append(h[i].cpu())
+        if int(nxt[i]) in eos:
+            done[i] = True
