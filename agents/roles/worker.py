@@ -107,7 +107,8 @@ class CheckpointFollower:
         out = self.path(step)
         if out.exists():
             return out
-        t0 = time.perf_counter()  # only the change against the step held before, when held
+        t0 = time.perf_counter()
+        # only the change against the step held before, when held (the full checkpoint otherwise)
         res = fetch_checkpoint(cid, self.root, step, sources=w.shardcast_sources(), ipfs=w.ipfs,
                                reputation=self.reputation)
         w.count("checkpoints_fetched")
@@ -189,8 +190,7 @@ class Worker(Agent):
             raise AgentError(str(exc)) from None
         self.classes = BudgetClasses(self.protocol, self.pool_id, self.pool.params, self.cfg)
         # a full-length submission must fit the pool's per-submission cap, or every such one would revert
-        check_units_fit(self._full_units(),
-                        self.pool.params.max_units_per_submission, self.pool_id,
+        check_units_fit(self._full_units(), self.pool.params.max_units_per_submission, self.pool_id,
                         f"a full-length submission (largest budget {max(self.budgets)} × group_size {w.group_size} × "
                         f"problems_per_task {w.problems_per_task})")
         self.task_set = load_task_set(self.cfg.tasks, self.rules.taskset_cid if self.rules else
