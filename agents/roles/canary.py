@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 KIND = "canary"
 """The trainer's state records of its canaries: id = task (= submission) id; status claimed → planned →
 submitted → upheld → closed (or unchallenged / closed with the task's status)."""
-EVIDENCE_SCHEMA = "intellect.evidence/v1"  # the validators' evidence document (roles.validator.Evidence)
+EVIDENCE_SCHEMA = "intellect.evidence/v1"  # the validators' evidence document (roles.challenges.Evidence)
 PASS_SECONDS = 2.0
 MAX_SUBMIT_REVERTS = 3
 """`submitWork` reverts after which a canary is given up (closed, with the revert logged; its lease expires on

@@ -21,11 +21,14 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from intellect.verifier.evidence import EvidenceClaim, EvidenceRules, WorkerEvidence, recheck_claim
+from intellect.verifier.submission import Verdict
 
-__all__ = ["EVIDENCE_REASON", "KIND", "claim_of", "flagged_target", "last_upheld", "open_challenge", "record_verdict", "vote_on_claim"]
+__all__ = ["EVIDENCE_REASON", "KIND", "claim_of", "due_challenge", "flagged_target", "last_upheld", "open_challenge",
+           "record_verdict", "vote_on_challenge", "vote_on_claim"]
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +111,52 @@ def flagged_target(state: Any, ev: WorkerEvidence, now: int) -> int | None:
             continue
         return c.submission_id
     return None
+
+
+def due_challenge(state: Any, rules: EvidenceRules, ev: WorkerEvidence,
+                  now: Callable[[], int]) -> tuple[int, Verdict] | None:
+    """What to challenge for a flagged worker's evidence `ev`: (the cited submission, the rejecting verdict whose
+    evidence is the claim), or None: the worker is challenged already, a challenge of it is open (then recorded as
+    its challenge), or no cited submission is still in its window at chain time `now()` (asked only then)."""
+    worker = ev.worker.lower()
+    rec = state.record(KIND, worker)
+    if rec is not None and rec["status"] == "challenged":
+        return None
+    if (open_id := open_challenge(state, worker)) is not None:  # one challenge at a time
+        state.put(KIND, worker, "challenged", {"challenged": open_id})
+        return None
+    target = flagged_target(state, ev, now())
+    if target is None:
+        log.error("worker %s flagged, but no cited submission is still in its window", worker)
+        return None
+    claim = ev.claim(rules)
+    run, total = ev.cited()
+    return target, Verdict(submission_id=target, accepted=False, outcome="reject", reason=EVIDENCE_REASON,
+                           detail=f"{len(run)} consecutive submissions of {worker}, evidence {total:.2f} ≥ "
+                                  f"h = {rules.threshold:.2f}",
+                           stats={"evidence": json.loads(claim.model_dump_json(by_alias=True))})
+
+
+def vote_on_challenge(state: Any, rules: EvidenceRules, ipfs: Any, challenge: dict[str, Any],
+                      sub: dict[str, Any]) -> bool | None:
+    """How a validator votes on an open challenge (its `challenge` record's data; `sub` the challenged submission's
+    record), None: not now. Its own verdict of the submission, or, for a challenge of a flagged worker (its evidence
+    on IPFS is an `EvidenceClaim`), its own recomputation of the cited evidence (`vote_on_claim`); it never upholds
+    a challenge of a submission it found ambiguous on that submission's own grounds."""
+    if sub["status"] == "rejected":
+        return True
+    cid = challenge.get("evidence_cid")
+    claim = None
+    if cid and ipfs is not None:
+        try:
+            claim = claim_of(ipfs.cat(cid, max_size=1 << 20))
+        except Exception as exc:  # the challenger's evidence must be retrievable: judged without it
+            log.warning("evidence %s of a challenge not retrievable: %s", cid, exc)
+    if claim is not None:
+        uphold, why = vote_on_claim(state, rules, claim, str(challenge.get("node") or sub["data"]["node"]))
+        log.info("evidence claim against %s: %s (%s)", claim.worker, uphold, why)
+        return uphold
+    return False if sub["status"] == "accepted" else None
 
 
 def claim_of(evidence_json: bytes) -> EvidenceClaim | None:

@@ -17,36 +17,37 @@ round_actions`, issue 33). Submissions are checked concurrently; `/metrics` has 
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
-from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, NoReturn
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from intellect.agents.attestation import sign_attestation
 from intellect.agents.hardware import resolve
 from intellect.agents.roles import evidence as worker_evidence
 from intellect.agents.roles._inflight import InFlightChecks
 from intellect.agents.roles._runtime import (
-    MAX_ATTESTATIONS_PAGE,
     Agent,
     StateCursorStore,
     attestations_reply,
     bare_hex,
     load_task_set,
 )
-from intellect.agents.roles.accountability import round_actions, slash_losing_voters
+from intellect.agents.roles.accountability import slash_losing_voters
 from intellect.agents.roles.assignment import Assigner
+from intellect.agents.roles.attester_rewards import claim_attester_rewards
+from intellect.agents.roles.attesting import keep_attestation, post_attestations
 from intellect.agents.roles.budget_class import BudgetClasses
+from intellect.agents.roles.challenges import open_challenge, send_round_actions, void_wiped_submissions
+from intellect.agents.roles.checkpoints import (
+    CheckpointCache,
+    checkpoint_dir,
+    fetch_checkpoint,
+    load_checkpoint,
+)
+from intellect.agents.roles.claim_lookup import assigned_to, claim_class, claim_seed, validator_assigner
 from intellect.agents.roles.pool_rules import apply_pool_rules
-from intellect.sdk import ContractRevert, EventStream, IntellectError, IpfsError, TaskStatus
-from intellect.sdk.http import PeerHttpError, fetch
-from intellect.sdk.shardcast import Client, SourceReputation
-from intellect.verifier.assignment import assignment_size, effective_quorum
+from intellect.sdk import EventStream, IntellectError, IpfsError
 from intellect.verifier.evidence import rules_for_profile
 from intellect.verifier.isolation import ParseUnavailable
 from intellect.verifier.submission import (
@@ -58,29 +59,11 @@ from intellect.verifier.submission import (
     check_submission,
 )
 
-__all__ = ["EVIDENCE_SCHEMA", "Evidence", "Rejection", "Validator", "Verdict"]
+__all__ = ["Rejection", "Validator", "Verdict"]
 
 log = logging.getLogger(__name__)
 
-EVIDENCE_SCHEMA = "intellect.evidence/v1"
-ATTESTER_CLAIMS_PER_PASS = 32  # due attester rewards asked (one eth_call each) per settle pass, at most
 MAX_CHECK_CRASHES = 2  # a submission whose check ended the validator's process this often is given up
-
-
-class Evidence(BaseModel):
-    """What a challenge points to (JSON on IPFS, schema `intellect.evidence/v1`)."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    schema_: str = Field(EVIDENCE_SCHEMA, alias="schema")
-    submission_id: int
-    rollouts_cid: str
-    node: str
-    reason: str
-    detail: str
-    stats: dict[str, Any] = Field(default_factory=dict)
-    validator: str
-    checked_at: float
 
 
 class _Unavailable(IntellectError):
@@ -99,16 +82,13 @@ class Validator(Agent):
         self.metrics.declare("backlog", "gauge", "submissions waiting for or under verification")
         self.metrics.declare("verdicts_total", "counter", "verdicts by outcome and reason")
         self.metrics.declare("verify_seconds_total", "counter", "time spent verifying")
-        self._models: OrderedDict[int, Checkpoint] = OrderedDict()
+        self.checkpoints = CheckpointCache(cfg.validator.cached_checkpoints)
         self.task_set: Any = None  # loaded in start()
-        self._model_lock = threading.Lock()
-        self._shardcast_reputation: Any = None
+        self._assigner: Assigner | None = None  # made on the first assignment asked (`_claim_assigner`)
         self._inflight: dict[int, Future[Any]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._tx_lock = threading.Lock()  # one challenge at a time: its bond approval must not race
         self._published = -1  # newest checkpoint step seen in CheckpointPublished events
-        self._preloaded = -1
-        self._preloader: threading.Thread | None = None
         self._checks = InFlightChecks(self.state)
 
     # -- set-up --------------------------------------------------------------------------------
@@ -210,94 +190,25 @@ class Validator(Agent):
     # -- checkpoints ---------------------------------------------------------------------------
     def checkpoint_model(self, step: int) -> Checkpoint:
         """(model, tokenizer, manifest CID) of the pool's on-chain checkpoint `step` (fetched via Shardcast, cached)."""
-        with self._model_lock:
-            if step in self._models:
-                self._models.move_to_end(step)
-                return self._models[step]
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+        return self.checkpoints.get(step, self._load_checkpoint)
 
-            cid = self.protocol.checkpoint(self.pool_id, step).manifest_cid
-            out = self.data_dir / "checkpoints" / f"step-{step}"
-            if not (out / "config.json").is_file():
-                assert self.directory is not None
-                sources = self.shardcast_sources()
-                self.refresh_ipfs_peers(extra=[self.directory.service(self.pool.params.trainer, "ipfs") or ""])
-                out.parent.mkdir(parents=True, exist_ok=True)
-                if self._shardcast_reputation is None:  # corrupt-shard benches outlive one fetch
-                    self._shardcast_reputation = SourceReputation()
-                prev = out.parent / f"step-{step - 1}"  # a delta against it when held, else the full checkpoint
-                Client(relays=sources, ipfs=self.ipfs, fsync=False, reputation=self._shardcast_reputation).fetch(
-                    cid, out, base=prev if (prev / "config.json").is_file() else None)
-            import torch
-
-            device, dtype = resolve(self.cfg.validator.device, self.cfg.validator.dtype, "validator")
-            model = AutoModelForCausalLM.from_pretrained(str(out), dtype=getattr(torch, dtype)).to(device).eval()
-            tok = AutoTokenizer.from_pretrained(str(out))
-            self._models[step] = Checkpoint(model, tok, cid)
-            while len(self._models) > self.cfg.validator.cached_checkpoints:
-                self._models.popitem(last=False)
-            return self._models[step]
+    def _load_checkpoint(self, step: int) -> Checkpoint:
+        cid = self.protocol.checkpoint(self.pool_id, step).manifest_cid
+        root = self.data_dir / "checkpoints"
+        if not (checkpoint_dir(root, step) / "config.json").is_file():
+            assert self.directory is not None
+            sources = self.shardcast_sources()
+            self.refresh_ipfs_peers(extra=[self.directory.service(self.pool.params.trainer, "ipfs") or ""])
+            root.mkdir(parents=True, exist_ok=True)
+            fetch_checkpoint(cid, root, step, sources=sources, ipfs=self.ipfs, reputation=self.checkpoints.reputation)
+        device, dtype = resolve(self.cfg.validator.device, self.cfg.validator.dtype, "validator")
+        return load_checkpoint(checkpoint_dir(root, step), cid, device, dtype)
 
     def _preload_latest(self) -> None:
         """Fetch and load the newest published checkpoint in the background as soon as it is posted,
         so the first submission of a step does not wait for the model (Shardcast fetch + load)."""
-        step = self._published
-        if step <= self._preloaded or (self._preloader is not None and self._preloader.is_alive()):
-            return
-
-        def run() -> None:
-            t0 = time.perf_counter()
-            try:
-                self.checkpoint_model(step)
-                log.info("preloaded checkpoint step %d in %.2fs", step, time.perf_counter() - t0)
-                self._preloaded = step
-            except Exception as exc:  # retried on the next loop turn; verification loads it anyway
-                self.metrics.inc("errors_total", kind=type(exc).__name__)
-                log.warning("preloading checkpoint step %d failed: %r", step, exc)
-
-        self._preloader = threading.Thread(target=run, name="preload", daemon=True)
-        self._preloader.start()
-
-    def claim_seed(self, task_id: int) -> bytes:
-        """The chain-drawn seed of task `task_id`'s claim: from the TaskClaimed event the follower kept (it
-        precedes the WorkSubmitted event); the event log is searched only for a claim the follower did not
-        see (a cursor from before claims were followed)."""
-        rec = self.state.record("claim", task_id)
-        if rec is not None:
-            return bytes.fromhex(rec["data"]["seed"])
-        evs = self.protocol.get_events(["TaskClaimed"], filters={"taskId": task_id})
-        if not evs:
-            self._claim_event_missing(task_id)
-        seed = bare_hex(evs[-1].args["seed"])
-        self.state.put("claim", task_id, "claimed", {"seed": seed})
-        return bytes.fromhex(seed)
-
-    def claim_class(self, task_id: int, node: str) -> str:
-        """The budget class task `task_id`'s claim is judged by (`BudgetClasses`: the lower of the node's declared
-        class and the class its verified history earns, as of the block before the claim's block)."""
-        rec = self.state.record("claim", task_id)
-        block = rec["data"].get("block") if rec is not None else None
-        if block is None:
-            block = self.classes.claim_block(task_id)
-        if block is None:
-            self._claim_event_missing(task_id)
-        return self.classes.class_at(node, int(block))
-
-    def _claim_event_missing(self, task_id: int) -> NoReturn:
-        """No TaskClaimed event for a task: a rejection only when the ledger has no such task. A task the ledger
-        holds was claimed (submitWork takes only the claimant), so a missing event is this node's RPC missing
-        logs (a node restarted from a state dump, a pruned provider): no verdict now, judged later, given up
-        when the window closes (`ParseUnavailable`), never a slash on what this node could not see."""
-        try:
-            known = self.protocol.task(task_id).status != TaskStatus.NONE
-        except ContractRevert as exc:
-            if exc.name != "TaskLedgerUnknownTask":
-                raise
-            known = False
-        if not known:
-            raise Rejection("unknown_task", f"no TaskClaimed event for task {task_id}")
-        raise ParseUnavailable(f"task {task_id} is on the ledger but this node's RPC returns no TaskClaimed event for "
-                               f"it (its claim seed and block are unknown here)")
+        self.checkpoints.preload(self._published, self.checkpoint_model,
+                                 on_error=lambda exc: self.metrics.inc("errors_total", kind=type(exc).__name__))
 
     # -- verification --------------------------------------------------------------------------
     def fetch_rollouts(self, sid: int, sub: dict[str, Any]) -> bytes:
@@ -333,7 +244,8 @@ class Validator(Agent):
 
         claim = Claim(submission_id=sid, node=sub["node"], policy_step=sub["policy_step"],
                       proofs_hash=sub["proofs_hash"], work_units=sub["work_units"], rollouts_cid=sub["rollouts_cid"],
-                      seed=lambda: self.claim_seed(sid), budget_class=lambda: self.claim_class(sid, sub["node"]))
+                      seed=lambda: claim_seed(self.protocol, self.state, sid),
+                      budget_class=lambda: claim_class(self.protocol, self.state, self.classes, sid, sub["node"]))
         verdict = check_submission(data, claim, self.task_set, self.submission_rules(), self.checkpoint_model,
                                    evidence=self.evidence_rules)
         return verdict.model_copy(update={"seconds": time.perf_counter() - t0})
@@ -396,185 +308,61 @@ class Validator(Agent):
     def add_evidence(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
         """Add a judged submission's LLR to its worker's evidence (state store); a worker whose evidence crosses
         h is challenged on the newest cited submission still in its window (`intellect.agents.roles.evidence`)."""
-        if self.cfg.validator.evidence == "off":
+        mode = self.cfg.validator.evidence
+        if mode == "off":
             return
         ev = worker_evidence.record_verdict(self.state, self.evidence_rules, sid, sub, verdict.llr)
-        if ev is None or not ev.flagged or self.cfg.validator.evidence != "enforce":
+        if ev is None or not ev.flagged or mode != "enforce":
             return
-        worker = str(sub["node"]).lower()
-        rec = self.state.record(worker_evidence.KIND, worker)
-        if rec is not None and rec["status"] == "challenged":
-            return
-        if (open_id := worker_evidence.open_challenge(self.state, worker)) is not None:  # one challenge at a time
-            self.state.put(worker_evidence.KIND, worker, "challenged", {"challenged": open_id})
-            return
-        target = worker_evidence.flagged_target(self.state, ev, self.protocol.chain_time())
-        if target is None:
-            log.error("worker %s flagged, but no cited submission is still in its window", worker)
-            return
-        claim = ev.claim(self.evidence_rules)
-        run, total = ev.cited()
-        flag = Verdict(submission_id=target, accepted=False, outcome="reject", reason=worker_evidence.EVIDENCE_REASON,
-                       detail=f"{len(run)} consecutive submissions of {worker}, evidence {total:.2f} ≥ "
-                              f"h = {self.evidence_rules.threshold:.2f}",
-                       stats={"evidence": json.loads(claim.model_dump_json(by_alias=True))})
-        tsub = self.state.record("submission", target)
-        assert tsub is not None
-        self._challenge(target, tsub["data"], flag)
-        self.state.put(worker_evidence.KIND, worker, "challenged", {"challenged": target})
+        due = worker_evidence.due_challenge(self.state, self.evidence_rules, ev, self.protocol.chain_time)
+        if due is not None:
+            target, flag = due
+            tsub = self.state.record("submission", target)
+            assert tsub is not None
+            self._challenge(target, tsub["data"], flag)
+            self.state.put(worker_evidence.KIND, ev.worker.lower(), "challenged", {"challenged": target})
 
     def vote_of(self, challenge: dict[str, Any], sub: dict[str, Any]) -> bool | None:
-        """How this validator votes on an open challenge (None: not now): its own verdict of the submission, or,
-        for a challenge of a flagged worker, its own recomputation of the cited evidence (issue 35); it never
-        upholds a challenge of a submission it found ambiguous on that submission's own grounds."""
-        if sub["status"] == "rejected":
-            return True
-        cid = challenge.get("evidence_cid")
-        claim = None
-        if cid and self.ipfs is not None:
-            try:
-                claim = worker_evidence.claim_of(self.ipfs.cat(cid, max_size=1 << 20))
-            except Exception as exc:  # the challenger's evidence must be retrievable: judged without it
-                log.warning("evidence %s of a challenge not retrievable: %s", cid, exc)
-        if claim is not None:
-            uphold, why = worker_evidence.vote_on_claim(self.state, self.evidence_rules, claim,
-                                                        str(challenge.get("node") or sub["data"]["node"]))
-            log.info("evidence claim against %s: %s (%s)", claim.worker, uphold, why)
-            return uphold
-        return False if sub["status"] == "accepted" else None
+        """How this validator votes on an open challenge (None: not now): `evidence.vote_on_challenge`."""
+        return worker_evidence.vote_on_challenge(self.state, self.evidence_rules, self.ipfs, challenge, sub)
 
     def _attest(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
-        att = sign_attestation(self.protocol.account.key, chain_id=self.protocol.chain_id,
-                               ledger=self.protocol.contracts["TaskLedger"].address, submission_id=sid,
-                               rollouts_cid=sub["rollouts_cid"], proofs_hash=sub["proofs_hash"],
-                               policy_step=sub["policy_step"], accepted=True)
-        with self.state.transaction():
-            self.state.put("attestation", sid, "signed", {"attestation": json.loads(att.model_dump_json(by_alias=True))})
-            self.state.put("submission", sid, "accepted", {"verdict": verdict.model_dump()})
+        keep_attestation(self.protocol, self.state, sid, sub, verdict)
         log.info("submission %d accepted (%.2fs)", sid, verdict.seconds)
         self._post_attestations()
 
     def _challenge(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
+        """Open a challenge of submission `sid` for `verdict` (`challenges.open_challenge`), one at a time."""
         with self._tx_lock:
-            self._challenge_locked(sid, sub, verdict)
-
-    def _challenge_locked(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
-        t = self.protocol.task(sid)
-        if t.status == TaskStatus.CHALLENGED:  # already challenged (by us before a crash, or by another validator)
-            self._track_challenge(sid, sub["node"])
-            return
-        if t.status != TaskStatus.SUBMITTED:
-            self.state.put("challenge", sid, "moot", {"task_status": t.status.name.lower()})
-            return
-        if self.protocol.chain_time() >= t.window_end:
-            self.state.put("challenge", sid, "too_late")
-            log.error("submission %d: window closed before the challenge", sid)
-            return
-        rec = self.state.record("challenge", sid)
-        # our own evidence of an attempt that did not go through; a round someone else opened had theirs
-        cid = rec["data"].get("evidence_cid") if rec is not None and rec["status"] == "opening" else None
-        if not cid:
-            ev = Evidence(submission_id=sid, rollouts_cid=sub["rollouts_cid"], node=sub["node"],
-                          reason=verdict.reason or "rejected", detail=verdict.detail[:2000], stats=verdict.stats,
-                          validator=self.protocol.address, checked_at=time.time())
-            cid = self.ipfs.add(ev.model_dump_json(by_alias=True).encode())
-        self.state.put("challenge", sid, "opening", {"evidence_cid": cid, "reason": verdict.reason, "node": sub["node"]})
-        try:
-            self.protocol.challenge(sid, cid)
-        except ContractRevert as exc:
-            if exc.name == "TaskLedgerAlreadyChallenged":
-                self._track_challenge(sid, sub["node"])
-                return
-            raise
-        self._track_challenge(sid, sub["node"])
-        self.count("challenged")
-        log.warning("challenged submission %d of %s: %s (evidence %s)", sid, sub["node"], verdict.reason, cid)
-
-    def _track_challenge(self, sid: int, node: str) -> None:
-        info = self.protocol.challenge_info(sid)
-        mine = info.challenger.lower() == self.protocol.address.lower()
-        status = info.status.name.lower()
-        old = (self.state.record("challenge", sid) or {}).get("data", {})
-        own = set(old.get("own") or []) | ({int(info.round)} if mine else set())
-        same_round = int(old.get("round", 0)) == int(info.round)
-        self.state.put("challenge", sid, status, {"challenger": info.challenger, "vote_end": info.vote_end,
-                                                  "node": node, "mine": mine, "round": int(info.round),
-                                                  "own": sorted(own),
-                                                  "voters_slashed": bool(old.get("voters_slashed")) and same_round})
+            cid = open_challenge(self.protocol, self.state, self.ipfs, sid, sub, verdict)
+        if cid is not None:
+            self.count("challenged")
+            log.warning("challenged submission %d of %s: %s (evidence %s)", sid, sub["node"], verdict.reason, cid)
 
     def _post_attestations(self) -> None:
-        pending = self.state.records("attestation", "signed")
-        if not pending:
+        """Offer the signed attestations to the pool's trainer (`validator.trainer_url`, else its registered
+        endpoint): `attesting.post_attestations`."""
+        if not self.state.count("attestation", "signed"):
             return
         url = self.cfg.validator.trainer_url
         if not url and self.directory is not None:
-            node = self.directory.node(self.pool.params.trainer)
-            url = node.endpoint or None
-        if not url:
-            return
-
-        for r in pending[:MAX_ATTESTATIONS_PAGE]:
-            try:
-                resp = fetch("POST", url.rstrip("/") + "/attestations", json_body=r["data"]["attestation"],
-                             deadline=5.0, max_bytes=64 * 1024)
-            except PeerHttpError as exc:
-                log.debug("posting attestation %s: %s", r["id"], exc)
-                return
-            text = resp.body.decode("utf-8", "replace")
-            if resp.ok:
-                self.state.put("attestation", r["id"], "posted")
-                self.count("attestations_posted")
-            else:
-                log.warning("trainer refused attestation %s: %s", r["id"], text.strip()[:300])
-                self.state.put("attestation", r["id"], "refused", {"error": text[:300]})
+            url = self.directory.node(self.pool.params.trainer).endpoint or None
+        if url and (posted := post_attestations(self.state, url)):
+            self.count("attestations_posted", posted)
 
     def _votes_and_resolutions(self) -> None:
-        """Send what `round_actions` asks for (issue 33): a vote in every open round of a submission this validator
-        has a verdict for, the resolution of rounds that can be resolved, and a new round for work its verdict
-        rejects whose last round ended Rejected or NoQuorum inside the window. Each failure is logged; the rest
-        still go."""
-        for act in round_actions(self.protocol, self.state, vote_of=self.vote_of):
-            cid = act.challenge_id
-            try:
-                if act.kind == "vote":
-                    with self._tx_lock:
-                        self.protocol.vote(cid, act.uphold)
-                    self.count("votes")
-                    log.info("voted %s on challenge %d (round %d)", "uphold" if act.uphold else "reject", cid, act.round)
-                    self.state.put("challenge", cid, "open", {"voted": True, "voted_round": act.round})
-                elif act.kind == "resolve":
-                    with self._tx_lock:
-                        upheld = self.protocol.resolve(cid)
-                    self.count("resolved")
-                    log.info("resolved challenge %d: %s", cid, "upheld" if upheld else "not upheld")
-                else:
-                    sub = self.state.record("submission", cid)
-                    assert sub is not None  # round_actions re-challenges only work this validator rejected
-                    log.warning("submission %d: round %d of its challenge ended without upholding it; this "
-                                "validator's verdict rejects it: challenging again", cid, act.round)
-                    self._challenge(cid, sub["data"], Verdict.model_validate(sub["data"]["verdict"]))
-            except ContractRevert as exc:
-                if exc.name == "TaskLedgerAlreadyVoted":
-                    self.state.put("challenge", cid, "open", {"voted": True, "voted_round": act.round})
-                elif exc.name != "TaskLedgerChallengeNotOpen":
-                    log.warning("%s on challenge %d refused: %s", act.kind, cid, exc)
-            except Exception as exc:  # this action again next pass; the others still go now
-                self.metrics.inc("errors_total", kind=type(exc).__name__)
-                log.warning("%s on challenge %d failed (retried later): %r", act.kind, cid, exc)
-                continue
-            if act.kind == "resolve":
-                info = self.protocol.challenge_info(cid)
-                if info.status.name.lower() in ("upheld", "rejected", "no_quorum"):
-                    self.state.put("challenge", cid, info.status.name.lower())
+        """Vote, resolve and challenge again as the open rounds ask (`challenges.send_round_actions`, issue 33)."""
+        send_round_actions(self.protocol, self.state, lock=self._tx_lock, vote_of=self.vote_of,
+                           rechallenge=self._challenge, count=self.count, metrics=self.metrics)
 
     def _settle(self) -> None:
         """Issue 21's follow-ups, each guarded (a failure logs and is tried again on the next pass): claim the
-        attester rewards of this validator's recorded attestations whose windows closed (AttesterBook), and
-        slash the losing voters of resolved challenges this validator took part in (`accountability`), and
-        after a challenge of ours is upheld, void the slashed worker's other wiped submissions (frees their
-        reservations in the ledger; `voidSubmissions`, checked by eth_call first so one bad id sends nothing)."""
+        attester rewards of this validator's recorded attestations whose windows closed
+        (`attester_rewards.claim_attester_rewards`), slash the losing voters of resolved challenges this validator
+        took part in (`accountability.slash_losing_voters`), and after a challenge of ours is upheld, void the
+        slashed worker's other wiped submissions (`challenges.void_wiped_submissions`)."""
         try:
-            self._claim_attester_rewards()
+            claim_attester_rewards(self.protocol, self.state, lock=self._tx_lock)
         except Exception as exc:
             self.metrics.inc("errors_total", kind=type(exc).__name__)
             log.warning("claiming attester rewards failed (retried later): %s", exc)
@@ -584,80 +372,7 @@ class Validator(Agent):
             except Exception as exc:
                 self.metrics.inc("errors_total", kind=type(exc).__name__)
                 log.warning("slashing losing voters failed (retried later): %s", exc)
-        for r in self.state.records("challenge", "upheld"):
-            if not r["data"].get("mine") or r["data"].get("voided_done"):
-                continue
-            node = str(r["data"].get("node") or "").lower()
-            candidates = [int(s["id"]) for s in self.state.records("submission")
-                          if int(s["id"]) != int(r["id"]) and str(s["data"].get("node", "")).lower() == node]
-            void = []
-            try:
-                for sid in candidates:
-                    try:
-                        self.protocol.call("TaskLedger", "voidSubmissions", [sid])
-                        void.append(sid)
-                    except ContractRevert:
-                        pass  # not submitted any more, or not wiped by the slash
-                if void:
-                    with self._tx_lock:
-                        released = self.protocol.void_submissions(void)
-                    log.info("voided %d wiped submission(s) of %s after challenge %s: %d wei released",
-                             len(void), node, r["id"], released)
-                self.state.put("challenge", r["id"], "upheld", {"voided_done": True, "voided": void})
-            except Exception as exc:
-                self.metrics.inc("errors_total", kind=type(exc).__name__)
-                log.warning("voiding the wiped submissions of %s failed (retried later): %s", node, exc)
-
-    def _claim_attester_rewards(self) -> None:
-        """Claim the rewards of this validator's recorded attestations once they are payable. The unsettled set
-        is the state store's `attester` records in status `recorded`: the event follower adds one per
-        AttestationRecorded naming this validator, incrementally (its cursor is in the state store, its pages
-        bounded), so nothing here reads the event log. A record costs no RPC while its submission's window is
-        open or a challenge of it is open (both known locally, from WorkSubmitted and the challenge events); a
-        due one is checked by one eth_call of `claimAttesterReward` (at most `ATTESTER_CLAIMS_PER_PASS` per
-        pass, earliest window first) and leaves the set once paid, or found settled by someone else
-        (AttesterBookBadRecord: paid, released or slashed), or never payable (its work upheld or voided); one
-        not payable yet (a wiped worker's, say) is asked again after a back-off in chain time."""
-        me, paid = self.protocol.address, 0
-        pending = self.state.records("attester", "recorded")
-        if not pending:
-            return
-        now = self.protocol.chain_time()
-        due: list[tuple[int, int]] = []
-        tries: dict[int, int] = {}
-        for r in pending:
-            sid, d = int(r["id"]), r["data"]
-            if "window_end" not in d:  # from the WorkSubmitted the follower kept, else (once) from the chain
-                sub = self.state.record("submission", sid)
-                end = (sub or {}).get("data", {}).get("window_end") or self.protocol.task(sid).window_end
-                d = {**d, "window_end": int(end)}
-                self.state.put("attester", sid, "recorded", {"window_end": int(end)})
-            challenge = self.state.record("challenge", sid)
-            if (d["window_end"] > now or d.get("recheck_at", 0) > now
-                    or (challenge is not None and challenge["status"] in ("open", "opening"))):
-                continue
-            due.append((int(d["window_end"]), sid))
-            tries[sid] = int(d.get("tries", 0))
-        for _, sid in sorted(due)[:ATTESTER_CLAIMS_PER_PASS]:
-            try:
-                self.protocol.call("AttesterBook", "claimAttesterReward", sid, me)
-            except ContractRevert as exc:
-                if exc.name == "AttesterBookBadRecord":  # no longer reserved: paid (anyone may send it) or released
-                    self.state.put("attester", sid, "settled")
-                    continue
-                status = self.protocol.task(sid).status
-                if status in (TaskStatus.UPHELD, TaskStatus.VOIDED):  # never payable: released to the pool instead
-                    self.state.put("attester", sid, "settled", {"task_status": status.name.lower()})
-                    continue
-                n = tries[sid] + 1
-                self.state.put("attester", sid, "recorded", {"tries": n, "recheck_at": now + min(60 * 2**n, 86_400)})
-                continue
-            with self._tx_lock:
-                amount = self.protocol.claim_attester_reward(sid, me)
-            self.state.put("attester", sid, "paid", {"amount": amount})
-            paid += amount
-        if paid:
-            log.info("claimed %d wei of attester rewards", paid)
+        void_wiped_submissions(self.protocol, self.state, lock=self._tx_lock, metrics=self.metrics)
 
     def _dispatch(self) -> None:
         assert self._executor is not None
@@ -685,30 +400,16 @@ class Validator(Agent):
         self.metrics.set("backlog", self.state.count("submission", "queued"))
 
     def _assigned_to_me(self, sid: int) -> bool:
-        """Whether the chain assigned submission `sid` to this validator (`intellect.verifier.assignment`: only
-        assigned validators' attestations count towards the trainer's quorum, so those are checked first; any
-        other submission is still checked, and challenged when bad). Kept once known; False while unknown."""
-        rec = self.state.record("assignment", sid)
-        if rec is not None:
-            return bool(rec["data"]["mine"])
+        """Whether the chain assigned submission `sid` to this validator (`claim_lookup.assigned_to`): those are
+        checked first; any other submission is still checked, and challenged when bad."""
+        return assigned_to(self.state, sid, self.protocol.address, self._claim_assigner)
 
-        try:
-            if getattr(self, "_assigner", None) is None:
-                quorum = effective_quorum(None, self.pool.params.quorum, self.protocol.chain_id)
-                rules = getattr(self, "rules", None)
-                k = assignment_size(quorum, rules.assigned_validators if rules is not None else None)
-                self._assigner = Assigner(self.protocol, k=k, quorum=quorum)
-            c = (self.state.record("claim", sid) or {}).get("data", {})
-            claim = (bytes.fromhex(c["seed"]), int(c["block"]), c["node"]) if "block" in c else None
-            validators = self._assigner.for_task(sid, claim)
-        except IntellectError as exc:
-            log.debug("submission %d: assignment not readable yet: %s", sid, exc)
-            return False
-        if validators is None:
-            return False
-        mine = self.protocol.address.lower() in validators
-        self.state.put("assignment", sid, "assigned", {"validators": validators, "mine": mine})
-        return mine
+    def _claim_assigner(self) -> Assigner:
+        if self._assigner is None:
+            rules = getattr(self, "rules", None)
+            self._assigner = validator_assigner(self.protocol, self.pool.params.quorum,
+                                                rules.assigned_validators if rules is not None else None)
+        return self._assigner
 
     def loop(self) -> None:
         follower = threading.Thread(target=self._follow, name="events", daemon=True)

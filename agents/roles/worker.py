@@ -34,54 +34,33 @@ from typing import Any
 from intellect.agents.engines import TransformersEngine, VllmEngine
 from intellect.agents.generate import generate_for_claim
 from intellect.agents.hardware import TORCH_DTYPE, resolve
-from intellect.agents.roles._runtime import Agent, AgentError, bare_hex, load_task_set
+from intellect.agents.roles._runtime import Agent, AgentError, load_task_set
 from intellect.agents.roles.budget_class import BudgetClasses
+from intellect.agents.roles.checkpoints import checkpoint_dir, fetch_checkpoint
+from intellect.agents.roles.claim_lookup import claim_block
+from intellect.agents.roles.leases import (
+    DefundWatch,
+    check_units_fit,
+    claim_blocked,
+    claimable_submissions,
+    free_expired_leases,
+    max_submission_units,
+    record_settled,
+    unfinished_claims,
+)
 from intellect.agents.roles.pool_rules import apply_pool_rules, rules_tokenizer
 from intellect.agents.roles.store import push_file
 from intellect.sdk import ContractRevert, PoolState, TaskStatus
-from intellect.sdk.shardcast import Client, SourceReputation
+from intellect.sdk.shardcast import SourceReputation
 from intellect.verifier.submission import is_fresh, thinking_budgets
 from intellect.verifier.toploc import proofs_hash
 
-__all__ = ["PlannedSubmission", "Worker", "check_units_fit", "claim_blocker", "max_submission_units"]
+__all__ = ["PlannedSubmission", "Worker"]
 
 log = logging.getLogger(__name__)
 
 
 RESERVATION_RETRY_S = 5.0  # how often a submission held back by the pool's reservation cap is retried
-
-
-def max_submission_units(budgets: list[int], group_size: int, problems_per_task: int) -> int:
-    """The most paid units (completion tokens) an honest submission can hold: every completion of every
-    problem at the largest thinking budget this worker may be assigned."""
-    return max(budgets) * group_size * problems_per_task
-
-
-def claim_blocker(*, budget: int, reserved: int, reward: int, max_reservation_bps: int, my_reserved: int,
-                  my_stake: int, leverage: int, announced_defund: int = 0) -> str | None:
-    """Why a claim now could not be paid in full (None: it could), issue 33: a lease whose submission reverts
-    expires on the node's record and lowers its budget class. `reward` is a full-length submission's reward; the
-    pool's unreserved `budget` less the owner's announced defund must hold it, and the node's reservations plus it
-    must stay within `max_reservation_bps` of the escrow (`budget + reserved`) and `leverage` times its stake."""
-    free = budget - announced_defund
-    if free < reward:
-        return f"the pool's free budget {free} (after an announced defund of {announced_defund}) is below {reward}"
-    cap = (budget + reserved) * max_reservation_bps // 10_000
-    if leverage:
-        cap = min(cap, my_stake * leverage)
-    if my_reserved + reward > cap:
-        return f"reservations {my_reserved} + {reward} would exceed this node's cap {cap}"
-    return None
-
-
-def check_units_fit(units: int, pool_max: int, pool_id: int, what: str) -> None:
-    """`AgentError` when `units` exceed the pool's `maxUnitsPerSubmission`: `submitWork` would revert
-    (TaskLedgerInvalidWorkUnits) and the generated work would be lost, so the worker says so first."""
-    if units > pool_max:
-        raise AgentError(f"{what} holds {units} units but pool {pool_id} admits at most {pool_max} per submission "
-                         f"(maxUnitsPerSubmission): it would revert on-chain. Use shorter budgets (tasks.budgets for "
-                         f"this hardware class), a smaller worker.group_size/problems_per_task, or a pool whose "
-                         f"maxUnitsPerSubmission admits its largest budget (intellect pool create checks it)")
 
 
 @dataclass
@@ -117,7 +96,7 @@ class CheckpointFollower:
         return sorted(int(p.name.split("-")[1]) for p in self.root.glob("step-*") if (p / "config.json").is_file())
 
     def path(self, step: int) -> Path:
-        return self.root / f"step-{step}"
+        return checkpoint_dir(self.root, step)
 
     def fetch(self, step: int) -> Path:
         w = self.w
@@ -129,9 +108,9 @@ class CheckpointFollower:
         if out.exists():
             return out
         t0 = time.perf_counter()
-        prev = self.path(step - 1)  # held from the last step: fetch only the change (full checkpoint otherwise)
-        res = Client(relays=w.shardcast_sources(), ipfs=w.ipfs, fsync=False, reputation=self.reputation).fetch_detailed(
-            cid, out, base=prev if (prev / "config.json").is_file() else None)
+        # only the change against the step held before, when held (the full checkpoint otherwise)
+        res = fetch_checkpoint(cid, self.root, step, sources=w.shardcast_sources(), ipfs=w.ipfs,
+                               reputation=self.reputation)
         w.count("checkpoints_fetched")
         if res.corrupt_dropped:  # a source served bytes that failed the manifest's sha256: benched by the client
             w.count("corrupt_shards_dropped", res.corrupt_dropped)
@@ -182,6 +161,7 @@ class Worker(Agent):
         self.engine_step: int | None = None
         self.manifest_cids: dict[int, str] = {}
         self._pool_finished = False  # seen finished by `pool_closed`: no claim ever again
+        self._defunds = DefundWatch()  # the pool owner's latest defund announcement, for `claim_blocked`
         self.rollouts_dir = self.data_dir / "rollouts"
         self.rollouts_dir.mkdir(parents=True, exist_ok=True)
         self.rewards_claimed = int(self.state.get("rewards_claimed", 0))
@@ -210,8 +190,7 @@ class Worker(Agent):
             raise AgentError(str(exc)) from None
         self.classes = BudgetClasses(self.protocol, self.pool_id, self.pool.params, self.cfg)
         # a full-length submission must fit the pool's per-submission cap, or every such one would revert
-        check_units_fit(max_submission_units(self.budgets, w.group_size, w.problems_per_task),
-                        self.pool.params.max_units_per_submission, self.pool_id,
+        check_units_fit(self._full_units(), self.pool.params.max_units_per_submission, self.pool_id,
                         f"a full-length submission (largest budget {max(self.budgets)} × group_size {w.group_size} × "
                         f"problems_per_task {w.problems_per_task})")
         self.task_set = load_task_set(self.cfg.tasks, self.rules.taskset_cid if self.rules else
@@ -307,13 +286,10 @@ class Worker(Agent):
     def claim_budgets(self, task_id: int) -> list[int]:
         """The budgets of task `task_id`'s claim: its class (`BudgetClasses`, from the claim's block; recorded by
         the loop, else found in the history's scan) judges the file, not this node's declaration."""
-        rec = self.state.record("claim", task_id)
-        block = rec["data"].get("block") if rec is not None else None
-        if block is None:
-            block = self.classes.claim_block(task_id)
+        block = claim_block(self.state, self.classes, task_id)
         if block is None:
             raise AgentError(f"task {task_id}: no TaskClaimed event of this pool")
-        budgets = self.classes.budgets_at(self.protocol.address, int(block))
+        budgets = self.classes.budgets_at(self.protocol.address, block)
         if budgets != self.budgets:
             log.info("task %d: budgets %s (the class this node's verified history earned)", task_id, budgets)
         return budgets
@@ -358,7 +334,7 @@ class Worker(Agent):
             # the chain decides whether it was already submitted (a crash after sending)
             t = self.protocol.task(task_id)
             if t.status != TaskStatus.CLAIMED:
-                return self._settled(task_id, t)
+                return record_settled(self.state, task_id, t)
             self.doing = f"submitting task {task_id}"
             check_units_fit(plan.work_units, self.pool.params.max_units_per_submission, self.pool_id,
                             f"task {task_id}'s submission")
@@ -372,7 +348,7 @@ class Worker(Agent):
                     self.count("stale_regenerated")
                     continue
                 if exc.name in ("TaskLedgerInvalidStatus", "TaskLedgerLeaseExpired"):
-                    return self._settled(task_id, self.protocol.task(task_id))
+                    return record_settled(self.state, task_id, self.protocol.task(task_id))
                 if exc.name == "TaskLedgerInsufficientBudget" and self.pool_closed() and self._pool_finished:
                     # issue 37: a finished pool refunded its budget and pays no new work; waiting out the lease
                     # would only hold this worker (it is done: `done`)
@@ -401,100 +377,12 @@ class Worker(Agent):
             return "sent"
         return "interrupted"
 
-    def _settled(self, task_id: int, t: Any) -> str:
-        if t.status == TaskStatus.CLAIMED:  # lease expired before we could submit
-            self.state.put("submission", task_id, "expired")
-            return "expired"
-        if t.status >= TaskStatus.SUBMITTED:
-            log.info("task %d is already %s on-chain: not submitting again", task_id, t.status.name.lower())
-            self.state.put("submission", task_id, "sent", {"found_on_chain": True})
-            return "sent"
-        self.state.put("submission", task_id, "expired")
-        return "expired"
-
-    # -- recovery ------------------------------------------------------------------------------
-    def _open_claims(self) -> list[dict[str, Any]]:
-        """This node's claims in the pool that may still hold a lease: the state store's `claim` records in status
-        `claimed` (the loop writes one after each claimTask), after adding any TaskClaimed of this node from the
-        blocks past the persisted cursor `claims_scanned_to:<pool>` (a claim whose record a crash lost between
-        its transaction and the write; a state file from before the cursor is scanned from the deployment once).
-        A record whose submission was sent is closed here without asking the chain; the others close once the
-        chain says the task left Claimed. So a pass costs the blocks since the last pass and the open leases
-        (at most the pool's `max_open_leases`), not every claim since the deployment."""
-        key = f"claims_scanned_to:{self.pool_id}"
-        head = self.protocol.block_number()
-        start = int(self.state.get(key, int(self.protocol.deployment.block) - 1)) + 1
-        if start <= head:
-            for e in self.protocol.get_events(["TaskClaimed"], from_block=start, to_block=head,
-                                              filters={"node": self.protocol.address, "poolId": self.pool_id}):
-                tid = int(e.args["taskId"])
-                if self.state.record("claim", tid) is None:
-                    self.state.put("claim", tid, "claimed", {
-                        "seed": bare_hex(e.args["seed"]),
-                        "lease_expiry": int(e.args["leaseExpiry"]), "pool": self.pool_id, "block": e.block_number})
-            self.state.set(key, head)
-        out = []
-        for r in self.state.records("claim", "claimed"):
-            if int(r["data"].get("pool", self.pool_id)) != self.pool_id:
-                continue
-            sub = self.state.record("submission", r["id"])
-            if sub is not None and sub["status"] == "sent":
-                self.state.put("claim", r["id"], "closed", {"submission": "sent"})
-                continue
-            out.append(r)
-        return out
-
-    def unfinished_claims(self) -> list[tuple[int, bytes]]:
-        """Claims of this node with a live lease and no sent submission (seeds from TaskClaimed)."""
-        now = self.protocol.chain_time()
-        out = []
-        for r in self._open_claims():
-            tid = int(r["id"])
-            rec = self.state.record("submission", tid)
-            if rec is not None and rec["status"] == "expired":
-                continue  # its slot is freed by free_expired_leases
-            t = self.protocol.task(tid)
-            if t.status != TaskStatus.CLAIMED:
-                self.state.put("claim", tid, "closed", {"task_status": t.status.name.lower()})
-                if rec is not None:
-                    self._settled(tid, t)
-                continue
-            if t.lease_expiry <= now + 5:
-                self.state.put("submission", tid, "expired")
-                continue
-            out.append((tid, bytes.fromhex(r["data"]["seed"])))
-        return out
-
-    def free_expired_leases(self) -> int:
-        """Frees the slots of this node's leases that ran out unsubmitted (TaskLedger.expireLease; the pool
-        caps open leases per node and an expired one holds its slot until freed). Asks the chain only about
-        open claims whose lease ran out (`_open_claims`)."""
-        now, freed = self.protocol.chain_time(), 0
-        for r in self._open_claims():
-            tid = int(r["id"])
-            expiry = r["data"].get("lease_expiry")
-            if expiry is not None and int(expiry) >= now:
-                continue  # still leased: nothing to free, no call
-            t = self.protocol.task(tid)
-            if t.status != TaskStatus.CLAIMED:
-                self.state.put("claim", tid, "closed", {"task_status": t.status.name.lower()})
-                continue
-            if t.lease_expiry < now:
-                try:
-                    self.protocol.expire_lease(tid)
-                    self.state.put("submission", tid, "expired")
-                    self.state.put("claim", tid, "closed", {"task_status": "expired"})
-                    freed += 1
-                except ContractRevert as exc:
-                    log.warning("expiring lease %d refused: %s", tid, exc)
-        return freed
-
     # -- rewards -------------------------------------------------------------------------------
     def maybe_claim_rewards(self, force: bool = False) -> None:
         if not self.cfg.worker.claim_rewards or (not force and time.monotonic() - self.last_reward_check < 3.0):
             return
         self.last_reward_check = time.monotonic()
-        ready = self._claimable_submissions()
+        ready = claimable_submissions(self.protocol, self.state)
         if ready:
             paid = self.protocol.claim_rewards(ready)
             self.rewards_claimed += paid
@@ -503,28 +391,6 @@ class Worker(Agent):
                 self.state.put("submission", sid, "sent", {"paid": True})
             log.info("claimed %g tokens for %d submissions", paid / 1e18, len(ready))
         self.metrics.set("rewards_claimed_tokens", self.rewards_claimed / 1e18)
-
-    def _claimable_submissions(self) -> list[int]:
-        """This node's sent submissions (state store) whose reward is claimable now. Only those not yet
-        settled are asked, and only once their window closed; one found paid by someone else, upheld or
-        voided is marked settled and never asked again (so a pass costs the unsettled ones, not a scan of
-        every WorkSubmitted event since the deployment)."""
-        now, ready = None, []
-        for r in self.state.records("submission", "sent"):
-            d, sid = r["data"], int(r["id"])
-            if d.get("paid") or d.get("settled"):
-                continue
-            if d.get("window_end") is not None:
-                now = self.protocol.chain_time() if now is None else now
-                if d["window_end"] > now:
-                    continue
-            if self.protocol.claimable(sid):
-                ready.append(sid)
-                continue
-            status = self.protocol.task(sid).status
-            if status in (TaskStatus.UPHELD, TaskStatus.PAID, TaskStatus.VOIDED):
-                self.state.put("submission", sid, "sent", {"settled": status.name.lower()})
-        return ready
 
     # -- the loop ------------------------------------------------------------------------------
     def pool_closed(self) -> str | None:
@@ -569,7 +435,7 @@ class Worker(Agent):
         while not self.stop_event.is_set():
             try:
                 if not recovered:  # claims left by a previous run (crash): finish them first
-                    for tid, seed in self.unfinished_claims():
+                    for tid, seed in unfinished_claims(self.protocol, self.state, self.pool_id):
                         log.info("resuming claimed task %d after a restart", tid)
                         self.count("resumed")
                         self.work_on(tid, seed)
@@ -595,7 +461,7 @@ class Worker(Agent):
                     self.doing = closed
                     self.wait(self.cfg.worker.poll_interval)
                     continue
-                blocker = self.claim_blocked()
+                blocker = claim_blocked(self.protocol, self.pool_id, self._full_units(), self._defunds)
                 if blocker is not None:  # a claim now would end as an expired lease on this node's record
                     self.doing = f"waiting: {blocker}"
                     log.info("not claiming in pool %d: %s", self.pool_id, blocker)
@@ -615,7 +481,7 @@ class Worker(Agent):
                 if exc.name == "TaskLedgerPoolNotOpen":  # closed between the check and the claim: say why
                     self.doing = self.pool_closed() or "waiting: the pool is not open"
                 if exc.name == "TaskLedgerTooManyLeases":  # the pool's cap on open leases: free the expired
-                    self.free_expired_leases()              # ones, resume the live ones
+                    free_expired_leases(self.protocol, self.state, self.pool_id)  # ones, resume the live ones
                     recovered = False
                 self.metrics.inc("errors_total", kind=exc.name)
                 if exc.name != "TaskLedgerPoolNotOpen":
@@ -632,24 +498,10 @@ class Worker(Agent):
                 self.wait(backoff + random.random())
                 backoff = min(backoff * 2, 30.0)
 
-    def claim_blocked(self) -> str | None:
-        """`claim_blocker` for a full-length submission of this worker in its pool, from the chain now (the pool,
-        this node's book and stake, the ledger's leverage, the owner's latest defund announcement)."""
+    def _full_units(self) -> int:
+        """The units of a full-length submission of this worker (`max_submission_units`)."""
         w = self.cfg.worker
-        pool = self.protocol.pool(self.pool_id)
-        units = max_submission_units(self.budgets, w.group_size, w.problems_per_task)
-        head = self.protocol.block_number()
-        announced = self.protocol.get_events(["PoolDefundAnnounced"], from_block=getattr(self, "_defund_from", None),
-                                             to_block=head, filters={"poolId": self.pool_id})
-        if announced:
-            self._announced_defund = int(announced[-1].args["amount"])
-        self._defund_from = head + 1
-        return claim_blocker(budget=pool.budget, reserved=pool.reserved, reward=units * pool.params.reward_per_unit,
-                             max_reservation_bps=pool.params.max_reservation_bps,
-                             my_reserved=self.protocol.node_book(self.protocol.address, self.pool_id).reserved,
-                             my_stake=self.protocol.active_stake(self.protocol.address),
-                             leverage=self.protocol.reservation_leverage(),
-                             announced_defund=getattr(self, "_announced_defund", 0))
+        return max_submission_units(self.budgets, w.group_size, w.problems_per_task)
 
     def status(self) -> dict[str, Any]:
         doc = super().status()

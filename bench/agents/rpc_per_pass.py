@@ -153,6 +153,7 @@ def main() -> None:
 
         # 2. the worker's free_expired_leases, steady state (a second pass)
         from intellect.agents.config import load_config
+        from intellect.agents.roles.leases import free_expired_leases
         from intellect.agents.roles.worker import Worker
 
         tmp = Path(tempfile.mkdtemp(prefix="bench-rpc-worker-"))
@@ -161,12 +162,12 @@ def main() -> None:
             "chain.deployment_file": str(net.deployment_file), "chain.dev_account": "1"})
         agent = Worker(cfg)
         agent.connect()
-        agent.free_expired_leases()  # first pass: imports the history once
+        free_expired_leases(agent.protocol, agent.state, agent.pool_id)  # first pass: imports the history once
         trainer.publish_checkpoint(pool_id, 3, "bafkreimanifestbenchrpc3")
         with counting(w.w3) as before:
             old_free_expired_leases(w, pool_id)
         with counting(agent.protocol.w3) as after:
-            agent.free_expired_leases()
+            free_expired_leases(agent.protocol, agent.state, agent.pool_id)
         rows.append(row(f"worker free_expired_leases pass, {a.claims} past claims, 0 open", before, after))
         agent.state.close()
 

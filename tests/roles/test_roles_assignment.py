@@ -19,18 +19,19 @@ class _Executor:
 
 
 def test_validator_dispatches_its_assigned_submissions_first(devnet, tmp_path):
-    from intellect.agents.roles._inflight import InFlightChecks
+    from intellect.agents.config import load_config
     from intellect.agents.roles._state import StateStore
+    from intellect.agents.roles.claim_lookup import assigned_to, validator_assigner
     from intellect.agents.roles.validator import Validator
     from intellect.sdk import Role
 
-    validators = []
+    validators = {}
     for i in (2, 3, 4, 6):
         v = devnet.protocol(i)
         v.drip()
         v.register_node(Role.VALIDATOR, gpu_model="cpu")
         v.stake(v.address, 100 * TOKEN)
-        validators.append(v)
+        validators[i] = v
     pool_id = devnet.deployment.default_pool_id or 1
     devnet.protocol(0).publish_checkpoint(pool_id, 0, "bafkreimanifestpriority")
     w = devnet.protocol(1)
@@ -44,18 +45,19 @@ def test_validator_dispatches_its_assigned_submissions_first(devnet, tmp_path):
         claims.append(c)
     # a validator that is assigned some of the eight and not others (k = quorum 1 + 1 = 2 slots of 4 equal
     # stakes: each validator is in a claim's slots with probability 7/16)
-    stakes_at = {v.address.lower(): 100 * TOKEN for v in validators}
+    stakes_at = {v.address.lower(): 100 * TOKEN for v in validators.values()}
     picks = {c.task_id: assigned_validators(c.seed, stakes_at, 2) for c in claims}
-    me = next(v for v in validators if 0 < sum(v.address.lower() in p for p in picks.values()) < len(claims))
+    index, me = next((i, v) for i, v in validators.items()
+                     if 0 < sum(v.address.lower() in p for p in picks.values()) < len(claims))
     mine = [sid for sid, p in picks.items() if me.address.lower() in p]
 
-    val = Validator.__new__(Validator)  # the parts of a started validator that dispatch
-    val.protocol, val.pool, val.rules = me, me.pool(pool_id), None
-    val.state = StateStore(tmp_path / "state.sqlite")
-    val._checks = InFlightChecks(val.state)  # no check ended a process: nothing is a suspect
-    val._executor, val._inflight = _Executor(), {}
-    val.cfg = SimpleNamespace(validator=SimpleNamespace(concurrency=8))
-    val.metrics = SimpleNamespace(set=lambda *a, **k: None)
+    # the validator agent of that account, connected, not started: its dispatcher hands the executor the queue
+    val = Validator(load_config(None, env={}, overrides={
+        "role": "validator", "data_dir": str(tmp_path / "v"), "chain.rpc_url": devnet.url,
+        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(index),
+        "validator.concurrency": "8"}))
+    val.connect()
+    val._executor = _Executor()
     others = [c.task_id for c in claims if c.task_id not in mine]
     by_id = {c.task_id: c for c in claims}
     for sid in others + mine:  # queued in this order (as the event follower records them, claims first)
@@ -65,6 +67,19 @@ def test_validator_dispatches_its_assigned_submissions_first(devnet, tmp_path):
     val._dispatch()
     assert val._executor.order == mine + others  # assigned first, then every other one, each in queue order
     assert all(val.state.record("assignment", sid)["data"]["mine"] == (sid in mine) for sid in picks)
+
+    # the lookup itself: kept once known, asked of the chain only then
+    assigner = validator_assigner(me, me.pool(pool_id).params.quorum, None)
+    fresh = StateStore(tmp_path / "fresh.sqlite")
+    for c in claims:
+        fresh.put("claim", c.task_id, "claimed", {"seed": c.seed.hex(), "block": c.block_number, "node": w.address})
+    assert [assigned_to(fresh, sid, me.address, lambda: assigner) for sid in picks] == [sid in mine for sid in picks]
+    def no_chain():  # a second ask is answered from the state store's `assignment` record
+        raise AssertionError("asked the chain again")
+
+    assert [assigned_to(fresh, sid, me.address, no_chain) for sid in picks] == [sid in mine for sid in picks]
+    fresh.close()
+    val.state.close()
 
 
 def test_dev_chain_fallback_is_the_same_whenever_a_party_asks(devnet):

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from intellect.agents.roles import _state
-from intellect.agents.roles._runtime import MAX_ATTESTATIONS_PAGE, attestation_page
+from intellect.agents.roles._runtime import MAX_ATTESTATIONS_PAGE, attestation_page, attestations_reply
 from intellect.agents.roles._server import AgentServer, Coalesced, Metrics, RateLimiter
 from intellect.agents.roles._state import StateStore
 
@@ -59,12 +59,9 @@ def store(tmp_path) -> Iterator[StateStore]:
 
 
 def validator_route(store: StateStore):
-    """The real validator endpoint (`Validator._get_attestations`) of a validator holding `store`."""
-    from intellect.agents.roles.validator import Validator
-
-    val = Validator.__new__(Validator)
-    val.state = store
-    return val._get_attestations
+    """The validator's endpoint (`Validator._get_attestations`: `attestations_reply` over its state store) of a
+    validator holding `store`."""
+    return lambda query, _body: attestations_reply(store, query)
 
 
 def get(url: str) -> tuple[int, Any, dict[str, str]]:

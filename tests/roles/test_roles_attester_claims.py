@@ -4,9 +4,12 @@ is open, claims each due one with one eth_call before its transaction, and drops
 
 from __future__ import annotations
 
+import threading
+
 from rpc_counter import count_rpc  # type: ignore[import-not-found]
 
 from intellect.agents.config import load_config
+from intellect.agents.roles.attester_rewards import claim_attester_rewards
 from intellect.sdk import Role
 
 TOKEN = 10**18
@@ -39,6 +42,7 @@ def test_validator_claims_attester_rewards_without_asking_about_open_windows(dev
     w.stake(w.address, 100 * TOKEN)
     v = _validator_agent(devnet, tmp_path, 2)
     me = v.protocol.address
+    lock = threading.Lock()  # the validator's transaction lock
     sids = []
     for i in range(2 * 2):  # two leases open at a time (the pool's cap): claim and submit in turn
         claim = w.claim_task(pool_id)
@@ -50,7 +54,7 @@ def test_validator_claims_attester_rewards_without_asking_about_open_windows(dev
     assert {int(r["id"]) for r in v.state.records("attester", "recorded")} == set(sids)
 
     with count_rpc(v.protocol.w3) as calls:  # every window open: one block read, no contract call
-        v._claim_attester_rewards()
+        claim_attester_rewards(v.protocol, v.state, lock=lock)
     assert "eth_call" not in calls and "eth_getLogs" not in calls, calls
     assert v.state.count("attester", "recorded") == len(sids)
 
@@ -58,7 +62,7 @@ def test_validator_claims_attester_rewards_without_asking_about_open_windows(dev
     w.claim_attester_reward(sids[0], me)  # anyone may send it: paid to the validator's owner already
     before = v.protocol.balance_of()
     with count_rpc(v.protocol.w3) as calls:
-        v._claim_attester_rewards()
+        claim_attester_rewards(v.protocol, v.state, lock=lock)
     assert v.protocol.balance_of() == before + REWARD * (len(sids) - 1)
     assert v.state.record("attester", sids[0])["status"] == "settled"
     assert {int(r["id"]) for r in v.state.records("attester", "paid")} == set(sids[1:])
@@ -67,6 +71,6 @@ def test_validator_claims_attester_rewards_without_asking_about_open_windows(dev
     assert calls.count("eth_sendRawTransaction") == len(sids) - 1
 
     with count_rpc(v.protocol.w3) as calls:  # nothing left unsettled: the pass costs nothing
-        v._claim_attester_rewards()
+        claim_attester_rewards(v.protocol, v.state, lock=lock)
     assert calls == []
     v.state.close()

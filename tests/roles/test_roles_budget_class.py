@@ -1,8 +1,8 @@
 """Budget classes on a real chain (issue 21): a node that declares gpu-large with no history is judged with the
 cpu budgets by the worker and the validator alike (a file written with the declared class's budgets is rejected
 `wrong_problems`); its verified history promotes it, leases it lets expire demote it, and a record rewritten
-after a claim changes nothing for that claim. Real anvil; the agents' own BudgetClasses, Worker.claim_budgets and
-Validator.claim_class (no agent process)."""
+after a claim changes nothing for that claim. Real anvil; the agents' own BudgetClasses and the claim lookup
+both roles use (`claim_lookup.claim_block`, `claim_lookup.claim_class`; no agent process)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ import pytest
 
 from intellect.agents.roles._state import StateStore
 from intellect.agents.roles.budget_class import BudgetClasses
-from intellect.agents.roles.validator import Validator
-from intellect.agents.roles.worker import Worker
+from intellect.agents.roles.claim_lookup import claim_block, claim_class
 from intellect.sdk import Role
 from intellect.verifier.submission import Checkpoint, Claim, RejectReason, SubmissionRules, check_submission
 from intellect.verifier.toploc import proofs_hash
@@ -58,16 +57,16 @@ def test_gpu_large_declaration_without_history_is_judged_with_cpu_budgets(devnet
     claim = w.claim_task(pool_id)
     sid = claim.task_id
 
-    worker = Worker.__new__(Worker)  # the parts of a started worker that pick a claim's budgets
-    worker.protocol, worker.state = w, StateStore(tmp_path / "worker.sqlite")
-    worker.classes, worker.budgets = _views(devnet, w, pool_id)[0], BUDGETS["gpu-large"]
-    worker.state.put("claim", sid, "claimed", {"seed": claim.seed.hex(), "block": claim.block_number})
-    assert worker.claim_budgets(sid) == BUDGETS["cpu"]
+    # the worker's budgets for its claim (`Worker.claim_budgets`): the claim's block from its claim record
+    worker_state, worker_classes = StateStore(tmp_path / "worker.sqlite"), _views(devnet, w, pool_id)[0]
+    worker_state.put("claim", sid, "claimed", {"seed": claim.seed.hex(), "block": claim.block_number})
+    claim_budgets = worker_classes.budgets_at(w.address, claim_block(worker_state, worker_classes, sid))
+    assert claim_budgets == BUDGETS["cpu"]
 
-    validator = Validator.__new__(Validator)  # the parts of a started validator that judge a claim's class
-    validator.protocol, validator.state = devnet.protocol(2), StateStore(tmp_path / "validator.sqlite")
-    validator.classes = _views(devnet, w, pool_id)[1]
-    assert validator.claim_class(sid, w.address) == "cpu"  # no claim record: the block from the history's scan
+    # the class a validator judges the claim by: no claim record, the block from the history's scan
+    validator, validator_state = devnet.protocol(2), StateStore(tmp_path / "validator.sqlite")
+    validator_classes = _views(devnet, w, pool_id)[1]
+    assert claim_class(validator, validator_state, validator_classes, sid, w.address) == "cpu"
 
     task_set = synthetic_task_set(16, seed=3, max_operand=9, ops=("+",), name="budget-class-test")
     engine = TransformersEngine(tiny_model_dir())
@@ -86,15 +85,16 @@ def test_gpu_large_declaration_without_history_is_judged_with_cpu_budgets(devnet
         c = Claim(submission_id=sid, node=w.address, policy_step=0,
                   proofs_hash="0x" + proofs_hash([p for r in rf.rows for p in r.proofs]).hex(),
                   work_units=sum(len(r.completion_ids) for r in rf.rows), rollouts_cid="bafkreirollouts",
-                  seed=lambda: claim.seed, budget_class=lambda: validator.claim_class(sid, w.address))
+                  seed=lambda: claim.seed, budget_class=lambda: claim_class(validator, validator_state, validator_classes, sid,
+                                                                       w.address))
         return check_submission(rf.to_bytes(), c, task_set, rules, lambda step: checkpoint)
 
     declared = judged(written_with(BUDGETS["gpu-large"]))
     assert (declared.accepted, declared.reason) == (False, RejectReason.WRONG_PROBLEMS), declared.detail
-    earned = judged(written_with(worker.claim_budgets(sid)))
+    earned = judged(written_with(claim_budgets))
     assert earned.accepted, earned.detail
-    worker.state.close()
-    validator.state.close()
+    worker_state.close()
+    validator_state.close()
 
 
 def test_verified_history_promotes_expired_leases_demote_and_the_class_is_fixed_at_the_claim(devnet):

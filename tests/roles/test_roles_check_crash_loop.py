@@ -85,7 +85,7 @@ def validator(tmp_path: Path):
     from intellect.agents.roles.validator import Validator
 
     v = Validator(load_config(None, env={}, overrides={"role": "validator", "data_dir": str(tmp_path / "v")}))
-    v.protocol = SimpleNamespace(chain_time=lambda: 1000)
+    v.protocol = SimpleNamespace(chain_time=lambda: 1000, address="0x" + "0f" * 20)
     yield v
     v.state.close()
 
@@ -118,11 +118,12 @@ def test_validator_checks_a_suspect_alone(validator) -> None:
     second end is its own (an honest submission checked beside it is not counted twice)."""
     for sid in (1, 2, 3):
         validator.state.put("submission", sid, "queued", dict(SUB))
+        # the chain's assignment, as `claim_lookup.assigned_to` keeps it once read: none is this validator's
+        validator.state.put("assignment", sid, "assigned", {"validators": [], "mine": False})
     validator.state.put(InFlightChecks.KIND, 2, "running")
     validator._recover_checks()
     release = threading.Event()
     validator._process = lambda sid: release.wait(10)
-    validator._assigned_to_me = lambda sid: False
     validator._executor = ThreadPoolExecutor(max_workers=4)
     try:
         validator._dispatch()

@@ -1,10 +1,10 @@
-"""A worker does not claim what the pool could not pay (issue 33; `intellect.agents.roles.worker.claim_blocker`):
+"""A worker does not claim what the pool could not pay (issue 33; `intellect.agents.roles.leases.claim_blocker`):
 claiming in an unfunded or defunded pool, or beyond its own reservation cap, ended as an expired lease on the
-node's record, which lowers its budget class. Pure function: the chain reads are the worker's `claim_blocked`."""
+node's record, which lowers its budget class. Pure function: the chain reads are `leases.claim_blocked`."""
 
 from __future__ import annotations
 
-from intellect.agents.roles.worker import claim_blocker
+from intellect.agents.roles.leases import claim_blocker
 
 T = 10**18
 BASE = {"budget": 10_000 * T, "reserved": 0, "reward": 64 * T, "max_reservation_bps": 1_000, "my_reserved": 0,

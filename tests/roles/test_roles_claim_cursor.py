@@ -9,6 +9,7 @@ from nodes import staked_node  # type: ignore[import-not-found]
 from rpc_counter import count_rpc, log_ranges  # type: ignore[import-not-found]
 
 from intellect.agents.config import load_config
+from intellect.agents.roles.leases import free_expired_leases, unfinished_claims
 from intellect.sdk import TaskStatus
 
 
@@ -38,7 +39,8 @@ def test_restart_paths_scan_only_new_blocks_and_ask_only_about_open_leases(devne
 
     w = _worker_agent(devnet, tmp_path, 1)
     with count_rpc(w.protocol.w3) as calls, log_ranges(w.protocol.w3) as ranges:
-        assert w.free_expired_leases() == 0  # first pass: imports the claims once; every lease still runs
+        # first pass: imports the claims once; every lease still runs
+        assert free_expired_leases(w.protocol, w.state, w.pool_id) == 0
     first_head = max(hi for _, hi in ranges)
     assert "eth_call" not in calls, calls  # all leases alive (from the events): nothing to ask
     assert {int(r["id"]) for r in w.state.records("claim", "claimed")} >= {h.task_id for h in held}
@@ -46,7 +48,7 @@ def test_restart_paths_scan_only_new_blocks_and_ask_only_about_open_leases(devne
     devnet.increase_time(pool.params.lease_duration + 1)
     trainer.publish_checkpoint(pool_id, 2, "bafkreimanifestclaimcursor2")  # blocks after the first pass
     with count_rpc(w.protocol.w3) as calls, log_ranges(w.protocol.w3) as ranges:
-        assert w.free_expired_leases() == cap
+        assert free_expired_leases(w.protocol, w.state, w.pool_id) == cap
     assert ranges and all(lo > first_head for lo, _ in ranges), ranges  # only blocks after the last pass
     second_head = max(hi for _, hi in ranges)
     # each claim whose lease ran out is read once (the submitted ones close), the held ones are expired
@@ -55,8 +57,8 @@ def test_restart_paths_scan_only_new_blocks_and_ask_only_about_open_leases(devne
     assert w.state.count("claim", "claimed") == 0
 
     with count_rpc(w.protocol.w3) as calls, log_ranges(w.protocol.w3) as ranges:
-        assert w.free_expired_leases() == 0
-        assert w.unfinished_claims() == []
+        assert free_expired_leases(w.protocol, w.state, w.pool_id) == 0
+        assert unfinished_claims(w.protocol, w.state, w.pool_id) == []
     assert "eth_call" not in calls, calls  # nothing open: no task read, whatever the history
     assert all(lo > second_head for lo, _ in ranges), ranges
 
@@ -65,7 +67,7 @@ def test_restart_paths_scan_only_new_blocks_and_ask_only_about_open_leases(devne
     c = w.protocol.claim_task(pool_id)
     w.state.put("claim", c.task_id, "claimed", {"seed": c.seed.hex(), "pool": pool_id, "lease_expiry": c.lease_expiry})
     with count_rpc(w.protocol.w3) as calls:
-        assert w.unfinished_claims() == [(c.task_id, c.seed)]
+        assert unfinished_claims(w.protocol, w.state, w.pool_id) == [(c.task_id, c.seed)]
     assert calls.count("eth_call") == 1  # the one open claim's task
     w.state.close()
 
@@ -76,7 +78,7 @@ def test_a_claim_lost_by_a_crash_is_found_from_the_events_after_the_cursor(devne
     trainer.publish_checkpoint(pool_id, 1, "bafkreimanifestclaimlost")
     node = staked_node(devnet, 1, "worker")
     w = _worker_agent(devnet, tmp_path, 1)
-    assert w.unfinished_claims() == []  # cursor at the head
+    assert unfinished_claims(w.protocol, w.state, w.pool_id) == []  # cursor at the head
     c = node.claim_task(pool_id)  # sent, then the process died before writing its record
-    assert w.unfinished_claims() == [(c.task_id, c.seed)]
+    assert unfinished_claims(w.protocol, w.state, w.pool_id) == [(c.task_id, c.seed)]
     w.state.close()

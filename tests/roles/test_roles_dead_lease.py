@@ -12,6 +12,7 @@ import pytest
 from nodes import staked_node  # type: ignore[import-not-found]
 
 from intellect.agents.config import load_config
+from intellect.agents.roles.leases import free_expired_leases, unfinished_claims
 from intellect.sdk import ContractRevert, TaskStatus
 
 TOKEN = 10**18
@@ -68,8 +69,8 @@ def test_dead_workers_leases_block_no_one_and_are_freed_after_expiry(devnet, tmp
         "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "1"})
     w = Worker(cfg)
     w.connect()
-    assert w.unfinished_claims() == []
-    assert w.free_expired_leases() == cap - 1
+    assert unfinished_claims(w.protocol, w.state, w.pool_id) == []
+    assert free_expired_leases(w.protocol, w.state, w.pool_id) == cap - 1
     assert all(trainer.task(h.task_id).status == TaskStatus.EXPIRED for h in held)
     book = trainer.node_book(dead.address, pool_id)
     assert (book.open_leases, book.expired_leases) == (0, cap)

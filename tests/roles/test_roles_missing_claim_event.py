@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from intellect.agents.config import load_config
+from intellect.agents.roles.claim_lookup import claim_seed
 from intellect.agents.roles.validator import Validator
 from intellect.verifier.isolation import ParseUnavailable
 from intellect.verifier.submission import Rejection
@@ -30,14 +31,14 @@ def test_a_claim_event_the_rpc_lost_is_no_verdict_and_an_unknown_task_is_a_rejec
     v = Validator(cfg)
     try:
         v.connect()
-        assert v.claim_seed(claim.task_id) == claim.seed  # the event is there: the seed it drew
+        assert claim_seed(v.protocol, v.state, claim.task_id) == claim.seed  # the event is there: the seed it drew
         v.state._db.execute("DELETE FROM records WHERE kind = 'claim'")  # forget the seed it kept
         # this node's RPC lost the event (the RPC is what is faked here: the ledger and the validator are real)
         monkeypatch.setattr(v.protocol, "get_events", lambda *a, **k: [])
         with pytest.raises(ParseUnavailable, match=f"task {claim.task_id} is on the ledger"):
-            v.claim_seed(claim.task_id)
+            claim_seed(v.protocol, v.state, claim.task_id)
         with pytest.raises(Rejection) as rej:
-            v.claim_seed(claim.task_id + 1000)  # no such task on the ledger
+            claim_seed(v.protocol, v.state, claim.task_id + 1000)  # no such task on the ledger
         assert rej.value.reason == "unknown_task"
     finally:
         v.state.close()

@@ -10,7 +10,7 @@ import pytest
 
 from intellect.agents.config import TaskSettings, WorkerSettings
 from intellect.agents.roles._runtime import AgentError
-from intellect.agents.roles.worker import check_units_fit, max_submission_units
+from intellect.agents.roles.leases import check_units_fit, max_submission_units
 from intellect.verifier.submission import thinking_budgets
 
 ROOT = Path(__file__).resolve().parents[2]

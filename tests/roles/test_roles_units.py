@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import pytest
 
@@ -92,26 +91,22 @@ def test_verify_submission_rejects_other_task(validator):
 # -- worker: crash-recovery decisions ------------------------------------------------------------
 
 
-@pytest.fixture
-def worker(tmp_path):
-    from intellect.agents.roles.worker import Worker
-
-    cfg = load_config(None, env={}, overrides={"role": "worker", "data_dir": str(tmp_path / "w")})
-    w = Worker(cfg)
-    yield w
-    w.state.close()
-
-
 @pytest.mark.parametrize(("status", "local"), [
     ("SUBMITTED", "sent"), ("CHALLENGED", "sent"), ("PAID", "sent"), ("CLAIMED", "expired"), ("NONE", "expired"),
 ])
-def test_worker_settled_never_resubmits(worker, status, local):
-    from intellect.sdk import TaskStatus
+def test_worker_settled_never_resubmits(tmp_path, status, local):
+    from intellect.agents.roles._state import StateStore
+    from intellect.agents.roles.leases import record_settled
+    from intellect.sdk import Task, TaskStatus
 
-    worker.state.put("submission", 5, "planned", {"rollouts_cid": "bafk"})
-    assert worker._settled(5, SimpleNamespace(status=TaskStatus[status])) == local
-    rec = worker.state.record("submission", 5)
+    state = StateStore(tmp_path / "state.sqlite")
+    state.put("submission", 5, "planned", {"rollouts_cid": "bafk"})
+    task = Task(task_id=5, node=WORKER, pool_id=1, lease_expiry=0, status=TaskStatus[status], reward=0, window_end=0,
+                slash_epoch=0)  # the chain's record of the task, as `Protocol.task` returns it
+    assert record_settled(state, 5, task) == local
+    rec = state.record("submission", 5)
     assert rec["status"] == local and rec["data"]["rollouts_cid"] == "bafk"
+    state.close()
 
 
 def test_worker_done_counts_sent_submissions(tmp_path):

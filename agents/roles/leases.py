@@ -1,0 +1,201 @@
+"""A worker's claims on the chain, from the decision to claim to the reward: whether a claim now could be paid in
+full (`claim_blocker`, issue 33), whether a submission fits the pool's cap, the claims a crash left open
+(`unfinished_claims`), freeing the slots of leases that ran out (`free_expired_leases`) and the submissions whose
+reward is claimable (`claimable_submissions`).
+
+Plain functions over the chain client (`Protocol`) and the worker's state store: `claim` records (id = task id,
+status `claimed` then `closed`; data: seed, block, pool, lease expiry) and `submission` records (`planned`, `sent`,
+`expired`, ...), so that a pass costs the blocks since the last one and the open leases, not a scan of every claim
+since the deployment.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from intellect.agents.roles._runtime import AgentError, bare_hex
+from intellect.sdk import ContractRevert, TaskStatus
+
+__all__ = ["DefundWatch", "check_units_fit", "claim_blocked", "claim_blocker", "claimable_submissions",
+           "free_expired_leases", "max_submission_units", "open_claims", "record_settled", "unfinished_claims"]
+
+log = logging.getLogger(__name__)
+
+
+def max_submission_units(budgets: list[int], group_size: int, problems_per_task: int) -> int:
+    """The most paid units (completion tokens) an honest submission can hold: every completion of every
+    problem at the largest thinking budget this worker may be assigned."""
+    return max(budgets) * group_size * problems_per_task
+
+
+def claim_blocker(*, budget: int, reserved: int, reward: int, max_reservation_bps: int, my_reserved: int,
+                  my_stake: int, leverage: int, announced_defund: int = 0) -> str | None:
+    """Why a claim now could not be paid in full (None: it could), issue 33: a lease whose submission reverts
+    expires on the node's record and lowers its budget class. `reward` is a full-length submission's reward; the
+    pool's unreserved `budget` less the owner's announced defund must hold it, and the node's reservations plus it
+    must stay within `max_reservation_bps` of the escrow (`budget + reserved`) and `leverage` times its stake."""
+    free = budget - announced_defund
+    if free < reward:
+        return f"the pool's free budget {free} (after an announced defund of {announced_defund}) is below {reward}"
+    cap = (budget + reserved) * max_reservation_bps // 10_000
+    if leverage:
+        cap = min(cap, my_stake * leverage)
+    if my_reserved + reward > cap:
+        return f"reservations {my_reserved} + {reward} would exceed this node's cap {cap}"
+    return None
+
+
+def check_units_fit(units: int, pool_max: int, pool_id: int, what: str) -> None:
+    """`AgentError` when `units` exceed the pool's `maxUnitsPerSubmission`: `submitWork` would revert
+    (TaskLedgerInvalidWorkUnits) and the generated work would be lost, so the worker says so first."""
+    if units > pool_max:
+        raise AgentError(f"{what} holds {units} units but pool {pool_id} admits at most {pool_max} per submission "
+                         f"(maxUnitsPerSubmission): it would revert on-chain. Use shorter budgets (tasks.budgets for "
+                         f"this hardware class), a smaller worker.group_size/problems_per_task, or a pool whose "
+                         f"maxUnitsPerSubmission admits its largest budget (intellect pool create checks it)")
+
+
+class DefundWatch:
+    """The amount of the pool owner's latest defund announcement (PoolDefundAnnounced), read incrementally: each
+    call reads only the blocks since the previous one."""
+
+    def __init__(self) -> None:
+        self.from_block: int | None = None
+        self.amount = 0
+
+    def latest(self, protocol: Any, pool_id: int, head: int) -> int:
+        announced = protocol.get_events(["PoolDefundAnnounced"], from_block=self.from_block, to_block=head,
+                                        filters={"poolId": pool_id})
+        if announced:
+            self.amount = int(announced[-1].args["amount"])
+        self.from_block = head + 1
+        return self.amount
+
+
+def claim_blocked(protocol: Any, pool_id: int, units: int, defunds: DefundWatch) -> str | None:
+    """`claim_blocker` for a full-length submission of `units` units of this node in pool `pool_id`, from the chain
+    now (the pool, this node's book and stake, the ledger's leverage, the owner's latest defund announcement)."""
+    pool = protocol.pool(pool_id)
+    announced = defunds.latest(protocol, pool_id, protocol.block_number())
+    return claim_blocker(budget=pool.budget, reserved=pool.reserved, reward=units * pool.params.reward_per_unit,
+                         max_reservation_bps=pool.params.max_reservation_bps,
+                         my_reserved=protocol.node_book(protocol.address, pool_id).reserved,
+                         my_stake=protocol.active_stake(protocol.address),
+                         leverage=protocol.reservation_leverage(), announced_defund=announced)
+
+
+def open_claims(protocol: Any, state: Any, pool_id: int) -> list[dict[str, Any]]:
+    """This node's claims in the pool that may still hold a lease: the state store's `claim` records in status
+    `claimed` (the loop writes one after each claimTask), after adding any TaskClaimed of this node from the
+    blocks past the persisted cursor `claims_scanned_to:<pool>` (a claim whose record a crash lost between
+    its transaction and the write; a state file from before the cursor is scanned from the deployment once).
+    A record whose submission was sent is closed here without asking the chain; the others close once the
+    chain says the task left Claimed. So a pass costs the blocks since the last pass and the open leases
+    (at most the pool's `max_open_leases`), not every claim since the deployment."""
+    key = f"claims_scanned_to:{pool_id}"
+    head = protocol.block_number()
+    start = int(state.get(key, int(protocol.deployment.block) - 1)) + 1
+    if start <= head:
+        for e in protocol.get_events(["TaskClaimed"], from_block=start, to_block=head,
+                                     filters={"node": protocol.address, "poolId": pool_id}):
+            tid = int(e.args["taskId"])
+            if state.record("claim", tid) is None:
+                state.put("claim", tid, "claimed", {
+                    "seed": bare_hex(e.args["seed"]),
+                    "lease_expiry": int(e.args["leaseExpiry"]), "pool": pool_id, "block": e.block_number})
+        state.set(key, head)
+    out = []
+    for r in state.records("claim", "claimed"):
+        if int(r["data"].get("pool", pool_id)) != pool_id:
+            continue
+        sub = state.record("submission", r["id"])
+        if sub is not None and sub["status"] == "sent":
+            state.put("claim", r["id"], "closed", {"submission": "sent"})
+            continue
+        out.append(r)
+    return out
+
+
+def record_settled(state: Any, task_id: int, task: Any) -> str:
+    """Record what the chain's `task` says of a claim this node can no longer submit for; returns the local status:
+    `sent` when the task was submitted (by this node before a crash), else `expired`."""
+    if task.status == TaskStatus.CLAIMED:  # lease expired before we could submit
+        state.put("submission", task_id, "expired")
+        return "expired"
+    if task.status >= TaskStatus.SUBMITTED:
+        log.info("task %d is already %s on-chain: not submitting again", task_id, task.status.name.lower())
+        state.put("submission", task_id, "sent", {"found_on_chain": True})
+        return "sent"
+    state.put("submission", task_id, "expired")
+    return "expired"
+
+
+def unfinished_claims(protocol: Any, state: Any, pool_id: int) -> list[tuple[int, bytes]]:
+    """Claims of this node with a live lease and no sent submission (seeds from TaskClaimed)."""
+    now = protocol.chain_time()
+    out = []
+    for r in open_claims(protocol, state, pool_id):
+        tid = int(r["id"])
+        rec = state.record("submission", tid)
+        if rec is not None and rec["status"] == "expired":
+            continue  # its slot is freed by free_expired_leases
+        t = protocol.task(tid)
+        if t.status != TaskStatus.CLAIMED:
+            state.put("claim", tid, "closed", {"task_status": t.status.name.lower()})
+            if rec is not None:
+                record_settled(state, tid, t)
+            continue
+        if t.lease_expiry <= now + 5:
+            state.put("submission", tid, "expired")
+            continue
+        out.append((tid, bytes.fromhex(r["data"]["seed"])))
+    return out
+
+
+def free_expired_leases(protocol: Any, state: Any, pool_id: int) -> int:
+    """Frees the slots of this node's leases that ran out unsubmitted (TaskLedger.expireLease; the pool
+    caps open leases per node and an expired one holds its slot until freed); returns how many. Asks the chain
+    only about open claims whose lease ran out (`open_claims`)."""
+    now, freed = protocol.chain_time(), 0
+    for r in open_claims(protocol, state, pool_id):
+        tid = int(r["id"])
+        expiry = r["data"].get("lease_expiry")
+        if expiry is not None and int(expiry) >= now:
+            continue  # still leased: nothing to free, no call
+        t = protocol.task(tid)
+        if t.status != TaskStatus.CLAIMED:
+            state.put("claim", tid, "closed", {"task_status": t.status.name.lower()})
+            continue
+        if t.lease_expiry < now:
+            try:
+                protocol.expire_lease(tid)
+                state.put("submission", tid, "expired")
+                state.put("claim", tid, "closed", {"task_status": "expired"})
+                freed += 1
+            except ContractRevert as exc:
+                log.warning("expiring lease %d refused: %s", tid, exc)
+    return freed
+
+
+def claimable_submissions(protocol: Any, state: Any) -> list[int]:
+    """This node's sent submissions (state store) whose reward is claimable now. Only those not yet
+    settled are asked, and only once their window closed; one found paid by someone else, upheld or
+    voided is marked settled and never asked again (so a pass costs the unsettled ones, not a scan of
+    every WorkSubmitted event since the deployment)."""
+    now, ready = None, []
+    for r in state.records("submission", "sent"):
+        d, sid = r["data"], int(r["id"])
+        if d.get("paid") or d.get("settled"):
+            continue
+        if d.get("window_end") is not None:
+            now = protocol.chain_time() if now is None else now
+            if d["window_end"] > now:
+                continue
+        if protocol.claimable(sid):
+            ready.append(sid)
+            continue
+        status = protocol.task(sid).status
+        if status in (TaskStatus.UPHELD, TaskStatus.PAID, TaskStatus.VOIDED):
+            state.put("submission", sid, "sent", {"settled": status.name.lower()})
+    return ready
