@@ -816,8 +816,7 @@ def _served() -> dict[str, Any]:
         from pathlib import Path
 
         from intellect.sdk.ipfs import EmbeddedIpfs, IpfsGateway
-        from intellect.sdk.shardcast import ShardStore, build_shards
-        from intellect.sdk.shardcast import _server as shard_server
+        from intellect.sdk.shardcast import ShardServer, ShardStore, build_shards
 
         _quiet("intellect.sdk.ipfs._gateway", "intellect.sdk.shardcast._server", "intellect.sdk._http")
         tmp = Path(tempfile.mkdtemp(prefix="intellect-fuzz-"))
@@ -835,7 +834,8 @@ def _served() -> dict[str, Any]:
         for shard in manifest.shards:  # the shard files, where the store serves them from
             state.shard_path(shard.index).write_bytes((tmp / "shards" / "out" / str(shard.index)).read_bytes())
         _SERVED["vid"] = manifest.id
-        _SERVED["shardcast"] = shard_server.ShardServer(store, role="origin")
+        # a long poll is a wait, not a hang: not here (`?wait=` answers at once)
+        _SERVED["shardcast"] = ShardServer(store, role="origin", max_wait=0.0)
     return _SERVED
 
 
@@ -891,14 +891,7 @@ def gateway_seeds() -> dict[str, bytes]:
 def shardcast_http_target(data: bytes) -> None:
     """Raw bytes on a connection to a Shardcast origin or relay (`/health`, `/versions`, a manifest, a shard
     with or without Range)."""
-    from intellect.sdk.shardcast import _server as shard_server
-
-    served = _served()
-    saved, shard_server.MAX_WAIT_S = shard_server.MAX_WAIT_S, 0.0  # a long poll is a wait, not a hang: not here
-    try:  # restored after each input: a test process that replays seeds goes on to test real long-polls
-        _no_500("the Shardcast server", _serve(served["shardcast"], data))
-    finally:
-        shard_server.MAX_WAIT_S = saved
+    _no_500("the Shardcast server", _serve(_served()["shardcast"], data))
 
 
 def shardcast_http_seeds() -> dict[str, bytes]:

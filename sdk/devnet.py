@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 _REPO = Path(__file__).resolve().parents[1]
 _MAX_RPC_ANSWER = 64 << 20  # anvil's answers to the test helpers below are a few hundred bytes
 
-def _anvil_binary() -> str:
+def anvil_binary() -> str:
     for cand in (os.environ.get("INTELLECT_ANVIL"), shutil.which("anvil"),
                  str(_REPO / "node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil")):
         if cand and Path(cand).exists():
@@ -69,7 +69,7 @@ class Anvil:
         # --max-persisted-states 0: anvil keeps its recent states (~500 blocks) in memory and writes older ones
         # to ~/.foundry/anvil/tmp, which it leaves behind when stopped (hundreds of MB per thousand blocks, every
         # demo and test run); nothing here reads state that old, so none is kept on disk.
-        cmd = [_anvil_binary(), "--host", self.host, "--port", str(self.port), "--chain-id", str(self.chain_id),
+        cmd = [anvil_binary(), "--host", self.host, "--port", str(self.port), "--chain-id", str(self.chain_id),
                "--max-persisted-states", "0"]
         if self.state_file is not None:
             cmd += ["--state", str(self.state_file), "--preserve-historical-states"]

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from intellect.sdk.devnet import Anvil, _anvil_binary
+from intellect.sdk.devnet import Anvil, anvil_binary
 from intellect.sdk.procs import free_port, wait_until
 
 TMP = Path.home() / ".foundry" / "anvil" / "tmp"
@@ -30,7 +30,7 @@ def _unflagged() -> Anvil:
     """Anvil as `sdk.devnet.Anvil` started it before the change: the same command without the flag."""
     port = free_port()
     anvil = Anvil(port=port)
-    anvil.proc = subprocess.Popen([_anvil_binary(), "--host", "127.0.0.1", "--port", str(port), "--chain-id", "31337"],
+    anvil.proc = subprocess.Popen([anvil_binary(), "--host", "127.0.0.1", "--port", str(port), "--chain-id", "31337"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if not wait_until(lambda: anvil.rpc("eth_chainId") is not None, 30.0):
         anvil.stop()

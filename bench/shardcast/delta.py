@@ -35,8 +35,14 @@ from pathlib import Path
 
 import numpy as np
 
-from intellect.sdk.shardcast import Client, Origin, _zstd
-from intellect.sdk.shardcast._delta import decode_to_memory, encode_delta
+from intellect.sdk.shardcast import (
+    Client,
+    Origin,
+    decode_to_memory,
+    encode_delta,
+    zstd_compress,
+    zstd_version,
+)
 
 TEXTS = ["The quick brown fox jumps over the lazy dog. " * 8, "def add(a, b):\n    return a + b\n" * 6,
          "Question: what is 17 * 23? Answer: 391. " * 6, "In 1492 Columbus sailed the ocean blue. " * 7]
@@ -103,11 +109,11 @@ def baselines(a: bytes, b: bytes, full: int, level: int) -> dict[str, float]:
     x = np.frombuffer(a, np.uint16, offset=8 + n) ^ np.frombuffer(b, np.uint16, offset=8 + n)
     changed = float(np.mean(x != 0))
     t0 = time.perf_counter()
-    xz3 = len(_zstd.compress(x.tobytes(), 3))
+    xz3 = len(zstd_compress(x.tobytes(), 3))
     t_xz3 = time.perf_counter() - t0
     planes = x.view(np.uint8).reshape(-1, 2)
     t0 = time.perf_counter()
-    xp19 = sum(len(_zstd.compress(np.ascontiguousarray(planes[:, k]), level)) for k in range(2))
+    xp19 = sum(len(zstd_compress(np.ascontiguousarray(planes[:, k]), level)) for k in range(2))
     t_xp19 = time.perf_counter() - t0
     return {"changed_pct": 100 * changed, "xor_zstd3_pct": 100 * xz3 / full, "xor_zstd3_s": t_xz3,
             "xor_planes_zstd19_pct": 100 * xp19 / full, "xor_planes_zstd19_s": t_xp19}
@@ -169,7 +175,7 @@ def main() -> None:
     src, name = model_dir()
     ckpts = a.ckpts or Path(tempfile.mkdtemp(prefix="delta-ckpts-"))
     load = os.getloadavg()
-    print(f"model: {name} ({src}); zstd {_zstd.version()}; load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
+    print(f"model: {name} ({src}); zstd {zstd_version()}; load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
           f"link {a.link_mbit or 'loopback'} Mbit/s")
     rows = []
     for lr in a.lr or [1e-6, 2e-5]:

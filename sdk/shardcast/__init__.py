@@ -10,7 +10,7 @@ canonical bytes) names the version on the wire, its IPFS CID names it on-chain.
 """
 
 from ._client import Client, FetchResult
-from ._delta import DELTA_SCHEMA, DeltaError, UnknownDeltaVersionError
+from ._delta import DELTA_SCHEMA, DeltaError, UnknownDeltaVersionError, decode_to_memory, encode_delta
 from ._download import SourcePool, SourceReputation, http_get
 from ._errors import (
     FetchError,
@@ -27,8 +27,11 @@ from ._manifest import MANIFEST_SCHEMA, DeltaInfo, FileDigest, FileEntry, Manife
 from ._origin import DEFAULT_SHARD_SIZE, IpfsLike, Origin, build_shards
 from ._relay import Relay
 from ._server import LIMITS as SERVER_LIMITS
+from ._server import ShardServer
 from ._store import ShardStore
 from ._wire import API_PREFIX, VERSIONS_SCHEMA
+from ._zstd import compress as zstd_compress
+from ._zstd import version as zstd_version
 
 __all__ = [
     "API_PREFIX",
@@ -52,6 +55,7 @@ __all__ = [
     "OutputExistsError",
     "Relay",
     "ShardEntry",
+    "ShardServer",
     "ShardStore",
     "ShardVerificationError",
     "ShardcastError",
@@ -62,5 +66,9 @@ __all__ = [
     "UnsafePathError",
     "UpstreamError",
     "build_shards",
+    "decode_to_memory",
+    "encode_delta",
     "http_get",
+    "zstd_compress",
+    "zstd_version",
 ]

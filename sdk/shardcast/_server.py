@@ -59,7 +59,7 @@ class _Handler(JsonHandler):
 
     def _wait_param(self, q: dict[str, list[str]]) -> float:
         try:
-            return min(MAX_WAIT_S, max(0.0, float(q.get("wait", ["0"])[0])))
+            return min(self.owner.max_wait, max(0.0, float(q.get("wait", ["0"])[0])))
         except ValueError:
             return 0.0
 
@@ -203,8 +203,11 @@ class ShardServer(HttpServer):
     """Serves a `ShardStore` on (host, port) from a background thread."""
 
     def __init__(self, store: ShardStore, *, host: str = "127.0.0.1", port: int = 0, role: str = "relay",
-                 max_rate: int | None = None, limits: ServerLimits | None = None) -> None:
+                 max_rate: int | None = None, limits: ServerLimits | None = None,
+                 max_wait: float = MAX_WAIT_S) -> None:
+        """`max_wait`: the longest long poll (`?wait=`) a request may ask, seconds."""
         self.store = store
+        self.max_wait = max_wait
         self.role = role
         self.max_rate = max_rate
         self._active = 0  # shard responses being sent

@@ -56,7 +56,7 @@ class NsAnvil:
         from intellect.sdk import devnet as dn
         from intellect.sdk.procs import wait_until
 
-        self.proc = subprocess.Popen(self.host.cmd([dn._anvil_binary(), "--host", self.host.addr, "--port",
+        self.proc = subprocess.Popen(self.host.cmd([dn.anvil_binary(), "--host", self.host.addr, "--port",
                                                     str(self.port), "--chain-id", "31337"]),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_until(lambda: self.rpc("eth_chainId") is not None, 30):

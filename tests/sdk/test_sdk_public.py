@@ -20,10 +20,6 @@ from test_codebase_metrics import FIGURES  # type: ignore[import-not-found]
 
 # (file, private module) -> why it is still reached into; remove an entry when its reason goes
 ALLOWED = {
-    ("bench/sdk/anvil_disk.py", "intellect.sdk.devnet._anvil_binary"):
-        "starts anvil without the devnet's flag to measure the flag's effect; sdk/devnet.py is being moved this round",
-    ("fuzz/targets.py", "intellect.sdk.shardcast._server"):
-        "sets the long poll's MAX_WAIT_S to 0 while one input is served; wants a per-server setting in shardcast",
     ("tests/dashboard/test_dashboard_rounds.py", "intellect.sdk.dashboard._collect"):
         "unit test of the dashboard's event scan (_Scan, _challenges)",
     ("tests/shardcast/test_shardcast_arena.py", "intellect.sdk.shardcast._arena"): "unit test of the shard arena",
@@ -33,9 +29,6 @@ ALLOWED = {
         "unit test of direct-I/O preallocation",
     ("tests/shardcast/test_shardcast_tree.py", "intellect.sdk.shardcast._download"):
         "shortens the downloader's per-shard deadline slack for one test",
-    ("bench/shardcast/delta.py", "intellect.sdk.shardcast._zstd"):
-        "times the zstd binding alone for the XOR baselines the delta codec is compared with",
-    ("bench/shardcast/delta.py", "intellect.sdk.shardcast._delta"): "times the delta codec's encode and decode alone",
     ("tests/shardcast/test_shardcast_delta.py", "intellect.sdk.shardcast._zstd"):
         "unit test of the codec: builds deltas with lying headers and decompression bombs",
     ("tests/shardcast/test_shardcast_delta.py", "intellect.sdk.shardcast._origin"):
