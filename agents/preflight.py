@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from intellect.agents.hardware import resolve
 from intellect.sdk import NodeStatus, Role, WorkHistory, format_tokens
 from intellect.sdk.http import fetch
 from intellect.sdk.ipfs import open_ipfs
@@ -330,8 +331,6 @@ def _hardware(rep: Report, role: str, device: str, dtype: str, measure: str | No
         rep.add("hardware", OK, "a relay runs no model")
         return
     try:
-        from intellect.agents.hardware import resolve
-
         placement = resolve(device, dtype, role)
     except Exception as exc:
         rep.add("hardware", FAIL, str(exc))

@@ -28,7 +28,8 @@ import click
 from pydantic import BaseModel
 
 from . import devnet as _devnet
-from ._config import load_deployment
+from ._accounts import create_keystore, dev_account, import_keystore, load_keystore, read_password
+from ._config import DEV_CHAIN_IDS, load_deployment, resolve_network
 from ._errors import (
     ConfigError,
     ContentTooLargeError,
@@ -181,8 +182,6 @@ def account() -> None:
 
 
 def _new_password(ctx: _Ctx) -> str:
-    from ._accounts import read_password  # deferred: eth_account
-
     try:
         return read_password(None, ctx.opts["password_file"])
     except ConfigError:
@@ -195,8 +194,6 @@ def _new_password(ctx: _Ctx) -> str:
 @click.pass_obj
 def account_new(ctx: _Ctx) -> None:
     """Create a new random key, encrypted into --keystore PATH (never overwritten)."""
-    from ._accounts import create_keystore  # deferred: eth_account
-
     path = ctx.opts["keystore"]
     if path is None:
         raise ConfigError("account new needs --keystore PATH (where to write the keystore)")
@@ -210,8 +207,6 @@ def account_new(ctx: _Ctx) -> None:
 @click.pass_obj
 def account_import(ctx: _Ctx, key_file: Path | None) -> None:
     """Read a hex private key (from --key-file or stdin, never from the command line) into --keystore PATH."""
-    from ._accounts import import_keystore  # deferred: eth_account
-
     path = ctx.opts["keystore"]
     if path is None:
         raise ConfigError("account import needs --keystore PATH (where to write the keystore)")
@@ -275,8 +270,6 @@ def _node_lines(n: Any) -> list[str]:
 def node_register(ctx: _Ctx, role: str, gpu_model: str, vram_gib: int, gpu_count: int, endpoint: str,
                   node_keystore: Path | None) -> None:
     """Register a node (the node key signs, this account sends and owns)."""
-    from ._accounts import load_keystore  # deferred: eth_account
-
     p = ctx.protocol()
     node_acct = load_keystore(node_keystore, password_file=ctx.opts["password_file"]) if node_keystore else None
     n = p.register_node(role, node_account=node_acct, gpu_model=gpu_model, vram_gib=vram_gib, gpu_count=gpu_count,
@@ -777,8 +770,6 @@ def deploy(ctx: _Ctx, profile: str | None, params_file: Path | None, out_dir: Pa
     other nodes need. On a dev chain it also mints to the deployer and creates and funds the default pool."""
     from web3 import Web3
 
-    from ._accounts import dev_account, load_keystore
-    from ._config import DEV_CHAIN_IDS, resolve_network
     from ._tx import RetryPolicy, redact_url, with_retries
     from .deploy import deploy_contracts, params_for_network
 

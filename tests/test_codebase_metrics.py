@@ -32,7 +32,7 @@ CEILINGS = {
     "role_trainer": 747,
     "role_validator": 390,  # ws34v: challenges, attestations, attester rewards, checkpoints, claim lookup moved out
     "role_worker": 371,  # ws34v: claims and leases (agents/roles/leases.py) moved out
-    "inner_imports": 36,  # preflight's and the SDK CLI's defer web3/torch for --help and the relay extra
+    "inner_imports": 25,  # the rest defer web3 or torch for --help, the relay extra and the demo parent (listed by the tool)
     "private_sdk_imports": 0,  # bench and fuzz use the public shardcast/devnet names (ShardServer max_wait, encode_delta, zstd_compress, anvil_binary)
     "private_sdk_imports_tests": 10,
     "long_functions": 5,  # preflight, deploy, download, warm start, prefill, capture, train_step split (main after ws34v)

@@ -50,7 +50,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from intellect.verifier.toploc import ChunkStats, VerificationResult
+from intellect.verifier.toploc import PROFILE_ALIASES, PROFILES, ChunkStats, VerificationResult
 
 __all__ = [
     "CALIBRATION_SCHEMA",
@@ -419,8 +419,6 @@ FP32_RULES = default_rules(default_class="cpu-fp32")
 
 def rules_for_profile(name: str) -> EvidenceRules:
     """The evidence rules shipped for verification profile `name` (`mixed`, `fp32`, or an alias of them)."""
-    from intellect.verifier.toploc import PROFILE_ALIASES, PROFILES
-
     key = PROFILE_ALIASES.get(name, name)
     if key not in PROFILES:
         raise ValueError(f"unknown verification profile {name!r}")

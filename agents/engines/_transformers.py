@@ -25,6 +25,7 @@ import torch
 
 from intellect.agents.engines._base import EngineError, Generation, SamplingParams, checkpoint_step
 from intellect.verifier.replay import gumbel_sample, sample_seed
+from intellect.verifier.toploc import build_proofs_many
 
 log = logging.getLogger(__name__)
 
@@ -279,12 +280,6 @@ class TransformersEngine:
         """
         if not steps or not any(lengths):
             return None
-        try:
-            from intellect.verifier.toploc import (
-                build_proofs_many,  # deferred: an engine without proofs needs no TOPLOC
-            )
-        except ImportError as exc:
-            raise EngineError(f"TOPLOC proofs need intellect.verifier.toploc: {exc}") from exc
         states = torch.stack(steps).to("cpu", torch.bfloat16)  # (S, B, H)
         hiddens = [states[:n, i] for i, n in enumerate(lengths) if n]
         built = iter(build_proofs_many(hiddens, chunk_size=self.proof_chunk_size, topk=self.proof_topk))

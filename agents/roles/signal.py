@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from intellect.agents.grpo_trainer import group_samples
+
 __all__ = ["NO_SIGNAL_AFTER_S", "NoSignalReport", "no_signal_report", "signal_chance"]
 
 NO_SIGNAL_AFTER_S = 60.0
@@ -47,8 +49,6 @@ def no_signal_report(samples: Sequence[Any], *, step: int, submissions: int, wai
                      length_alpha: float, batch_groups: int) -> NoSignalReport:
     """The report for `samples` (the step's attested rollouts, `grpo_trainer.Sample`s, none in a group with
     signal) after `waited_s` seconds, with the advice its numbers call for."""
-    from intellect.agents.grpo_trainer import group_samples
-
     groups = list(group_samples(samples).values())
     solved = sum(1 for s in samples if s.reward > 0)
     p = solved / len(samples) if samples else 0.0

@@ -23,6 +23,7 @@ from typing import Any
 import click
 
 from .._errors import IntellectError
+from ..ipfs import open_ipfs
 from ._client import Client
 from ._download import http_get
 from ._errors import ManifestError, ShardcastError
@@ -36,10 +37,6 @@ __all__ = ["shardcast"]
 def _open_ipfs(spec: str | None) -> IpfsLike | None:
     if not spec:
         return None
-    try:
-        from intellect.sdk.ipfs import open_ipfs  # type: ignore[import-not-found]
-    except ImportError as e:
-        raise click.UsageError(f"--ipfs needs intellect.sdk.ipfs, which is not importable here: {e}") from e
     return open_ipfs(spec)  # type: ignore[no-any-return]
 
 
