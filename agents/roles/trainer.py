@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from intellect.agents.engines import TransformersEngine
-from intellect.agents.evaluation import evaluate_checkpoint, held_out_max_tokens
 from intellect.agents.grpo import UntrustedValueError
 from intellect.agents.grpo_trainer import NonFiniteWeightsError, NoSignalError, signal_groups
 from intellect.agents.hardware import resolve
@@ -46,6 +45,7 @@ from intellect.agents.roles.checkpoint_publish import (
     warm_start_recipe,
 )
 from intellect.agents.roles.eval_thread import BackgroundEvaluator
+from intellect.agents.roles.held_out import eval_due, evaluate_and_record, load_eval_tasks
 from intellect.agents.roles.pool_lifecycle import Heartbeat, finish_pool
 from intellect.agents.roles.pool_rules import apply_pool_rules
 from intellect.agents.roles.signal import NO_SIGNAL_AFTER_S, no_signal_report
@@ -159,7 +159,7 @@ class Trainer(Agent):
                  "chain assigns it", self.quorum, k)
         self._init_policy()
         self.canary = CanaryInjector.start_for(self)  # None unless trainer.canary is on
-        self.eval_tasks = self._load_eval_tasks()
+        self.eval_tasks = load_eval_tasks(self.cfg.trainer, getattr(self, "held_out_source", None))
         if self.eval_tasks and self.state.record("eval", self.gt.step) is None:
             self.maybe_evaluate(self.gt.step, force=True)  # the baseline the later evaluations compare with
 
@@ -339,31 +339,10 @@ class Trainer(Agent):
         return self.no_signal
 
     # -- evaluation ----------------------------------------------------------------------------
-    def _load_eval_tasks(self) -> list[Any]:
-        """The held-out tasks (`trainer.eval_tasks`, else the pool rules' held-out split), at most
-        `trainer.eval_max_tasks` of them; empty when evaluation is off or there is no held-out set."""
-        t = self.cfg.trainer
-        if not t.eval_every:
-            return []
-        source = t.eval_tasks or getattr(self, "held_out_source", None)
-        if not source:
-            log.warning("trainer.eval_every is %d but no held-out set: set trainer.eval_tasks or name one in "
-                        "the pool rules (heldout_cid)", t.eval_every)
-            return []
-        ts = source if isinstance(source, TaskSet) else TaskSet.load(Path(source))
-        return list(ts)[: t.eval_max_tasks]
-
-    def eval_max_tokens(self) -> int:
-        """Completion budget of an evaluation: the largest CPU thinking budget of the pool
-        (`held_out_max_tokens`, shared with `intellect-agent eval --rules/--pool`)."""
-        return held_out_max_tokens(self.cfg.tasks.budgets)
-
     def maybe_evaluate(self, step: int, force: bool = False) -> bool:
-        """Queue checkpoint `step` for held-out evaluation when `trainer.eval_every` divides it (or `force`): it
-        runs on the evaluation thread with its own engine (issue 37), never pausing a training step. True if
-        queued."""
-        every = self.cfg.trainer.eval_every
-        if not self.eval_tasks or not every or (step % every and not force):
+        """Queue checkpoint `step` for held-out evaluation when due (`held_out.eval_due`): it runs on the evaluation
+        thread with its own engine (issue 37), never pausing a training step. True if queued."""
+        if not eval_due(step, self.cfg.trainer.eval_every, self.eval_tasks, force):
             return False
         if self.evaluator is None:
             self.evaluator = BackgroundEvaluator(self.evaluate_step, name="evaluation")
@@ -372,28 +351,16 @@ class Trainer(Agent):
         return True
 
     def evaluate_step(self, step: int) -> Any:
-        """Evaluate checkpoint `step` on the held-out tasks now, on the evaluation engine (made on first use),
-        and record the result (state `eval`, metrics). Runs on the evaluation thread; None if it failed."""
-
+        """Evaluate checkpoint `step` now on the evaluation engine (made on first use) and record it
+        (`held_out.evaluate_and_record`). Runs on the evaluation thread; None if it failed."""
         if self._eval_engine is None:
             device, dtype = resolve(self.cfg.trainer.device, self.cfg.trainer.dtype, "trainer")
             self._eval_engine = TransformersEngine(device=device, dtype=dtype)
-        try:
-            result = evaluate_checkpoint(self.gt.checkpoint_path(step), self.eval_tasks,
-                                         max_tokens=self.eval_max_tokens(), length_alpha=self.cfg.tasks.length_alpha,
-                                         length_scope=self.cfg.tasks.length_scope, task_set="held-out", engine=self._eval_engine,
-                                         chat_template=self.rules is not None and self.rules.model.chat_template == "model")
-        except Exception as exc:  # an evaluation must never stop training
-            self.metrics.inc("errors_total", kind="eval")
-            log.exception("evaluation of step %d failed: %s", step, exc)
-            return None
-        if self.rules is not None:
-            result = result.model_copy(update={"rules_cid": self.pool.params.rules_cid})
-        self.state.put("eval", step, "done", result.model_dump())
-        self.metrics.set("eval_pass_at_1", result.pass_at_1)
-        self.metrics.set("eval_mean_reward", result.mean_reward)
-        self.metrics.set("eval_step", step)
-        return result
+        return evaluate_and_record(step, self.gt.checkpoint_path(step), self.eval_tasks, self.cfg.tasks,
+                                   engine=self._eval_engine,
+                                   chat_template=self.rules is not None and self.rules.model.chat_template == "model",
+                                   rules_cid=self.pool.params.rules_cid if self.rules is not None else None,
+                                   state=self.state, metrics=self.metrics)
 
     def loop(self) -> None:
         # ChallengeResolved carries no pool id: the events unfiltered, _on_event keeps this pool's
