@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from intellect.agents.attestation import Attestation, AttestationError, sign_attestation
+from intellect.agents.roles import attestation_intake
 from intellect.agents.roles._runtime import PeerDocumentError, parse_status, peer_service
 from intellect.agents.roles._server import HttpError, parse_json_body
 from intellect.agents.roles.store import accept_pushed_file, store_request
@@ -615,12 +616,6 @@ def completion_seeds() -> dict[str, bytes]:
 # ------------------------------------------------------------------- a validator's GET /attestations page
 
 
-def _trainer() -> Any:
-    from intellect.agents.roles.trainer import Trainer  # imports torch: only for this reader
-
-    return Trainer
-
-
 class _PageResponse:
     ok = True
     status = 200
@@ -633,13 +628,14 @@ class _PageResponse:
 
 
 def attestation_page_target(data: bytes) -> None:
-    """A page of a validator's `GET /attestations` as the trainer pulls it (`Trainer.pull_attestations`, the
-    real method): the page's JSON, each item's cursor fields, then each item's validation and signature check
-    (the first step of `accept_attestation`; the chain's part is not run). The validator directory, the state
-    store and the HTTP fetch are stand-ins; the method must neither raise nor stop advancing its cursor."""
+    """A page of a validator's `GET /attestations` as the trainer pulls it (`attestation_intake.pull_attestations`,
+    the real function): the page's JSON, each item's cursor fields, then each item's validation and signature
+    check (the first step of `AttestationIntake.accept`; the chain's part is not run). The validator directory,
+    the state store and the HTTP fetch are stand-ins; the function must neither raise nor stop advancing its
+    cursor."""
     import types
 
-    import intellect.agents.roles.trainer as fetch_module  # the module whose `fetch` the trainer calls
+    fetch_module = attestation_intake  # the module whose `fetch` the trainer's pull calls
 
     def accept(item: Any) -> None:
         try:
@@ -649,15 +645,13 @@ def attestation_page_target(data: bytes) -> None:
 
     node = types.SimpleNamespace(endpoint="http://validator", address="0x" + "11" * 20)
     state: dict[str, Any] = {}
-    trainer = types.SimpleNamespace(
-        directory=types.SimpleNamespace(by_role=lambda _role: [node], benched=lambda _a: False,
-                                        penalise=lambda _a, _e="": 0.0),
-        state=types.SimpleNamespace(get=lambda k, d=None: state.get(k, d), set=state.__setitem__),
-        accept_attestation=accept)
+    directory = types.SimpleNamespace(by_role=lambda _role: [node], benched=lambda _a: False,
+                                      penalise=lambda _a, _e="": 0.0)
+    store = types.SimpleNamespace(get=lambda k, d=None: state.get(k, d), set=state.__setitem__)
     real = fetch_module.fetch
-    fetch_module.fetch = lambda *_a, **_k: _PageResponse(data)
+    fetch_module.fetch = lambda *_a, **_k: _PageResponse(data)  # type: ignore[assignment]
     try:
-        _trainer().pull_attestations(trainer, max_pages=1)
+        attestation_intake.pull_attestations(directory, store, accept, max_pages=1)  # type: ignore[arg-type]
     finally:
         fetch_module.fetch = real
 
@@ -919,8 +913,8 @@ READERS: dict[str, Reader] = {r.name: r for r in [
     Reader("taskset", "task set, JSONL (`TaskSet.from_bytes`)", taskset_target, TASKSET_ERRORS, taskset_seeds),
     Reader("attestation", "trainer's POST /attestations body (`Attestation`, `verify`)", attestation_target,
            ATTESTATION_ERRORS, attestation_seeds),
-    Reader("attestation_page", "a validator's GET /attestations page (`Trainer.pull_attestations`)",
-           attestation_page_target, (HttpError,), attestation_page_seeds, prepare=_trainer),
+    Reader("attestation_page", "a validator's GET /attestations page (`attestation_intake.pull_attestations`)",
+           attestation_page_target, (HttpError,), attestation_page_seeds),
     Reader("dashboard", "a node's /status as the dashboard reads it (`StatusFetcher.fetch_one`, steps, curve)",
            dashboard_target, (), dashboard_seeds, prepare=lambda: __import__("intellect.sdk.dashboard")),
     Reader("cid", "CID text and binary (`Cid.parse`, `Cid.from_bytes`)", cid_target, CID_ERRORS, cid_seeds),

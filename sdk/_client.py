@@ -8,6 +8,12 @@
 
 Every call returns a pydantic model or a plain value; a revert raises `ContractRevert` carrying
 the contract's custom error name and arguments; transient RPC failures are retried.
+
+The class is split by concern (issue 34): this module holds construction, the low-level calls, transactions and
+events, and the ledger's tasks, challenges and rewards; `Protocol` mixes in `_client_token._TokenCalls` (token,
+faucet, permits, access control), `_client_registry._RegistryCalls` (nodes and stake), `_client_pools._PoolCalls`
+(pools and checkpoints) and `_client_attesters._AttesterCalls` (the attester book). Every method stays public on
+`Protocol` under its name and signature.
 """
 
 from __future__ import annotations
@@ -19,15 +25,28 @@ from typing import Any, TypeVar
 
 from eth_abi import encode as abi_encode
 from eth_abi.exceptions import DecodingError
-from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from hexbytes import HexBytes
-from pydantic import BaseModel, Field
 from web3 import Web3
 from web3.contract import Contract
 from web3.exceptions import ContractLogicError, Web3Exception
 
 from ._accounts import dev_account, load_keystore
+from ._client_attesters import AttesterClaimCursor, _AttesterCalls
+from ._client_pools import _PoolCalls
+from ._client_registry import _RegistryCalls
+from ._client_token import _TokenCalls
+from ._client_util import (
+    _ANSWER_FAILURES,
+    _abi_type,
+    _addr,
+    _built,
+    _field,
+    _hex_bytes,
+    _norm,
+    _plain,
+    _static_type,
+)
 from ._config import (
     CONTRACT_NAMES,
     DEV_CHAIN_IDS,
@@ -39,26 +58,13 @@ from ._config import (
     resolve_network,
 )
 from ._errors import ConfigError, ContractRevert, IntellectError, RpcError
-from ._events import write_atomic
 from ._models import (
-    AttesterPoolRule,
-    AttesterRecord,
     Challenge,
     ChallengeStatus,
-    Checkpoint,
     DecodedEvent,
-    FaucetInfo,
-    Node,
     NodeBook,
-    NodeStatus,
-    Pool,
-    PoolParams,
-    PoolState,
-    PoolStatus,
     Receipt,
     Rewards,
-    Role,
-    Stake,
     Submission,
     Task,
     TaskClaim,
@@ -75,24 +81,7 @@ log = logging.getLogger(__name__)
 _LOG_CHUNK = 10_000  # blocks per eth_getLogs request
 
 
-def _addr(a: str) -> str:
-    try:
-        return str(Web3.to_checksum_address(a))
-    except (ValueError, TypeError):
-        raise ConfigError(f"not an address: {a!r} (expected 0x followed by 40 hex digits)") from None
-
-
-class AttesterClaimCursor(BaseModel):
-    """Where `Protocol.claim_attester_rewards` stands for one validator: the last block whose AttestationRecorded
-    events it scanned, and its unsettled records (submission id -> the window's end, -1 while not read)."""
-
-    chain_id: int
-    validator: str
-    scanned_to: int
-    pending: dict[int, int] = Field(default_factory=dict)
-
-
-class Protocol:
+class Protocol(_TokenCalls, _RegistryCalls, _PoolCalls, _AttesterCalls):
     """Typed access to one deployment of the intellect contracts, optionally as one signing account."""
 
     def __init__(self, w3: Web3, deployment: Deployment, account: LocalAccount | None = None, *,
@@ -305,353 +294,6 @@ class Protocol:
         a = _addr(address or self.address)
         return self._ask(lambda: int(self.w3.eth.get_balance(a)), "get_balance")
 
-    # -- IntellectToken -------------------------------------------------------------------------
-    def balance_of(self, account: str | None = None) -> int:
-        return int(self.call("IntellectToken", "balanceOf", _addr(account or self.address)))
-
-    def allowance(self, owner: str, spender: str) -> int:
-        return int(self.call("IntellectToken", "allowance", _addr(owner), _addr(spender)))
-
-    def total_supply(self) -> int:
-        return int(self.call("IntellectToken", "totalSupply"))
-
-    def approve(self, spender: str, amount: int) -> Receipt:
-        return self.transact("IntellectToken", "approve", _addr(spender), int(amount))
-
-    def transfer(self, to: str, amount: int) -> Receipt:
-        return self.transact("IntellectToken", "transfer", _addr(to), int(amount))
-
-    def mint(self, to: str, amount: int) -> Receipt:
-        """MINTER_ROLE only."""
-        return self.transact("IntellectToken", "mint", _addr(to), int(amount))
-
-    def drip(self) -> int:
-        """The dev faucet: mints the faucet amount to the caller; returns the amount."""
-        rc = self.transact("IntellectToken", "drip")
-        return int(rc.event("FaucetDripped").args["amount"])
-
-    def faucet_info(self, account: str | None = None) -> FaucetInfo:
-        a = _addr(account or self.address) if (account or self.account) else "0x" + "00" * 20
-        return FaucetInfo(enabled=bool(self.call("IntellectToken", "faucetEnabled")),
-                          amount=int(self.call("IntellectToken", "faucetAmount")),
-                          cooldown=int(self.call("IntellectToken", "faucetCooldown")),
-                          next_drip_at=int(self.call("IntellectToken", "nextDripAt", a)))
-
-    def _ensure_allowance(self, spender_contract: str, amount: int) -> None:
-        spender = self.contracts[spender_contract].address
-        if self.allowance(self.address, spender) < amount:
-            self.approve(spender, amount)
-
-    def transfer_from(self, owner: str, to: str, amount: int) -> Receipt:
-        return self.transact("IntellectToken", "transferFrom", _addr(owner), _addr(to), int(amount))
-
-    def token_metadata(self) -> dict[str, Any]:
-        """name, symbol, decimals and the EIP-712 domain separator of the token."""
-        return {"name": self.call("IntellectToken", "name"), "symbol": self.call("IntellectToken", "symbol"),
-                "decimals": int(self.call("IntellectToken", "decimals")),
-                "domain_separator": "0x" + bytes(self.call("IntellectToken", "DOMAIN_SEPARATOR")).hex()}
-
-    def permit_nonce(self, owner: str | None = None) -> int:
-        return int(self.call("IntellectToken", "nonces", _addr(owner or self.address)))
-
-    def sign_permit(self, spender: str, amount: int, deadline: int) -> tuple[int, bytes, bytes]:
-        """EIP-2612 permit signature (v, r, s) by this account for `spender`."""
-        if self.account is None:
-            raise ConfigError("sign_permit needs an account")
-        token = self.contracts["IntellectToken"]
-        signed = Account.sign_typed_data(
-            self.account.key,
-            domain_data={"name": str(self.call("IntellectToken", "name")), "version": "1", "chainId": self.chain_id,
-                         "verifyingContract": token.address},
-            message_types={"Permit": [{"name": "owner", "type": "address"}, {"name": "spender", "type": "address"},
-                                      {"name": "value", "type": "uint256"}, {"name": "nonce", "type": "uint256"},
-                                      {"name": "deadline", "type": "uint256"}]},
-            message_data={"owner": self.address, "spender": _addr(spender), "value": int(amount),
-                          "nonce": self.permit_nonce(), "deadline": int(deadline)},
-        )
-        return signed.v, signed.r.to_bytes(32, "big"), signed.s.to_bytes(32, "big")
-
-    def permit(self, spender: str, amount: int, deadline: int | None = None) -> Receipt:
-        """Approve `spender` through the token's `permit` (signed here, sent by this account)."""
-        deadline = deadline or self.chain_time() + 3600
-        v, r, s_ = self.sign_permit(spender, amount, deadline)
-        return self.transact("IntellectToken", "permit", self.address, _addr(spender), int(amount), int(deadline),
-                             v, r, s_)
-
-    # -- AccessControl (token, stake manager, ledger) ----------------------------------------------
-    @staticmethod
-    def role_id(role: str) -> bytes:
-        """bytes32 of an AccessControl role name ("DEFAULT_ADMIN_ROLE" is zero)."""
-        return b"\x00" * 32 if role == "DEFAULT_ADMIN_ROLE" else bytes(Web3.keccak(text=role))
-
-    def has_role(self, contract: str, role: str, account: str) -> bool:
-        return bool(self.call(contract, "hasRole", self.role_id(role), _addr(account)))
-
-    def role_admin(self, contract: str, role: str) -> bytes:
-        return bytes(self.call(contract, "getRoleAdmin", self.role_id(role)))
-
-    def grant_role(self, contract: str, role: str, account: str) -> Receipt:
-        return self.transact(contract, "grantRole", self.role_id(role), _addr(account))
-
-    def revoke_role(self, contract: str, role: str, account: str) -> Receipt:
-        return self.transact(contract, "revokeRole", self.role_id(role), _addr(account))
-
-    def renounce_role(self, contract: str, role: str) -> Receipt:
-        return self.transact(contract, "renounceRole", self.role_id(role), self.address)
-
-    def supports_interface(self, contract: str, interface_id: bytes) -> bool:
-        return bool(self.call(contract, "supportsInterface", bytes(interface_id)))
-
-    def wiring(self) -> dict[str, str]:
-        """The addresses the contracts point at (to check a deployment file against the chain)."""
-        return {"TaskLedger.token": str(self.call("TaskLedger", "token")),
-                "TaskLedger.registry": str(self.call("TaskLedger", "registry")),
-                "TaskLedger.stakeManager": str(self.call("TaskLedger", "stakeManager")),
-                "StakeManager.stakeToken": str(self.call("StakeManager", "stakeToken")),
-                "StakeManager.registry": str(self.call("StakeManager", "registry"))}
-
-    def registry_limits(self) -> dict[str, Any]:
-        """NodeRegistry constants: string limits, the EIP-712 type hash and domain."""
-        return {"max_gpu_model_length": int(self.call("NodeRegistry", "MAX_GPU_MODEL_LENGTH")),
-                "max_endpoint_length": int(self.call("NodeRegistry", "MAX_ENDPOINT_LENGTH")),
-                "register_typehash": "0x" + bytes(self.call("NodeRegistry", "REGISTER_TYPEHASH")).hex(),
-                "eip712_domain": _plain(list(self.call("NodeRegistry", "eip712Domain")))}
-
-    # -- NodeRegistry ---------------------------------------------------------------------------
-    def registration_digest(self, node: str, owner: str, role: Role | str | int, deadline: int) -> bytes:
-        return bytes(self.call("NodeRegistry", "registrationDigest", _addr(node), _addr(owner),
-                               int(Role.parse(role)), int(deadline)))
-
-    def registration_nonce(self, node: str) -> int:
-        return int(self.call("NodeRegistry", "nonces", _addr(node)))
-
-    def sign_registration(self, node_account: LocalAccount, owner: str, role: Role | str | int,
-                          deadline: int) -> bytes:
-        """The node key's EIP-712 signature allowing `owner` to register it with `role`."""
-        digest = self.registration_digest(node_account.address, owner, role, deadline)
-        return bytes(Account.unsafe_sign_hash(digest, node_account.key).signature)
-
-    def register_node(self, role: Role | str | int, *, node_account: LocalAccount | None = None,
-                      node_signature: bytes | None = None, node: str | None = None, gpu_model: str = "cpu",
-                      vram_gib: int = 0, gpu_count: int = 0, endpoint: str = "",
-                      deadline: int | None = None) -> Node:
-        """Register a node owned by this account. The node key signs (default: this account is the node)."""
-        r = Role.parse(role)
-        if deadline is None:
-            deadline = self.chain_time() + 3600
-        if node_signature is None:
-            signer = node_account or self.account
-            if signer is None:
-                raise ConfigError("register_node needs the node key (node_account) or its signature")
-            node = signer.address
-            node_signature = self.sign_registration(signer, self.address, r, deadline)
-        elif node is None:
-            raise ConfigError("register_node with a ready signature needs the node address")
-        self.transact("NodeRegistry", "register", _addr(node), int(r), gpu_model, int(vram_gib), int(gpu_count),
-                      endpoint, int(deadline), node_signature)
-        return self.node(node)
-
-    def update_node(self, node: str, *, gpu_model: str, vram_gib: int, gpu_count: int, endpoint: str) -> Node:
-        self.transact("NodeRegistry", "update", _addr(node), gpu_model, int(vram_gib), int(gpu_count), endpoint)
-        return self.node(node)
-
-    def exit_node(self, node: str | None = None) -> Receipt:
-        return self.transact("NodeRegistry", "exit", _addr(node or self.address))
-
-    def node(self, address: str | None = None) -> Node:
-        a = _addr(address or self.address)
-        info = self.call("NodeRegistry", "nodeInfo", a)
-        return _built("NodeRegistry.nodeInfo", lambda: Node(
-            address=a, owner=info[0], role=Role(info[1]), status=NodeStatus(info[2]), vram_gib=info[3],
-            gpu_count=info[4], registered_at=info[5], gpu_model=info[6], endpoint=info[7]))
-
-    def node_core(self, address: str) -> tuple[str, Role, NodeStatus]:
-        v = self.call("NodeRegistry", "nodeCore", _addr(address))
-        return _built("NodeRegistry.nodeCore", lambda: (str(v[0]), Role(v[1]), NodeStatus(v[2])))
-
-    def owner_of(self, node: str) -> str:
-        return str(self.call("NodeRegistry", "ownerOf", _addr(node)))
-
-    def is_active(self, node: str, role: Role | str | int) -> bool:
-        return bool(self.call("NodeRegistry", "isActive", _addr(node), int(Role.parse(role))))
-
-    def active_count(self, role: Role | str | int) -> int:
-        return int(self.call("NodeRegistry", "activeCount", int(Role.parse(role))))
-
-    # -- StakeManager ---------------------------------------------------------------------------
-    def stake(self, node: str, amount: int, *, approve: bool = True) -> Stake:
-        """Add `amount` to `node`'s active stake (approving the StakeManager first when needed)."""
-        if approve:
-            self._ensure_allowance("StakeManager", amount)
-        self.transact("StakeManager", "stake", _addr(node), int(amount))
-        return self.stake_of(node)
-
-    def stake_with_permit(self, node: str, amount: int, *, deadline: int | None = None) -> Stake:
-        """Stake in one transaction, approving through an EIP-2612 permit signed here."""
-        deadline = deadline or self.chain_time() + 3600
-        v, r, s_ = self.sign_permit(self.contracts["StakeManager"].address, amount, deadline)
-        self.transact("StakeManager", "stakeWithPermit", _addr(node), int(amount), int(deadline), v, r, s_)
-        return self.stake_of(node)
-
-    def request_unstake(self, node: str, amount: int) -> Stake:
-        self.transact("StakeManager", "requestUnstake", _addr(node), int(amount))
-        return self.stake_of(node)
-
-    def withdraw(self, node: str) -> int:
-        """Withdraw the released unbonding stake to the owner; returns the amount."""
-        rc = self.transact("StakeManager", "withdraw", _addr(node))
-        return int(rc.event("Withdrawn").args["amount"])
-
-    def stake_of(self, node: str | None = None) -> Stake:
-        a = _addr(node or self.address)
-        s = self.call("StakeManager", "stakeOf", a)
-        _, role, _ = self.node_core(a)
-        min_stake = self.min_stake(role) if role != Role.NONE else None
-        return _built("StakeManager.stakeOf", lambda: Stake(node=a, active=s[0], unbonding=s[1], release_at=s[2],
-                                                            open_challenges=s[3], min_stake=min_stake))
-
-    def active_stake(self, node: str) -> int:
-        return int(self.call("StakeManager", "activeStake", _addr(node)))
-
-    def has_min_stake(self, node: str, role: Role | str | int) -> bool:
-        return bool(self.call("StakeManager", "hasMinStake", _addr(node), int(Role.parse(role))))
-
-    def min_stake(self, role: Role | str | int) -> int:
-        return int(self.call("StakeManager", "minStake", int(Role.parse(role))))
-
-    def validator_weight_at(self, node: str, block: int) -> int:
-        """`node`'s validator weight (active stake while an active validator, else 0) at the end of past block
-        `block`: checkpointed on-chain, so any node answers it (no archive state needed)."""
-        return int(self.call("StakeManager", "validatorWeightAt", _addr(node), int(block)))
-
-    def unbonding_period(self) -> int:
-        return int(self.call("StakeManager", "unbondingPeriod"))
-
-    def unbonding_floor(self) -> int:
-        return int(self.call("StakeManager", "unbondingFloor"))
-
-    def challenger_share_bps(self) -> int:
-        return int(self.call("StakeManager", "challengerShareBps"))
-
-    def treasury(self) -> str:
-        return str(self.call("StakeManager", "treasury"))
-
-    def total_staked(self) -> int:
-        return int(self.call("StakeManager", "totalStaked"))
-
-    def set_min_stake(self, role: Role | str | int, amount: int) -> Receipt:
-        """Admin only."""
-        return self.transact("StakeManager", "setMinStake", int(Role.parse(role)), int(amount))
-
-    def set_unbonding_period(self, period: int) -> Receipt:
-        """Admin only."""
-        return self.transact("StakeManager", "setUnbondingPeriod", int(period))
-
-    def set_challenger_share_bps(self, bps: int) -> Receipt:
-        """Admin only."""
-        return self.transact("StakeManager", "setChallengerShareBps", int(bps))
-
-    def set_treasury(self, treasury: str) -> Receipt:
-        """Admin only."""
-        return self.transact("StakeManager", "setTreasury", _addr(treasury))
-
-    # -- TaskLedger: pools and checkpoints --------------------------------------------------------
-    def create_pool(self, params: PoolParams) -> int:
-        rc = self.transact("TaskLedger", "createPool", params.as_tuple())
-        return int(rc.event("PoolCreated").args["poolId"])
-
-    def fund_pool(self, pool_id: int, amount: int, *, approve: bool = True) -> Pool:
-        if approve:
-            self._ensure_allowance("TaskLedger", amount)
-        self.transact("TaskLedger", "fundPool", int(pool_id), int(amount))
-        return self.pool(pool_id)
-
-    def announce_defund(self, pool_id: int, amount: int) -> int:
-        """Pool owner: announce taking back up to `amount` of budget; returns the chain time from which
-        `defund_pool` may take it (one lease duration later: every lease open now has ended by then)."""
-        rc = self.transact("TaskLedger", "announceDefund", int(pool_id), int(amount))
-        return int(rc.event("PoolDefundAnnounced").args["executableAt"])
-
-    def defund_pool(self, pool_id: int, amount: int, to: str | None = None) -> Pool:
-        """Pool owner: take `amount` of unreserved budget, at most what `announce_defund` announced at least
-        one lease duration ago (TaskLedgerDefundNotAnnounced otherwise)."""
-        self.transact("TaskLedger", "defundPool", int(pool_id), int(amount), _addr(to or self.address))
-        return self.pool(pool_id)
-
-    def publish_checkpoint(self, pool_id: int, step: int, manifest_cid: str) -> Checkpoint:
-        rc = self.transact("TaskLedger", "publishCheckpoint", int(pool_id), int(step), manifest_cid)
-        return Checkpoint(pool_id=pool_id, step=step, manifest_cid=manifest_cid, block_number=rc.block_number,
-                          tx_hash=rc.tx_hash)
-
-    def pool(self, pool_id: int) -> Pool:
-        v = self.call("TaskLedger", "pool", int(pool_id))
-        return _built("TaskLedger.pool", lambda: Pool(
-            pool_id=pool_id, owner=v[0], params=PoolParams.from_tuple(v[1]), budget=v[2], reserved=v[3],
-            has_checkpoint=v[4], latest_step=v[5] if v[4] else None))
-
-    def pool_state(self, pool_id: int) -> PoolStatus:
-        """The pool's state (open, paused, finished, or stalled: its trainer's heartbeat lapsed) and until when it
-        takes claims (issue 37)."""
-        state, open_until = self.call("TaskLedger", "poolState", int(pool_id))
-        return PoolStatus(pool_id=int(pool_id), state=PoolState(int(state)), open_until=int(open_until))
-
-    def set_pool_state(self, pool_id: int, state: PoolState | str) -> Receipt:
-        """Pause or resume (pool owner), or finish (owner or trainer; anyone once the trainer's heartbeat lapsed:
-        the unreserved budget goes back to the owner) a pool; the trainer's `open` is its heartbeat."""
-        st = state if isinstance(state, PoolState) else PoolState[str(state).upper()]
-        return self.transact("TaskLedger", "setPoolState", int(pool_id), int(st))
-
-    def heartbeat(self, pool_id: int) -> Receipt:
-        """The pool trainer's heartbeat: its open pool takes claims for another lease duration (as a checkpoint
-        publish does)."""
-        return self.set_pool_state(pool_id, PoolState.OPEN)
-
-    def pool_count(self) -> int:
-        return int(self.call("TaskLedger", "poolCount"))
-
-    def pools(self) -> list[Pool]:
-        return [self.pool(i) for i in range(1, self.pool_count() + 1)]
-
-    def checkpoint(self, pool_id: int, step: int) -> Checkpoint:
-        cid = self.call("TaskLedger", "checkpoint", int(pool_id), int(step))
-        return Checkpoint(pool_id=pool_id, step=step, manifest_cid=str(cid))
-
-    def latest_step(self, pool_id: int) -> int | None:
-        """The latest published step, None when the pool has none yet."""
-        try:
-            return int(self.call("TaskLedger", "latestStep", int(pool_id)))
-        except ContractRevert as exc:
-            if exc.name == "TaskLedgerNoCheckpoint":
-                return None
-            raise
-
-    def latest_checkpoint(self, pool_id: int) -> Checkpoint | None:
-        step = self.latest_step(pool_id)
-        return None if step is None else self.checkpoint(pool_id, step)
-
-    def checkpoints(self, pool_id: int, *, from_block: int | None = None) -> list[Checkpoint]:
-        """Every CheckpointPublished of the pool, oldest first (from the event log)."""
-        return [Checkpoint(pool_id=e.args["poolId"], step=e.args["step"], manifest_cid=e.args["manifestCid"],
-                           block_number=e.block_number, tx_hash=e.tx_hash)
-                for e in self.get_events(["CheckpointPublished"], from_block=from_block,
-                                         filters={"poolId": int(pool_id)})]
-
-    def set_min_window_length(self, seconds: int) -> Receipt:
-        """Admin only."""
-        return self.transact("TaskLedger", "setMinWindowLength", int(seconds))
-
-    def min_window_length(self) -> int:
-        return int(self.call("TaskLedger", "minWindowLength"))
-
-    def pool_bounds(self) -> tuple[int, int]:
-        """(minChallengeBond, minQuorum): the ledger's floors on new pools."""
-        v = self.call("TaskLedger", "poolBounds")
-        return int(v[0]), int(v[1])
-
-    def reservation_leverage(self) -> int:
-        """Tokens of reservations a node may hold in a pool per token of its active stake (0: no bound)."""
-        return int(self.call("TaskLedger", "poolBounds")[2])
-
     # -- TaskLedger: tasks and submissions --------------------------------------------------------
     def claim_task(self, pool_id: int) -> TaskClaim:
         """Claim a task for this account's worker node; the seed comes from the TaskClaimed event."""
@@ -819,217 +461,3 @@ class Protocol:
 
     def claim_all_rewards(self, node: str | None = None) -> int:
         return self.claim_rewards(self.rewards(node).claimable_ids)
-
-    # -- AttesterBook: validators paid per used attestation, slashed for attesting upheld work ------------
-    def _book(self) -> str:
-        if "AttesterBook" not in self.contracts:
-            raise ConfigError(f"deployment for chain {self.chain_id} has no AttesterBook address "
-                              "(deployed by scripts/deploy.py since issue 21): redeploy or add it to the file")
-        return "AttesterBook"
-
-    def set_attester_reward(self, pool_id: int, reward_per_attestation: int) -> AttesterPoolRule:
-        """Fix, once, the pool's reward per recorded attestation. Only the pool's owner."""
-        self.transact(self._book(), "setAttesterReward", int(pool_id), int(reward_per_attestation))
-        return self.attester_pool_rule(pool_id)
-
-    def fund_attester_rewards(self, pool_id: int, amount: int, *, approve: bool = True) -> AttesterPoolRule:
-        """Escrow `amount` for the pool's attester rewards (anyone)."""
-        if approve:
-            self._ensure_allowance(self._book(), amount)
-        self.transact(self._book(), "fundAttesterRewards", int(pool_id), int(amount))
-        return self.attester_pool_rule(pool_id)
-
-    def attester_pool_rule(self, pool_id: int) -> AttesterPoolRule:
-        reward, budget = self.call(self._book(), "poolRule", int(pool_id))
-        return AttesterPoolRule(pool_id=pool_id, reward_per_attestation=reward, budget=budget)
-
-    def record_attestations(self, submission_id: int, validators: Sequence[str]) -> list[AttesterRecord]:
-        """The trainer records the validators whose attestations of `submission_id` it used (inside the
-        window; at most 16 per call; each once); reserves one reward each. Returns the records made."""
-        rc = self.transact(self._book(), "recordAttestations", int(submission_id), [_addr(v) for v in validators])
-        return [AttesterRecord(submission_id=e.args["submissionId"], validator=e.args["validator"],
-                               reward=e.args["reward"], reserved=e.args["reward"], block_number=rc.block_number)
-                for e in rc.events if e.event == "AttestationRecorded"]
-
-    def attestation_reserved(self, submission_id: int, validator: str) -> int:
-        """The reward reserved for `validator`'s recorded attestation of `submission_id` (0: none or settled)."""
-        return int(self.call(self._book(), "recorded", int(submission_id), _addr(validator)))
-
-    def attester_records(self, validator: str | None = None, *, from_block: int | None = None,
-                         unsettled_only: bool = True) -> list[AttesterRecord]:
-        """The attestations of `validator` (default: this account) that trainers recorded, from the event
-        log, with what each still reserves; by default only those not yet paid, released or slashed."""
-        v = _addr(validator or self.address)
-        out = []
-        for e in self.get_events(["AttestationRecorded"], from_block=from_block, filters={"validator": v}):
-            sid = int(e.args["submissionId"])
-            reserved = self.attestation_reserved(sid, v)
-            if reserved or not unsettled_only:
-                out.append(AttesterRecord(submission_id=sid, validator=v, reward=e.args["reward"],
-                                          reserved=reserved, block_number=e.block_number))
-        return out
-
-    def claim_attester_reward(self, submission_id: int, validator: str | None = None) -> int:
-        """Pay a recorded attestation's reward to the validator's owner (anyone may send it) once the
-        submission is final and payable; returns the amount paid."""
-        rc = self.transact(self._book(), "claimAttesterReward", int(submission_id), _addr(validator or self.address))
-        return sum(int(e.args["amount"]) for e in rc.events if e.event == "AttesterRewardPaid")
-
-    def release_attester_reward(self, submission_id: int, validator: str) -> int:
-        """Return the reward of an attestation of upheld or voided work to its pool (anyone)."""
-        rc = self.transact(self._book(), "releaseAttesterReward", int(submission_id), _addr(validator))
-        return sum(int(e.args["amount"]) for e in rc.events if e.event == "AttesterRewardReleased")
-
-    def claim_attester_rewards(self, validator: str | None = None, *, from_block: int | None = None,
-                               cursor_path: Path | str | None = None) -> int:
-        """Claim every recorded attestation reward of `validator` (default: this account) that is payable now;
-        returns the total paid.
-
-        Incremental: the first call scans AttestationRecorded from `from_block` (default the deployment block);
-        later calls on this `Protocol` scan only the blocks after the last one scanned and ask only about the
-        records not yet settled: a record costs one read of its window's end when first seen, nothing while that
-        window is open, then one eth_call of `claimAttesterReward` per pass until it is paid or found settled
-        (by anyone: paid, released, slashed) or never payable (its work upheld or voided). With `cursor_path`
-        that state (`AttesterClaimCursor`: the last block scanned and the unsettled records) is kept in a JSON
-        file, replaced atomically, so a restarted program resumes instead of rescanning from the deployment."""
-        v = _addr(validator or self.address)
-        cur = self._attester_cursor(v, from_block, cursor_path)
-        head = self.block_number()
-        if head > cur.scanned_to:
-            for e in self.get_events(["AttestationRecorded"], from_block=cur.scanned_to + 1, to_block=head,
-                                     filters={"validator": v}):
-                cur.pending.setdefault(int(e.args["submissionId"]), -1)  # window end not read yet
-            cur.scanned_to = head
-        now, total = None, 0
-        for sid in sorted(cur.pending):
-            if cur.pending[sid] < 0:
-                cur.pending[sid] = int(self.task(sid).window_end)
-            now = self.chain_time() if now is None else now
-            if cur.pending[sid] > now:
-                continue  # window open: nothing to ask
-            try:
-                self.call(self._book(), "claimAttesterReward", sid, v)
-            except ContractRevert as exc:
-                if exc.name == "AttesterBookBadRecord" or self.task(sid).status in (TaskStatus.UPHELD,
-                                                                                    TaskStatus.VOIDED):
-                    del cur.pending[sid]  # settled by someone, or released to the pool instead
-                continue  # else not payable yet (challenged): asked again next call
-            total += self.claim_attester_reward(sid, v)
-            del cur.pending[sid]
-        if cursor_path is not None:
-            write_atomic(Path(cursor_path), cur.model_dump_json())
-        return total
-
-    def _attester_cursor(self, validator: str, from_block: int | None,
-                         cursor_path: Path | str | None) -> AttesterClaimCursor:
-        cursors = self._attester_cursors
-        cur = cursors.get(validator)
-        if cur is None and cursor_path is not None and Path(cursor_path).is_file():
-            try:
-                cur = AttesterClaimCursor.model_validate_json(Path(cursor_path).read_text())
-            except ValueError as exc:
-                raise ConfigError(f"attester cursor {cursor_path} is invalid ({exc}); delete it to rescan") from None
-            if cur.chain_id != self.chain_id or cur.validator != validator:
-                raise ConfigError(f"attester cursor {cursor_path} is for validator {cur.validator} on chain "
-                                  f"{cur.chain_id}, not {validator} on chain {self.chain_id}")
-        if cur is None:
-            start = int(self.deployment.block if from_block is None else from_block)
-            cur = AttesterClaimCursor(chain_id=self.chain_id, validator=validator, scanned_to=start - 1)
-        cursors[validator] = cur
-        return cur
-
-    def slash_attester(self, submission_id: int, validator: str, *, rollouts_cid: str, proofs_hash: bytes | str,
-                       policy_step: int, signature: bytes | str) -> int:
-        """Slash `validator` for its accepting EIP-712 attestation (`signature` over the submission's rollouts
-        CID, proofs hash and policy step) of `submission_id`, which the ledger upheld as bad (anyone; the
-        sender gets the challenger's share). Returns the amount slashed."""
-        ph, sig = _hex_bytes(proofs_hash), _hex_bytes(signature)
-        if len(ph) != 32:
-            raise ValueError(f"proofs_hash must be 32 bytes, got {len(ph)}")
-        rc = self.transact(self._book(), "slashAttester", int(submission_id), _addr(validator),
-                           bytes(Web3.keccak(text=rollouts_cid)), ph, int(policy_step), sig)
-        return sum(int(e.args["slashed"]) for e in rc.events if e.event == "AttesterSlashed")
-
-    def slash_voter(self, challenge_id: int, validator: str) -> int:
-        """Slash `validator` for voting against the outcome of the challenge's latest resolved round (anyone;
-        the sender gets the challenger's share). Returns the amount slashed."""
-        rc = self.transact(self._book(), "slashVoter", int(challenge_id), _addr(validator))
-        return sum(int(e.args["slashed"]) for e in rc.events if e.event == "VoterSlashed")
-
-    def attester_slash(self) -> int:
-        return int(self.call(self._book(), "attesterSlash"))
-
-    def voter_slash(self) -> int:
-        return int(self.call(self._book(), "voterSlash"))
-
-    def set_attester_slash(self, amount: int) -> Receipt:
-        """Admin only."""
-        return self.transact(self._book(), "setAttesterSlash", int(amount))
-
-    def set_voter_slash(self, amount: int) -> Receipt:
-        """Admin only."""
-        return self.transact(self._book(), "setVoterSlash", int(amount))
-
-    def attestation_digest(self, submission_id: int, rollouts_cid: str, proofs_hash: bytes | str, policy_step: int,
-                           accepted: bool = True) -> bytes:
-        """The EIP-712 digest a validator signs to attest a submission (as the AttesterBook checks it)."""
-        return bytes(self.call(self._book(), "attestationDigest", int(submission_id),
-                               bytes(Web3.keccak(text=rollouts_cid)), _hex_bytes(proofs_hash), int(policy_step),
-                               bool(accepted)))
-
-
-def _abi_type(inp: dict[str, Any]) -> str:
-    t = str(inp["type"])
-    if t.startswith("tuple"):
-        return "(" + ",".join(_abi_type(c) for c in inp.get("components", [])) + ")" + t[len("tuple"):]
-    return t
-
-
-def _static_type(t: str) -> bool:
-    return t in ("address", "bool", "bytes32") or t.startswith(("uint", "int"))
-
-
-def _plain(v: Any) -> Any:
-    """web3 AttributeDicts/HexBytes -> dicts/hex strings (JSON-friendly, comparable)."""
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_plain(x) for x in v]
-    if isinstance(v, bytes):
-        return v.hex()
-    return v
-
-
-# What web3 and the libraries under it raise on an answer they cannot read: Web3Exception (BadResponseFormat,
-# BadFunctionCallOutput, ...), eth_abi's DecodingError, and plain ValueError (UnicodeDecodeError, JSONDecodeError),
-# TypeError/KeyError/IndexError/AttributeError (a wrong shape), OverflowError, RecursionError (deep nesting).
-_ANSWER_FAILURES = (Web3Exception, DecodingError, ValueError, TypeError, KeyError, IndexError, AttributeError,
-                    OverflowError, RecursionError)
-
-
-def _built(what: str, build: Callable[[], T]) -> T:
-    """A model made of a view's decoded return value; RpcError when the node's values do not fit it (an enum
-    value no contract of ours returns, a field out of range)."""
-    try:
-        return build()
-    except (ValueError, TypeError, IndexError, KeyError) as exc:  # ValueError covers pydantic's ValidationError
-        raise RpcError(f"{what}: the RPC node returned values no deployed contract returns: {exc}") from None
-
-
-def _hex_bytes(v: bytes | str) -> bytes:
-    """Bytes given as bytes or as hex (with or without 0x)."""
-    return bytes.fromhex(v.removeprefix("0x")) if isinstance(v, str) else bytes(v)
-
-
-def _field(lg: Any, key: str) -> Any:
-    """A log field for an error message, whatever the log is."""
-    try:
-        return lg.get(key)
-    except (AttributeError, TypeError):
-        return None
-
-
-def _norm(v: Any) -> Any:
-    if isinstance(v, str) and v.startswith("0x") and len(v) == 42:
-        return v.lower()
-    return v

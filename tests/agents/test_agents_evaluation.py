@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 from click.testing import CliRunner
 
 from intellect.agents.cli import main
@@ -61,25 +60,34 @@ def test_evaluate_applies_the_pools_length_scope() -> None:
     assert (solved.length_scope, every.length_scope) == ("solved", "all")
 
 
-def test_trainer_evaluates_under_its_pools_length_scope(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`Trainer.evaluate_step` passes the pool's `length_scope` (`tasks.length_scope`, set from the rules)."""
-    import intellect.agents.roles.trainer as trainer_module
-    from intellect.agents.roles.trainer import Trainer
+def test_trainer_evaluates_under_its_pools_length_scope(tiny_dir: Path, tmp_path: Path) -> None:
+    """The trainer's evaluation (`held_out.evaluate_and_record`) runs under the pool's length rule (`tasks`:
+    `length_alpha`, `length_scope`, the largest CPU budget) and records the result with the rules' CID: a real
+    checkpoint on a real engine, a real state store and metrics."""
+    from intellect.agents.config import TaskSettings
+    from intellect.agents.engines import TransformersEngine
+    from intellect.agents.roles._server import Metrics
+    from intellect.agents.roles._state import StateStore
+    from intellect.agents.roles.held_out import evaluate_and_record
 
-    seen: dict[str, object] = {}
-
-    def fake(model_dir: object, tasks: object, **kw: object) -> SimpleNamespace:
-        seen.update(kw)
-        return SimpleNamespace(pass_at_1=0.5, mean_reward=0.1, model_dump=dict)
-
-    monkeypatch.setattr(trainer_module, "evaluate_checkpoint", fake)
-    cfg = SimpleNamespace(trainer=SimpleNamespace(eval_every=1),
-                          tasks=SimpleNamespace(length_alpha=0.01, length_scope="all", budgets={"cpu": [8]}))
-    me = SimpleNamespace(cfg=cfg, eval_tasks=[object()], _eval_engine=object(), rules=None,
-                         gt=SimpleNamespace(checkpoint_path=str), state=SimpleNamespace(put=lambda *a: None),
-                         metrics=SimpleNamespace(set=lambda *a: None), eval_max_tokens=lambda: 8)
-    assert Trainer.evaluate_step(me, 3) is not None  # type: ignore[arg-type]
-    assert (seen["length_alpha"], seen["length_scope"], seen["max_tokens"]) == (0.01, "all", 8)
+    tasks = list(synthetic_task_set(2, seed=1, max_operand=9, ops=("+",)))
+    settings = TaskSettings(length_alpha=0.01, length_scope="all", budgets={"cpu": [4, 6], "gpu-large": [16]})
+    state, metrics = StateStore(tmp_path / "state.sqlite"), Metrics()
+    for name in ("eval_pass_at_1", "eval_mean_reward", "eval_step"):
+        metrics.declare(name, "gauge", name)
+    metrics.declare("errors_total", "counter", "errors by kind")  # as the agent runtime declares them
+    try:
+        got = evaluate_and_record(3, tiny_dir, tasks, settings, engine=TransformersEngine(), chat_template=False,
+                                  rules_cid="bafkreirules", state=state, metrics=metrics)
+        assert got is not None
+        assert (got.length_alpha, got.length_scope, got.max_tokens, got.tasks) == (0.01, "all", 6, 2)
+        assert state.record("eval", 3)["data"] == got.model_dump() and got.rules_cid == "bafkreirules"
+        assert evaluate_and_record(4, tmp_path / "no-model", tasks, settings, engine=TransformersEngine(),
+                                   chat_template=False, rules_cid=None, state=state, metrics=metrics) is None
+        assert state.record("eval", 4) is None  # a failed evaluation records nothing and never raises
+        assert 'errors_total{kind="eval"} 1' in metrics.render()  # counted
+    finally:
+        state.close()
 
 
 def test_cli_eval_on_a_file(tiny_dir: Path, tmp_path: Path) -> None:
@@ -129,13 +137,12 @@ def _rules_file(tmp_path: Path, **change: object) -> tuple[Path, str, object]:
 
 
 def test_held_out_max_tokens_is_the_trainers_rule() -> None:
-    """One function decides the evaluation budget for the trainer and for `eval --rules/--pool`."""
+    """One function decides the evaluation budget for the trainer (`held_out.evaluate_and_record`, checked in
+    `test_trainer_evaluates_under_its_pools_length_scope`) and for `eval --rules/--pool`."""
     from intellect.agents.evaluation import held_out_max_tokens
-    from intellect.agents.roles.trainer import Trainer
 
     budgets = {"cpu": [4, 6], "gpu-large": [16]}
-    me = SimpleNamespace(cfg=SimpleNamespace(tasks=SimpleNamespace(budgets=budgets)))
-    assert held_out_max_tokens(budgets) == 6 == Trainer.eval_max_tokens(me)  # type: ignore[arg-type]
+    assert held_out_max_tokens(budgets) == 6
     assert held_out_max_tokens({"gpu-small": [32, 8], "gpu-large": [64]}) == 32  # no cpu: the smallest class
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from intellect.agents.engines import TransformersEngine
@@ -54,23 +53,24 @@ def test_a_training_step_completes_while_evaluation_runs(tiny_dir: Path, tmp_pat
         ev.stop()
 
 
-def test_trainer_queues_evaluation_and_returns_at_once() -> None:
-    """`Trainer.maybe_evaluate` hands the step to the evaluation thread: it returns while the evaluation is held."""
+def test_trainer_queues_evaluation_when_due(tmp_path) -> None:
+    """`Trainer.maybe_evaluate` decides with `held_out.eval_due` and hands a due step to its evaluation thread
+    (`BackgroundEvaluator`, made on the first one; its non-blocking `submit` is tested above): a real trainer,
+    not started (its evaluation of a step it has no checkpoint for fails on that thread, counted, never raised)."""
+    from intellect.agents.config import load_config
+    from intellect.agents.roles.held_out import eval_due
     from intellect.agents.roles.trainer import Trainer
 
-    held, release = threading.Event(), threading.Event()
-
-    def evaluate_step(step: int) -> None:
-        held.set()
-        release.wait(60)
-
-    me = SimpleNamespace(cfg=SimpleNamespace(trainer=SimpleNamespace(eval_every=2)), eval_tasks=[object()],
-                         evaluator=None, _closers=[], evaluate_step=evaluate_step)
+    task = object()
+    assert eval_due(4, 2, [task]) and eval_due(3, 2, [task], force=True)
+    assert not eval_due(3, 2, [task]) and not eval_due(4, 0, [task]) and not eval_due(4, 2, [])
+    t = Trainer(load_config(None, env={}, overrides={"role": "trainer", "data_dir": str(tmp_path / "t"),
+                                                     "trainer.eval_every": "2"}))
+    t.eval_tasks = [task]
     try:
-        assert Trainer.maybe_evaluate(me, 3) is False  # type: ignore[arg-type]  # not a multiple of eval_every
-        assert Trainer.maybe_evaluate(me, 4) is True  # type: ignore[arg-type]
-        assert held.wait(60) and me.evaluator.running == 4
+        assert t.maybe_evaluate(3) is False and t.evaluator is None  # not a multiple of eval_every
+        assert t.maybe_evaluate(4) is True and t.evaluator is not None
     finally:
-        release.set()
-        if me.evaluator is not None:
-            me.evaluator.stop()
+        if t.evaluator is not None:
+            t.evaluator.stop()
+        t.state.close()

@@ -312,9 +312,10 @@ def test_a_version_1_state_file_is_migrated(tmp_path):
 
 
 def test_the_trainer_pulls_every_page_of_a_staked_validator(devnet, store, tmp_path):
-    """The trainer's `pull_attestations` walks the validator's pages with their cursors (these attestations are
+    """The trainer's `pull_attestations` (`roles/attestation_intake.py`) walks the validator's pages with their cursors (these attestations are
     unsigned, so it refuses each; the cursor still moves past them)."""
     from intellect.agents.config import load_config
+    from intellect.agents.roles.attestation_intake import pull_attestations
     from intellect.agents.roles.trainer import Trainer
     from intellect.sdk import Role
     from tests.nodes import staked_node
@@ -332,11 +333,11 @@ def test_the_trainer_pulls_every_page_of_a_staked_validator(devnet, store, tmp_p
         t = Trainer(cfg)
         try:
             t.connect()
-            t.pull_attestations()
+            pull_attestations(t.directory, t.state, t.accept_attestation)
             assert len(asked) == 3  # 256 + 256 + 88
             last = store.record("attestation", order[-1])
             assert t.state.get(f"pulled:{v.address.lower()}") == [last["updated_at"], order[-1]]
-            t.pull_attestations()
+            pull_attestations(t.directory, t.state, t.accept_attestation)
             assert len(asked) == 4 and not route(asked[-1], None)  # nothing new: one request, an empty page
         finally:
             t.state.close()

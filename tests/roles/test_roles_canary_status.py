@@ -1,17 +1,17 @@
 """A canary's trace in the trainer's public /status (issue 21): its `submission` record moves like an ordinary
 submission the trainer did not train on: `pending` while unchallenged, `excluded` once found challenged when it
 would be picked, `rejected` once its challenge is upheld (as any upheld work is, attested or not); never
-`consumed`. Against a real anvil, with the trainer's own event handler and batch selection (no agent process)."""
+`consumed`. Against a real anvil, with the trainer's own event handler (`submission_log.record_event`) and batch
+selection (`trainer_batch.next_ready`), no agent process."""
 
 from __future__ import annotations
-
-from types import SimpleNamespace
 
 from nodes import staked_node  # type: ignore[import-not-found]
 
 from intellect.agents.roles._state import StateStore
 from intellect.agents.roles.canary import KIND as CANARY
-from intellect.agents.roles.trainer import Trainer
+from intellect.agents.roles.submission_log import record_event
+from intellect.agents.roles.trainer_batch import next_ready
 from intellect.sdk import Role, TaskStatus
 
 TOKEN = 10**18
@@ -43,30 +43,27 @@ def test_canary_record_moves_like_ordinary_bad_work(devnet, tmp_path):
 
     state = StateStore(tmp_path / "state.sqlite")
     state.put(CANARY, canary, "submitted", {"node": canary_worker.address})  # as the injector records it
-    gauge: dict[str, float] = {}
-    t = SimpleNamespace(protocol=p, pool_id=pool_id, pool=pool, state=state, quorum=1, gt=SimpleNamespace(step=1),
-                        metrics=SimpleNamespace(set=lambda k, v: gauge.__setitem__(k, v)),
-                        # the ordinary and the canary work are attested by a quorum (lazy validators), the third not
-                        _trusted=lambda subs: {ordinary, canary})
-    for name in ("_record_submission", "_left_out"):
-        setattr(t, name, getattr(Trainer, name).__get__(t))
+
+    def pick(exclude: set[int]) -> tuple[int | None, int]:
+        # the ordinary and the canary work are attested by a quorum (lazy validators), the third not
+        return next_ready(p, state, lambda subs: {ordinary, canary}, train_step=1,
+                          async_level=pool.params.async_level, exclude=exclude)
 
     def feed() -> None:
         for e in p.get_events(["WorkSubmitted", "ChallengeResolved"]):
-            Trainer._on_event(t, e)  # type: ignore[arg-type]
+            record_event(state, pool_id, e)
 
     def statuses() -> dict[int, str]:
         return {sid: state.record("submission", sid)["status"] for sid in (ordinary, canary, unattested)}
 
     feed()
     assert statuses() == {ordinary: "pending", canary: "pending", unattested: "pending"}
-    assert Trainer._next_ready(t, exclude=set()) == ordinary  # type: ignore[arg-type]
-    assert Trainer._next_ready(t, exclude={ordinary}) is None  # type: ignore[arg-type]  # never the canary
-    assert gauge["ready_submissions"] == 0
+    assert pick(exclude=set()) == (ordinary, 1)  # one ready submission that is not a canary
+    assert pick(exclude={ordinary}) == (None, 0)  # never the canary, nor counted as waiting
 
     for sid in (ordinary, canary, unattested):
         honest.challenge(sid, f"bafkreievidence{sid}")
-    assert Trainer._next_ready(t, exclude=set()) is None  # type: ignore[arg-type]
+    assert pick(exclude=set()) == (None, 1)
     st = statuses()
     assert st[canary] == st[ordinary] == "excluded"  # found challenged when it would be picked, like any other
     assert state.record("submission", canary)["data"]["chain_status"] == "challenged"

@@ -1,7 +1,7 @@
 """Issue 37 at the agents' level, on a real devnet (anvil + the deployed contracts): a pool the trainer finishes
 stops claims and pays only the work submitted before, the rest of its budget back to its owner; a worker says
 why it does not claim; a lease the end left open is not held against the worker's budget class; a stalled
-trainer stops claims until its heartbeat (`Trainer.pool_heartbeat`) reopens the pool."""
+trainer stops claims until its heartbeat (`pool_lifecycle.Heartbeat`) reopens the pool."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from intellect.agents.roles.trainer import Trainer
+from intellect.agents.roles._state import StateStore
+from intellect.agents.roles.pool_lifecycle import Heartbeat, finish_pool
 from intellect.agents.roles.worker import Worker
 from intellect.sdk import ContractRevert, PoolState, WorkHistory
 
@@ -24,7 +25,7 @@ def _worker(devnet):
     return w
 
 
-def test_a_finished_pool_stops_claims_and_paying(devnet) -> None:
+def test_a_finished_pool_stops_claims_and_paying(devnet, tmp_path) -> None:
     trainer, w = devnet.protocol(0), _worker(devnet)
     trainer.publish_checkpoint(POOL, 0, "bafkreistep0")
     me = SimpleNamespace(protocol=w, pool_id=POOL)
@@ -35,10 +36,10 @@ def test_a_finished_pool_stops_claims_and_paying(devnet) -> None:
     pool = trainer.pool(POOL)
     owner_before = trainer.balance_of(pool.owner)
 
-    # the trainer at its last step (`Trainer.finish_pool`)
-    t = SimpleNamespace(protocol=trainer, pool_id=POOL, gt=SimpleNamespace(step=3),
-                        state=SimpleNamespace(get=lambda k: None, set=lambda k, v: None))
-    Trainer.finish_pool(t)  # type: ignore[arg-type]
+    # the trainer at its last step (`pool_lifecycle.finish_pool`)
+    state = StateStore(tmp_path / "state.sqlite")
+    finish_pool(trainer, state, POOL, 3)
+    assert state.get("pool_finished") is True
     assert trainer.pool_state(POOL).state == PoolState.FINISHED
     after = trainer.pool(POOL)
     assert after.budget == 0 and after.reserved == pool.reserved
@@ -67,9 +68,9 @@ def test_a_finished_pool_stops_claims_and_paying(devnet) -> None:
 def test_a_stalled_trainer_stops_claims_until_its_heartbeat(devnet) -> None:
     trainer, w = devnet.protocol(0), _worker(devnet)
     trainer.publish_checkpoint(POOL, 0, "bafkreistep0")
-    t = SimpleNamespace(protocol=trainer, pool_id=POOL, pool=trainer.pool(POOL), _last_beat=0.0, _beats=0)
-    assert Trainer.pool_heartbeat(t) is True  # type: ignore[arg-type]  # the trainer agent's first heartbeat
     lease = trainer.pool(POOL).params.lease_duration
+    beat = Heartbeat(trainer, POOL, lease)
+    assert beat.beat() is True  # the trainer agent's first heartbeat
     w.claim_task(POOL)
     devnet.increase_time(lease + 1)
     devnet.anvil.mine()  # a block at the new time
@@ -81,8 +82,8 @@ def test_a_stalled_trainer_stops_claims_until_its_heartbeat(devnet) -> None:
         w.claim_task(POOL)
     assert err.value.name == "TaskLedgerPoolNotOpen"
 
-    t._last_beat = 0.0  # a quarter lease later (the agent's monotonic clock), it beats again
-    assert Trainer.pool_heartbeat(t) is True  # type: ignore[arg-type]
-    assert Trainer.pool_heartbeat(t) is False  # type: ignore[arg-type]  # not again within a quarter lease
+    beat.last = 0.0  # a quarter lease later (the agent's monotonic clock), it beats again
+    assert beat.beat() is True
+    assert beat.beat() is False  # not again within a quarter lease
     assert trainer.pool_state(POOL).state == PoolState.OPEN and Worker.pool_closed(me) is None  # type: ignore[arg-type]
     w.claim_task(POOL)

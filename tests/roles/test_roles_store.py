@@ -27,6 +27,7 @@ from intellect.agents.roles.store import (
     store_request,
     sweep_stored,
 )
+from intellect.agents.roles.submission_log import record_event
 from intellect.sdk import ContentNotFoundError, Role
 from intellect.sdk.ipfs import EmbeddedIpfs, compute_cid
 from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
@@ -280,7 +281,7 @@ def test_submitted_file_is_kept_through_its_window_then_unpinned(devnet, pool, t
         sub = w.submit_work(claim.task_id, cid, b"\x02" * 32, 48, 1)
         assert _push(trainer, w, claim.task_id, data)["pinned"]  # a re-push of the submitted CID is accepted
         for e in trainer.protocol.get_events(["WorkSubmitted"]):
-            trainer._on_event(e)  # what the trainer's event follower does with it
+            record_event(trainer.state, trainer.pool_id, e)  # what the trainer's event follower does with it
         assert sweep_stored(trainer, force=True) == 0 and cid in trainer.ipfs.pins()  # in its window
         assert trainer.state.record("stored", cid)["data"]["window_end"] == sub.window_end
         devnet.increase_time(params.params.window_length + 1)

@@ -269,6 +269,7 @@ def test_trainer_pulls_attestations_only_from_listed_validators_and_benches_a_st
     """The trainer's attestation pull asks staked validators only (an unstaked registration is never asked), and
     one that drips is cut at its deadline and benched: the next round does not ask it again."""
     from intellect.agents.config import load_config
+    from intellect.agents.roles.attestation_intake import pull_attestations
     from intellect.agents.roles.trainer import Trainer
     from intellect.sdk import Role
 
@@ -282,10 +283,10 @@ def test_trainer_pulls_attestations_only_from_listed_validators_and_benches_a_st
         t = Trainer(cfg)
         try:
             t.connect()
-            t.pull_attestations()
+            pull_attestations(t.directory, t.state, t.accept_attestation)
             assert drip.connections == 1 and CountingStatus.calls == 0
             assert t.directory.benched(devnet.protocol(1).address)
-            t.pull_attestations()
+            pull_attestations(t.directory, t.state, t.accept_attestation)
             assert drip.connections == 1 and CountingStatus.calls == 0
         finally:
             t.state.close()

@@ -1,13 +1,14 @@
 """The trainer's assignment of validators to a submission comes from the TaskClaimed event its follower already
 read (the claim's seed, block and node), not from a search of the chain's logs for that claim (`task_claim`:
 eth_getLogs from the deployment block, 10,000 blocks a request: a year of Base is ~1,600 requests per
-submission). Real anvil, the trainer's own event handler and `_assigned` (no agent process)."""
+submission). Real anvil, the trainer's own event handler (`submission_log.record_event`) and assignment
+(`submission_log.assigned_slots`), no agent process."""
 
 from __future__ import annotations
 
 from intellect.agents.roles._state import StateStore
 from intellect.agents.roles.assignment import Assigner
-from intellect.agents.roles.trainer import Trainer
+from intellect.agents.roles.submission_log import assigned_slots, record_event
 from intellect.sdk import Role
 
 TOKEN = 10**18
@@ -32,16 +33,15 @@ def test_trainer_assigns_from_the_claim_it_followed_without_searching_the_logs(d
     expected = Assigner(p, k=2, quorum=1).for_task(sid)  # from the logs' search
     assert expected is not None and len(expected) == 2
 
-    t = Trainer.__new__(Trainer)  # the parts of a started trainer that follow events and assign validators
-    t.protocol, t.pool_id, t.state = p, pool_id, StateStore(tmp_path / "state.sqlite")
-    t.assigner, t._assignments = Assigner(p, k=2, quorum=1), {}
+    state = StateStore(tmp_path / "state.sqlite")
     for e in p.get_events(["TaskClaimed", "WorkSubmitted", "ChallengeResolved"]):
-        t._on_event(e)
-    assert t.state.record("submission", sid)["status"] == "pending"
+        record_event(state, pool_id, e)
+    assert state.record("submission", sid)["status"] == "pending"
+    assert state.record("claim", sid)["data"]["node"].lower() == w.address.lower()
 
     def no_search(*a, **k):
         raise AssertionError("task_claim: the trainer searched the chain's logs for a claim it had followed")
 
     p.task_claim = no_search  # type: ignore[method-assign]
-    assert t._assigned(sid) == tuple(expected)
-    t.state.close()
+    assert assigned_slots(sid, state=state, assigner=Assigner(p, k=2, quorum=1), cache={}) == tuple(expected)
+    state.close()

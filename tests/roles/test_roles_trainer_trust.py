@@ -151,7 +151,8 @@ def test_only_the_chains_assigned_validators_make_a_submission_ready(devnet, tmp
     nothing; one by an assigned validator makes the submission ready (the trainer's own methods, real chain)."""
     from intellect.agents.roles._state import StateStore
     from intellect.agents.roles.assignment import Assigner
-    from intellect.agents.roles.trainer import Trainer
+    from intellect.agents.roles.submission_log import assigned_slots
+    from intellect.agents.roles.trainer_batch import trust_pending
     from intellect.sdk import Role
 
     token = 10**18
@@ -171,28 +172,34 @@ def test_only_the_chains_assigned_validators_make_a_submission_ready(devnet, tmp
     sid = w.claim_task(pool_id).task_id
     w.submit_work(sid, "bafkreirolloutsassigned", b"\x11" * 32, 2, 0)
 
-    trainer = Trainer.__new__(Trainer)  # the parts of a started trainer that count attestations
-    trainer.protocol, trainer.state = devnet.protocol(0), StateStore(tmp_path / "state.sqlite")
-    trainer.assigner, trainer._assignments, trainer._owners = Assigner(trainer.protocol, k=2, quorum=1), {}, {}
-    assigned = trainer._assigned(sid)
+    state = StateStore(tmp_path / "state.sqlite")
+    assigner, cache = Assigner(devnet.protocol(0), k=2, quorum=1), {}
+
+    def slots(s: int) -> tuple[str, ...]:
+        return assigned_slots(s, state=state, assigner=assigner, cache=cache)
+
+    assigned = slots(sid)
     assert len(assigned) == 2 and set(assigned) <= set(validators)
-    assert tuple(trainer.state.record("assignment", sid)["data"]["validators"]) == assigned  # kept: computed once
+    assert tuple(state.record("assignment", sid)["data"]["validators"]) == assigned  # kept: computed once
+    assert cache == {sid: assigned}
     outsider = next(v for v in validators if v not in assigned)
     subs = {sid: {"policy_step": 0, "status": "pending", "seen_at": 0.0}}  # long past the wait
 
     def attest(v: str) -> None:
-        trainer.state.put("attestation", f"{sid}:{v}", "valid", {"submission_id": sid, "validator": v, "owner": v})
+        state.put("attestation", f"{sid}:{v}", "valid", {"submission_id": sid, "validator": v, "owner": v})
 
     def trusted() -> set[int]:
-        return trusted_submissions(trainer.state.records("attestation"), subs, trainer._assigned, quorum=1,
+        return trusted_submissions(state.records("attestation"), subs, slots, quorum=1,
                                    now=1e9, wait_s=60.0)
 
     attest(outsider)
     assert trusted() == set()
+    assert trust_pending(state, subs, slots, quorum=1, wait_s=60.0) == set()  # the trainer's read of the store
     assert ready_submissions(trusted(), subs, train_step=0, async_level=2) == ([], [])
     attest(assigned[0])
     assert trusted() == {sid}
+    assert trust_pending(state, subs, slots, quorum=1, wait_s=60.0) == {sid}
     assert ready_submissions(trusted(), subs, train_step=0, async_level=2) == ([sid], [])
     # had every validator's attestation counted, as before assignment, the outsider alone would have been enough
-    assert trusted_submissions(trainer.state.records("attestation"), subs, lambda _: (outsider,), quorum=1,
+    assert trusted_submissions(state.records("attestation"), subs, lambda _: (outsider,), quorum=1,
                                now=1e9, wait_s=60.0) == {sid}

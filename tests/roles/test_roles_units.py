@@ -184,6 +184,7 @@ def test_cli_refuses_to_start_without_stake_when_auto_stake_off(devnet, tmp_path
 def test_trainer_accept_attestation_checks_signer_and_submission(devnet, tmp_path):
     from intellect.agents.attestation import sign_attestation
     from intellect.agents.roles._server import HttpError
+    from intellect.agents.roles.attestation_intake import attestation_sets
     from intellect.agents.roles.trainer import Trainer
     from intellect.sdk import dev_account
 
@@ -210,9 +211,9 @@ def test_trainer_accept_attestation_checks_signer_and_submission(devnet, tmp_pat
     v.register_node("validator")
     v.drip()
     v.stake(v.address, v.min_stake("validator"))
-    t._validator_ok.clear()
+    t.intake.validator_ok.clear()
     assert t.accept_attestation(att())["ok"]
-    assert t._attestation_sets() == {9: {v.address.lower()}}
+    assert attestation_sets(t.state, [9, 10]) == {9: {v.address.lower()}}
     for bad, status in ((att(rollouts_cid="bafkother"), 400), (att(policy_step=0), 400),
                         (att(chain_id=1), 400), (att(submission_id=10), 404)):
         with pytest.raises(HttpError) as err:

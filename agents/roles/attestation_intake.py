@@ -1,0 +1,211 @@
+"""The trainer's side of the attestation exchange (issue 34: moved out of `Trainer`): which attestations it
+keeps, how it pulls them from the validators, and how it records on-chain the ones it trained on.
+
+    intake = AttestationIntake(protocol, state, pool_id, lookup=..., count=...)
+    intake.accept(body)                          # POST /attestations and every pulled item: checked, then kept
+    pull_attestations(directory, state, intake.accept)   # GET /attestations of every listed validator, paged
+    attestation_sets(state, sids)                # {submission: {validator, ...}} of the kept ones
+    record_used_attestations(protocol, state, pool_id, assigned=..., metrics=...)   # AttesterBook, issue 21
+
+Kept attestations are state records `attestation` keyed `"<submission>:<validator>"`, so one submission's are
+one prefix seek (`StateStore.with_prefix`). Trust rules: a valid signature for this chain and ledger, an
+accepting verdict, an active validator staked at least the minimum, a match with the on-chain submission, and
+not the worker's own operator (`same_operator`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from intellect.agents.attestation import Attestation, AttestationError
+from intellect.agents.roles._runtime import MAX_ATTESTATIONS_PAGE
+from intellect.agents.roles._server import HttpError
+from intellect.agents.roles._state import StateStore
+from intellect.sdk import ContractRevert
+from intellect.sdk.http import PeerHttpError, fetch
+
+__all__ = ["AttestationIntake", "attestation_sets", "pull_attestations", "record_used_attestations",
+           "same_operator"]
+
+log = logging.getLogger(__name__)
+
+VALIDATOR_CHECK_TTL = 15.0
+"""seconds a validator's role-and-stake check is reused"""
+
+
+def same_operator(validator: str, validator_owner: str, worker: str, worker_owner: str) -> bool:
+    """True when an attestation by `validator` on `worker`'s work is the worker vouching for itself: the
+    same node key, the same owner, or one node's key owning the other."""
+    v, vo, w, wo = (a.lower() for a in (validator, validator_owner, worker, worker_owner))
+    return v == w or vo in (wo, w) or wo == v
+
+
+def attestation_sets(state: StateStore, sids: Iterable[int]) -> dict[int, set[str]]:
+    """{submission id: the validators (lower case) whose kept attestations name it} for the submissions `sids`
+    that have any: one prefix seek each, never the whole attestation history."""
+    out: dict[int, set[str]] = {}
+    for sid in sids:
+        for r in state.with_prefix("attestation", f"{int(sid)}:"):
+            out.setdefault(int(r["data"]["submission_id"]), set()).add(r["data"]["validator"].lower())
+    return out
+
+
+class AttestationIntake:
+    """Checks and keeps the attestations offered to the trainer. `lookup(sid)`: the submission's record or None
+    (`submission_log.lookup_submission`); `count(name)`: the agent's counters (`attestations_received`,
+    `attestations_refused`). Validators' checks are cached `VALIDATOR_CHECK_TTL` s, nodes' owners for good."""
+
+    def __init__(self, protocol: Any, state: StateStore, pool_id: int, *,
+                 lookup: Callable[[int], dict[str, Any] | None], count: Callable[[str], None]) -> None:
+        self.protocol, self.state, self.pool_id = protocol, state, pool_id
+        self.lookup, self.count = lookup, count
+        self.validator_ok: dict[str, tuple[float, bool]] = {}
+        self.owners: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def is_validator(self, address: str) -> bool:
+        cached = self.validator_ok.get(address.lower())
+        if cached is not None and time.monotonic() - cached[0] < VALIDATOR_CHECK_TTL:
+            return cached[1]
+        ok = self.protocol.is_active(address, "validator") and self.protocol.has_min_stake(address, "validator")
+        self.validator_ok[address.lower()] = (time.monotonic(), ok)
+        return ok
+
+    def owner(self, address: str) -> str:
+        """The registered owner of a node (cached: a node's owner never changes)."""
+        key = address.lower()
+        if key not in self.owners:
+            self.owners[key] = self.protocol.node(address).owner
+        return self.owners[key]
+
+    def _refuse(self, status: int, message: str) -> HttpError:
+        self.count("attestations_refused")
+        return HttpError(status, message)
+
+    def accept(self, body: Any) -> dict[str, Any]:
+        """Check one attestation (schema, signature, domain, signer's role and stake, match with the
+        on-chain submission) and keep it. Raises HttpError with the reason otherwise."""
+        try:
+            att = Attestation.model_validate(body)
+            att.verify()
+        except (ValidationError, AttestationError) as exc:
+            raise self._refuse(400, f"invalid attestation: {exc}") from None
+        ledger = self.protocol.contracts["TaskLedger"].address
+        if att.chain_id != self.protocol.chain_id or att.ledger.lower() != ledger.lower():
+            raise self._refuse(400, f"attestation is for chain {att.chain_id} ledger {att.ledger}, not this pool's")
+        if not att.accepted:
+            raise HttpError(400, "only accepting attestations are collected here")
+        if not self.is_validator(att.validator):
+            raise self._refuse(403, f"{att.validator} is not an active, staked validator")
+        sub = self.lookup(att.submission_id)
+        if sub is None:
+            raise HttpError(404, f"submission {att.submission_id} is not in pool {self.pool_id}")
+        if (sub["rollouts_cid"] != att.rollouts_cid or sub["proofs_hash"].lower() != att.proofs_hash.lower()
+                or sub["policy_step"] != att.policy_step):
+            raise self._refuse(400, f"attestation does not match submission {att.submission_id} on-chain")
+        if same_operator(att.validator, self.owner(att.validator), sub["node"], self.owner(sub["node"])):
+            log.warning("attestation of submission %d by %s refused: same operator as worker %s",
+                        att.submission_id, att.validator, sub["node"])
+            raise self._refuse(403, f"validator {att.validator} shares its operator with worker {sub['node']}: "
+                                    f"a worker's own validators do not count towards the quorum")
+        key = f"{att.submission_id}:{att.validator.lower()}"
+        with self._lock:
+            if self.state.record("attestation", key) is None:
+                self.state.put("attestation", key, "valid", {"submission_id": att.submission_id,
+                                                              "validator": att.validator,
+                                                              "owner": self.owner(att.validator),
+                                                              "signature": att.signature})
+                self.count("attestations_received")
+        return {"ok": True, "submission_id": att.submission_id}
+
+
+def pull_attestations(directory: Any, state: StateStore, accept: Callable[[Any], Any], max_pages: int = 4) -> None:
+    """Ask every active validator for attestations since the last pull (after a restart, or missed POSTs) and
+    offer each to `accept` (`AttestationIntake.accept`): pages of `MAX_ATTESTATIONS_PAGE`, at most `max_pages`
+    per validator per call (the cursor, state `pulled:<validator>`, carries on next time), each request with a
+    total deadline. Only listed validators are asked (`Directory.by_role`: staked at least the validator
+    minimum, the most staked first); one that fails or stalls is benched like any peer (`Directory.penalise`)
+    and not asked meanwhile."""
+    for node in directory.by_role("validator"):
+        if not node.endpoint or directory.benched(node.address):
+            continue
+        key = f"pulled:{node.address.lower()}"
+        cursor = state.get(key, 0.0)
+        since, after = (float(cursor), -1) if not isinstance(cursor, list) else (float(cursor[0]), int(cursor[1]))
+        for _ in range(max_pages):
+            try:
+                resp = fetch("GET", node.endpoint.rstrip("/") + "/attestations",
+                             params={"since": repr(since), "after": after, "limit": MAX_ATTESTATIONS_PAGE},
+                             deadline=5.0, max_bytes=MAX_ATTESTATIONS_PAGE * 4096)
+                items = resp.json() if resp.ok else []
+            except (PeerHttpError, ValueError, RecursionError) as exc:  # stalled, cut off or garbled
+                log.debug("pulling attestations from %s: %s", node.address, exc)
+                directory.penalise(node.address, exc)
+                break
+            if not isinstance(items, list):
+                break
+            for item in items[:MAX_ATTESTATIONS_PAGE]:
+                if not isinstance(item, dict):
+                    continue
+                try:
+                    cur = (float(item.pop("_updated_at")), int(item.pop("_id", -1)))
+                except (KeyError, TypeError, ValueError, OverflowError):  # 10**400 or 1e999: issue 32
+                    continue
+                since, after = max((since, after), cur)
+                try:
+                    accept(item)
+                except HttpError as exc:
+                    log.debug("pulled attestation refused: %s", exc.message)
+            state.set(key, [since, after])
+            if len(items) < MAX_ATTESTATIONS_PAGE:
+                break
+
+
+def record_used_attestations(protocol: Any, state: StateStore, pool_id: int, *,
+                             assigned: Callable[[int], Iterable[str]], metrics: Any) -> None:
+    """Record on-chain (`AttesterBook.recordAttestations`) the validators whose attestations each trained
+    submission counted on (those of its `assigned` validators): they are paid per recorded attestation once its
+    window closes (issue 21). Only when the pool's owner set a reward per attestation; each submission once. A
+    failure logs (and counts in `metrics`' `errors_total`) and is tried again on the next pass; a closed window
+    or an empty budget gives up on that submission."""
+    if "AttesterBook" not in protocol.contracts:
+        return
+    todo = [int(r["id"]) for r in state.records("submission", "consumed")
+            if state.record("attester_record", int(r["id"])) is None]
+    if not todo:
+        return
+    try:
+        if protocol.attester_pool_rule(pool_id).reward_per_attestation == 0:
+            return
+        used = attestation_sets(state, todo)
+        for sid in todo:
+            # the attestations the quorum counted (assigned validators); the book takes at most 16 per call
+            validators = sorted(used.get(sid, set()) & set(assigned(sid)))[:16]
+            recorded: list[str] = []
+            try:
+                if validators:
+                    recorded = [r.validator for r in protocol.record_attestations(sid, validators)]
+            except ContractRevert as exc:
+                if exc.name not in ("AttesterBookNotAttester", "AttesterBookBadRecord"):
+                    if exc.name not in ("AttesterBookWindowClosed", "AttesterBookInsufficientBudget"):
+                        raise
+                    log.warning("submission %d: attestations not recorded: %s", sid, exc)
+                    state.put("attester_record", sid, "failed", {"error": str(exc)[:300]})
+                    continue
+                for v in validators:  # one validator exited, or recorded already: record the others alone
+                    try:
+                        recorded += [r.validator for r in protocol.record_attestations(sid, [v])]
+                    except ContractRevert as one:
+                        log.info("submission %d: attestation of %s not recorded: %s", sid, v, one.name)
+            state.put("attester_record", sid, "recorded", {"validators": recorded})
+            if recorded:
+                log.info("submission %d: recorded the attestations of %d validator(s)", sid, len(recorded))
+    except Exception as exc:
+        metrics.inc("errors_total", kind=type(exc).__name__)
+        log.warning("recording used attestations failed (retried later): %s", exc)
