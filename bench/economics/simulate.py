@@ -741,7 +741,9 @@ def seeds_table(results: list[dict], agg: list[dict]) -> str:
     for role in ("worker", "validator"):
         mine = [a for a in agg if a["role"] == role]
         honest = next(a for a in mine if a["strategy"] == "honest")
-        others = [a for a in mine if a["strategy"] != "honest"]
+        # a strategy that earned honest's figure in every seed is an exact tie (the patient overstater), not a rival
+        ties = [a["strategy"] for a in mine if a["strategy"] != "honest" and a["per_seed"] == honest["per_seed"]]
+        others = [a for a in mine if a["strategy"] != "honest" and a["strategy"] not in ties]
         if not others:
             continue
         best = max(others, key=lambda a: a["hi"])
@@ -751,6 +753,8 @@ def seeds_table(results: list[dict], agg: list[dict]) -> str:
             verdict = "on the mean only: intervals overlap"
         else:
             verdict = "**NO**"
+        if ties:
+            verdict += f"; exact tie in every seed: {', '.join(ties)}"
         lines.append(f"| {role} | {honest['mean']:,.0f} [{honest['lo']:,.0f}, {honest['hi']:,.0f}] | {best['strategy']} | "
                      f"{best['mean']:,.0f} [{best['lo']:,.0f}, {best['hi']:,.0f}] | {verdict} |")
     stats: dict[str, int] = defaultdict(int)
