@@ -740,7 +740,9 @@ def seeds_table(results: list[dict], agg: list[dict]) -> str:
               "| --- | --- | --- | --- | --- |"]
     for role in ("worker", "validator"):
         mine = [a for a in agg if a["role"] == role]
-        honest = next(a for a in mine if a["strategy"] == "honest")
+        honest = next((a for a in mine if a["strategy"] == "honest"), None)
+        if honest is None:
+            continue
         # a strategy that earned honest's figure in every seed is an exact tie (the patient overstater), not a rival
         ties = [a["strategy"] for a in mine if a["strategy"] != "honest" and a["per_seed"] == honest["per_seed"]]
         others = [a for a in mine if a["strategy"] != "honest" and a["strategy"] not in ties]

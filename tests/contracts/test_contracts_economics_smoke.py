@@ -114,3 +114,24 @@ def test_same_seed_same_result(simulate, module_isolation):
     assert first["stats"] == second["stats"] and first["chain_seconds"] == second["chain_seconds"]
     picker = next(r for r in first["rows"] if r["strategy"] == "cherry-picker")
     assert picker["counts"].get("discarded", 0) + picker["counts"].get("good", 0) >= 2  # it read its claims' seeds
+
+
+def test_seeds_aggregate_mean_ci_and_ties(simulate):
+    """--seeds: the mean and 95 % Student-t interval per strategy; a strategy with honest's figure in every seed is
+    an exact tie, named apart; honest is strictly best only when its interval is above every rival's."""
+    assert simulate.parse_seeds("1-3,7") == [1, 2, 3, 7]
+
+    def res(seed, honest, tie, rival):
+        rows = [{"role": "worker", "strategy": s, "per_day": x} for s, x in
+                (("honest", honest), ("patient", tie), ("rival", rival))]
+        return {"params": {"seed": seed, "rounds": 1}, "rows": rows,
+                "stats": {"rounds with the books balanced to the wei": 1}}
+
+    results = [res(1, 10.0, 10.0, 1.0), res(2, 12.0, 12.0, 3.0), res(3, 14.0, 14.0, 2.0)]
+    agg = {a["strategy"]: a for a in simulate.aggregate(results)}
+    assert agg["honest"]["mean"] == 12.0
+    assert agg["honest"]["hi"] - 12.0 == pytest.approx(4.303 * 2.0 / 3 ** 0.5)  # t(0.975, 2) · sd / sqrt(n)
+    text = simulate.seeds_table(results, list(agg.values()))
+    assert "**yes**" in text and "exact tie in every seed: patient" in text and "after 3 of 3 rounds" in text
+    results[0]["rows"][2]["per_day"] = 13.0  # a rival whose interval reaches honest's
+    assert "**yes**" not in simulate.seeds_table(results, simulate.aggregate(results))
