@@ -14,7 +14,8 @@ k check cost, w worker slash, H = 2 honest validators, c measured):
     honest = (1 - c)·r - k [+ c·w / (2H)]            (paid for the good ones, checks all; + challenger share)
     idle   = 0
 
-so lazy earns less than honest above c* = k / s (pool challenges) or k / (s + w / (2H)) (validators challenge),
+so lazy earns less than honest above c* = k / s (since issue 33 for either challenger: the worker slash goes
+wholly to the treasury, so the bracketed challenger share is 0; before, k / (s + w / (2H)) when validators challenged),
 and loses outright above r / (r + s); honest beats idle while (1 - c)·r + c·w / (2H) > k.
 
 Usage:
@@ -46,13 +47,13 @@ HONEST_VALIDATORS = 2  # simulate.Sim plays two honest validator nodes
 
 def predicted(c: float, r: float, s: float, k: float, w: float, challenger: str) -> dict[str, float]:
     """The closed form per submission of the pool (see the module docstring)."""
-    share = c * w / (2 * HONEST_VALIDATORS) if challenger == "validators" else 0.0
+    share = 0.0  # issue 33: the worker slash goes wholly to the treasury, no challenger share (was c·w / (2H))
     return {"honest": (1 - c) * r - k + share, "lazy": (1 - c) * r - c * s, "idle": 0.0}
 
 
 def break_even(r: float, s: float, k: float, w: float, challenger: str) -> dict[str, float]:
     """c above which lazy < honest, lazy < 0; and below which honest > idle (1.0: always)."""
-    bonus = w / (2 * HONEST_VALIDATORS) if challenger == "validators" else 0.0
+    bonus = 0.0  # issue 33: no challenger share of the worker slash (was w / (2H) when validators challenge)
     # honest > idle  <=>  r - k + c·(bonus - r) > 0
     idle = 1.0 if bonus >= r and r > k else ((r - k) / (r - bonus) if r > bonus else (1.0 if r > k else 0.0))
     return {"lazy_below_honest": k / (s + bonus), "lazy_loses": r / (r + s), "honest_above_idle_until": idle}

@@ -92,9 +92,12 @@ TASK_UNITS = {c: max(b) * GROUP * PROBLEMS for c, b in BUDGETS.items()}  # 16 / 
 UNITS = TASK_UNITS["gpu-small"]
 CID = "bafkreicysg23kiwv34eg2d7qweipxwosdo2py4ldv42nbauguluen5v6am"
 PROOFS = "0x" + "11" * 32
-WORKERS = ("honest", "cheater-10", "cheater-50", "cheater-100", "cherry-picker", "overstated", "overstated-patient")
+WORKERS = ("honest", "cheater-10", "cheater-50", "cheater-100", "cherry-picker", "overstated", "overstated-patient",
+           "sybil")
 CHEAT_RATE = {"cheater-10": 0.1, "cheater-50": 0.5, "cheater-100": 1.0}
-VALIDATORS = ("honest", "lazy", "malicious", "idle")
+VALIDATORS = ("honest", "lazy", "malicious", "idle", "spot-2", "spot-4", "spot-8")
+SYBIL_KEYS = 4  # the sybil worker's keys (one operator, one gpu-small GPU, the minimum stake on each key)
+GENESIS_TIME = 1_700_000_000  # anvil --timestamp of the CLI's chain: block hashes (claim seeds) follow from the seed
 SMALL = ("RTX4090", 24, 1)  # gpu-small: the hardware every worker really has
 LARGE = ("H100", 80, 8)  # gpu-large: what the overstating worker declares
 
@@ -114,6 +117,7 @@ class Params:
     canary_challenger: str = "validators"  # who opens the canaries' challenges: "validators" | "pool"
     small_tps: float = 32.0  # generation throughput of the gpu-small hardware every worker has (tokens/s)
     class_history: int = 4  # pool rule tasks.class_history (None in the agents' config = 4; 0: declaration believed)
+    front_run: int = 1  # the pool owner tries to defund reserved and in-flight work every round (1) or not (0)
     workers: str = ",".join(WORKERS)  # the worker strategies in play (comma-separated)
     validators: str = ",".join(VALIDATORS)  # the validator strategies in play (comma-separated)
 
@@ -129,6 +133,16 @@ class Player:
     index: int = 0  # its start offset (s) in each work phase
     rng: random.Random = field(default_factory=random.Random)  # its own draws (cheaters), seeded per strategy
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    keys: list[Any] = field(default_factory=list)  # every node key of the operator (the sybil: several)
+    turn: int = 0  # the sybil's next key
+
+    def __post_init__(self) -> None:
+        if not self.keys:
+            self.keys = [self.node]
+
+    def spot(self) -> int:
+        """N of a spot-checking validator `spot-N` (it checks 1 row of every N); 1 for a full checker."""
+        return int(self.strategy.split("-")[1]) if self.strategy.startswith("spot-") else 1
 
 
 @dataclass
@@ -137,6 +151,8 @@ class Sub:
     player: Player
     bad: bool
     attesters: list[Player] = field(default_factory=list)
+    node: Any = None  # the key that claimed and submitted it
+    seen_bad: set[int] = field(default_factory=set)  # ids of the validators that found it bad
 
 
 class Sim:
@@ -153,6 +169,9 @@ class Sim:
         self.sig = registration_signature
         self.admin = accounts[0]  # deployer, pool owner and trainer
         self.treasury = accounts[9]  # slashes' treasury share, kept apart from the trainer's books
+        self.stats: dict[str, int] = defaultdict(int)
+        self.host: dict[str, int] = defaultdict(int)  # what depends on the host's load, not on the seed
+        self.pin_clock()
         params = dev_params().model_copy(update={"treasury": self.treasury.address})
         d = deploy_all(self.admin, params, dev=True)
         self.token, self.reg, self.sm, self.ledger, self.book = (
@@ -162,11 +181,11 @@ class Sim:
         self.window_s, self.vote_s, self.lease_s = int(pp["windowLength"]), int(pp["votePeriod"]), int(
             pp["leaseDuration"])
         self.minted = self.token.totalSupply()
-        self.stats: dict[str, int] = defaultdict(int)
         self.tx(self.book.setAttesterReward, self.pool, int(p.attester_reward * TOKEN), sender=self.admin, must=True)
         self.tx(self.token.approve, self.book, 2**255, sender=self.admin, must=True)
         self.tx(self.book.fundAttesterRewards, self.pool, 20_000 * TOKEN, sender=self.admin, must=True)
         self.tx(self.ledger.publishCheckpoint, self.pool, 0, "m0", sender=self.admin, must=True)
+        self.tx(self.token.approve, self.ledger, 2**255, sender=self.admin, must=True)  # refunds after a defund
         self.n = 0
         chosen = [w.strip() for w in p.workers.split(",") if w.strip()]
         unknown = set(chosen) - set(WORKERS)
@@ -178,7 +197,8 @@ class Sim:
             raise ValueError(f"--validators {p.validators!r}: needs 'honest', knows {', '.join(VALIDATORS)}")
         if p.canary_challenger not in ("validators", "pool"):
             raise ValueError(f"--canary-challenger {p.canary_challenger!r}: 'validators' or 'pool'")
-        self.workers = [self._player(s, "worker", LARGE if s.startswith("overstated") else SMALL) for s in chosen]
+        self.workers = [self._player(s, "worker", LARGE if s.startswith("overstated") else SMALL,
+                                     keys=SYBIL_KEYS if s == "sybil" else 1) for s in chosen]
         for i, pl in enumerate(self.workers):
             pl.index = 2 * i  # start offsets 2 s apart: a claim (a second after a submission) never meets another's
         self.validators = [self._player("honest", "validator"), self._player("honest", "validator")] + [
@@ -216,6 +236,23 @@ class Sim:
         params = SimpleNamespace(lease_duration=self.lease_s, window_length=self.window_s)
         return BudgetClasses(proto, self.pool, params, cfg)
 
+    def pin_clock(self) -> None:
+        """Make every block's timestamp and base fee a function of the transactions alone, never of the wall
+        clock: each block is stamped 1 s after the previous one unless the simulation stamps it
+        (`evm_setNextBlockTimestamp`), and the base fee restarts from a fixed value. With the genesis timestamp
+        fixed too (`GENESIS_TIME`, the CLI's anvil; a test's snapshot), every block hash, so every claim seed, is
+        the same in two runs of one seed."""
+        rpc = self.web3.provider.make_request
+        rpc("anvil_setBlockTimestampInterval", [1])
+        rpc("evm_setNextBlockTimestamp", [self.now() + 1])
+        rpc("anvil_setNextBlockBaseFeePerGas", ["0x0"])  # and so every later one: 0
+
+    def advance(self, seconds: int) -> None:
+        """Mine a block `seconds` after the latest one (brownie's chain.sleep is evm_increaseTime, which the
+        pinned clock ignores)."""
+        self.web3.provider.make_request("evm_setNextBlockTimestamp", [self.now() + int(seconds)])
+        self.web3.provider.make_request("evm_mine", [])
+
     def now(self) -> int:
         """The latest block's timestamp (brownie's chain.time() does not follow evm_setNextBlockTimestamp)."""
         return int(self.web3.eth.get_block("latest")["timestamp"])
@@ -225,27 +262,34 @@ class Sim:
         self.tx(self.token.mint, to, amount, sender=self.admin, must=True)
         self.minted += amount
 
-    def _player(self, strategy: str, role: str, hw: tuple = SMALL, owner: Any = None) -> Player:
+    def _player(self, strategy: str, role: str, hw: tuple = SMALL, owner: Any = None, keys: int = 1) -> Player:
         self.n += 1
-        node = self.accounts.add("0x" + self.keccak(text=f"economics-{self.n}").hex())
-        self.web3.provider.make_request("anvil_setBalance", [node.address, hex(10**21)])
         if owner is None:
             owner = self.accounts.add("0x" + self.keccak(text=f"economics-owner-{self.n}").hex())
             self.web3.provider.make_request("anvil_setBalance", [owner.address, hex(10**21)])
             self._mint(owner, 10_000 * self.TOKEN)  # top-ups after slashes come from here
         role_id = 1 if role == "worker" else 2
-        deadline = self.now() + 3600
-        self.tx(self.reg.register, node, role_id, *hw, "", deadline,
-                self.sig(self.reg, node, owner.address, role_id, deadline), sender=owner, must=True)
-        self._mint(node, 1_000 * self.TOKEN)  # challenge bonds come from the node's own balance
         self.tx(self.token.approve, self.sm, 2**255, sender=owner, must=True)
-        self.tx(self.token.approve, self.ledger, 2**255, sender=node, must=True)
-        self.tx(self.sm.stake, node, 100 * self.TOKEN, sender=owner, must=True)
-        return Player(strategy, role, node, owner, rng=random.Random(f"{self.p.seed}-{strategy}-{self.n}"))
+        nodes = []
+        for j in range(keys):  # one operator (owner), `keys` node keys of the minimum stake each
+            node = self.accounts.add("0x" + self.keccak(text=f"economics-{self.n}" + (f"-{j}" if j else "")).hex())
+            self.web3.provider.make_request("anvil_setBalance", [node.address, hex(10**21)])
+            deadline = self.now() + 3600
+            self.tx(self.reg.register, node, role_id, *hw, "", deadline,
+                    self.sig(self.reg, node, owner.address, role_id, deadline), sender=owner, must=True)
+            self._mint(node, 1_000 * self.TOKEN)  # challenge bonds come from the node's own balance
+            self.tx(self.token.approve, self.ledger, 2**255, sender=node, must=True)
+            self.tx(self.sm.stake, node, 100 * self.TOKEN, sender=owner, must=True)
+            nodes.append(node)
+        return Player(strategy, role, nodes[0], owner, rng=random.Random(f"{self.p.seed}-{strategy}-{self.n}"),
+                      keys=nodes)
 
     def wealth(self, pl: Player) -> int:
-        s = self.sm.stakeOf(pl.node)
-        return self.token.balanceOf(pl.owner) + self.token.balanceOf(pl.node) + s["active"] + s["unbonding"]
+        total = self.token.balanceOf(pl.owner)
+        for node in pl.keys:
+            s = self.sm.stakeOf(node)
+            total += self.token.balanceOf(node) + s["active"] + s["unbonding"]
+        return total
 
     def canaries_now(self, r: int) -> int:
         """How many canaries the trainer injects in round `r` (one trainer step)."""
@@ -285,7 +329,7 @@ class Sim:
                     time.sleep(0.5)
             else:
                 raise
-            self.stats["brownie reported a mined transaction as dropped (receipt read back)"] += 1
+            self.host["brownie reported a mined transaction as dropped (receipt read back)"] += 1
             if receipt["status"] != 1:
                 if must:
                     raise
@@ -295,10 +339,11 @@ class Sim:
 
     def top_up(self, pl: Player) -> None:
         role_id = 1 if pl.role == "worker" else 2
-        need = self.sm.minStake(role_id) - self.sm.stakeOf(pl.node)["active"]
-        if need > 0:
-            self.tx(self.sm.stake, pl.node, need, sender=pl.owner)
-            pl.counts["top-ups"] += 1
+        for node in pl.keys:
+            need = self.sm.minStake(role_id) - self.sm.stakeOf(node)["active"]
+            if need > 0:
+                self.tx(self.sm.stake, node, need, sender=pl.owner)
+                pl.counts["top-ups"] += 1
 
     # ---------------------------------------------------------------- worker moves
     def seed_factor(self, receipt: Any, tid: int, node: Any) -> float:
@@ -327,7 +372,7 @@ class Sim:
         if t is not None:
             self.at(t)
         if self.tx(self.ledger.submitWork, tid, CID, PROOFS, units, 0, sender=pl.node):
-            subs.append(Sub(tid, pl, bad))
+            subs.append(Sub(tid, pl, bad, node=pl.node))
             pl.counts["bad" if bad else "good"] += 1
 
     def seconds_for(self, units: float) -> int:
@@ -347,18 +392,26 @@ class Sim:
         length = p.tasks * (self.seconds_for(UNITS) + 1)
         queue: list[tuple[int, int, str, Any]] = [(start + pl.index, i, "claim", None)
                                                   for i, pl in enumerate(self.workers)]
+        if p.front_run:  # mid-phase, with leases open and submissions reserved
+            queue.append((start + length // 2, -1, "front-run", None))
         heapq.heapify(queue)
         while queue:
             t, i, what, data = heapq.heappop(queue)
+            if what == "front-run":
+                self.at(t)
+                self.front_run()
+                continue
             pl = self.workers[i]
             end = start + pl.index + length
             if what == "submit":
-                tid, units, bad = data
+                tid, units, bad, node = data
+                pl.node = node  # the key that claimed it
                 if t != self.at(t):
                     self.stats["worker transactions stamped later than planned (same second)"] += 1
                 self.submit(pl, tid, units, bad, subs)
                 heapq.heappush(queue, (t + 1, i, "claim", None))
                 continue
+            pl.node = pl.keys[pl.turn % len(pl.keys)]  # the sybil claims with its keys in turn, on one GPU
             plan = self.plan(pl)
             if plan is None or t + plan[1] > end:
                 continue  # the next task does not fit in this round's work phase
@@ -367,6 +420,7 @@ class Sim:
             got = self.claim(pl)
             if got is None:  # the lease cap: discarded seeds hold the cherry-picker's slots
                 continue
+            pl.turn += 1
             tid, rc = got
             cls = self.judged(pl, rc.block_number)
             pl.counts[f"judged {cls}"] += 1
@@ -381,7 +435,32 @@ class Sim:
                     continue
                 generated = units * factor
             pl.cost += p.unit_cost * generated
-            heapq.heappush(queue, (t + seconds, i, "submit", (tid, units, bad)))
+            heapq.heappush(queue, (t + seconds, i, "submit", (tid, units, bad, pl.node)))
+
+    def front_run(self) -> None:
+        """The pool owner tries to take the pool's budget back while leases are open and submissions reserved:
+        a defund without an announcement, then an announcement and an immediate defund. The ledger refuses both
+        (`TaskLedgerDefundNotAnnounced`: a defund waits a lease duration after its announcement, by when every
+        lease open at the announcement has been submitted, so reserved, or has expired; reserved work is never
+        part of the budget a defund takes). `settle_defund` executes the announced one after the lease."""
+        budget = int(self.ledger.pool(self.pool)["budget"])
+        for step in ("unannounced", "announced the same second"):
+            if step != "unannounced":
+                self.tx(self.ledger.announceDefund, self.pool, budget, sender=self.admin, must=True)
+            if self.tx(self.ledger.defundPool, self.pool, budget, self.admin, sender=self.admin) is None:
+                self.stats[f"front-run defunds refused ({step})"] += 1
+            else:
+                self.stats[f"front-run defunds executed ({step})"] += 1
+        self.defund_announced = budget
+
+    def settle_defund(self) -> None:
+        """A lease after its announcement the defund goes through; it takes only unreserved budget (what no lease
+        holds and no submission reserved), and the owner funds the pool again so that the game goes on."""
+        amount = min(getattr(self, "defund_announced", 0), int(self.ledger.pool(self.pool)["budget"]))
+        self.defund_announced = 0
+        if amount and self.tx(self.ledger.defundPool, self.pool, amount, self.admin, sender=self.admin):
+            self.stats["announced defunds executed a lease later (unreserved budget only)"] += 1
+            self.tx(self.ledger.fundPool, self.pool, amount, sender=self.admin, must=True)
 
     def plan(self, pl: Player) -> tuple[str, int] | None:
         """The class the worker's next claim will be judged by (its claim lands in the next block) and the
@@ -420,13 +499,22 @@ class Sim:
         self.rng.shuffle(subs)
         honest = [v for v in self.validators if v.strategy == "honest"]
         lazy, malicious = (next((v for v in self.validators if v.strategy == s), None) for s in ("lazy", "malicious"))
-        for v in self.validators:  # who checks pays for it
-            if v.strategy in ("honest", "malicious"):
-                v.cost += p.check_cost * len(subs)
+        spots = [v for v in self.validators if v.strategy.startswith("spot-")]
+        for v in self.validators:  # who checks pays for it (a spot checker 1/N of a full check)
+            if v.strategy in ("honest", "malicious") or v in spots:
+                v.cost += p.check_cost * len(subs) / v.spot()
                 v.counts["checked"] += len(subs)
+        for sub in subs:  # what each spot checker finds: a bad row among N rows with probability 1/N
+            for v in spots:
+                if sub.bad and (not self.one_bad_row(sub) or v.rng.random() < 1 / v.spot()):
+                    sub.seen_bad.add(id(v))
+                    v.counts["bad found"] += 1
+                elif sub.bad:
+                    v.counts["bad missed"] += 1
         # attestations the trainer receives and records
         for sub in subs:
-            sub.attesters = ([lazy] if lazy else []) + ([] if sub.bad else honest)
+            sub.attesters = ([lazy] if lazy else []) + ([] if sub.bad else honest) + [
+                v for v in spots if id(v) not in sub.seen_bad]
             if sub.attesters and self.tx(self.book.recordAttestations, sub.sid, [v.node for v in sub.attesters],
                                          sender=self.admin):
                 self.reserved_attestations += len(sub.attesters)
@@ -447,8 +535,9 @@ class Sim:
                     self.tx(self.ledger.vote, sub.sid, sub.bad, sender=v.node)
             if malicious and challenger is not malicious:
                 self.tx(self.ledger.vote, sub.sid, not sub.bad, sender=malicious.node)
-        self.chain.sleep(self.vote_s + 1)
-        self.chain.mine()
+            for v in spots:  # a challenge names its bad row (evidence): checking that one row, it votes the truth
+                self.tx(self.ledger.vote, sub.sid, sub.bad, sender=v.node)
+        self.advance(self.vote_s + 1)
         for sub, _ in challenged:
             self.tx(self.ledger.resolve, sub.sid, sender=self.admin)
             self.stats["upheld" if self.ledger.task(sub.sid)["status"] == 4 else "rejected"] += 1
@@ -466,12 +555,11 @@ class Sim:
                                sender=self.admin):
                         v.counts["attester slashes"] += 1
                         self.reserved_attestations -= reserved  # the slash releases its reward to the pool
-        self.chain.sleep(self.window_s + 1)
-        self.chain.mine()
+        self.advance(self.window_s + 1)
         for sub in subs:
             status = self.ledger.task(sub.sid)["status"]
             if self.ledger.claimable(sub.sid):
-                self.tx(self.ledger.claimRewards, [sub.sid], sender=sub.player.node)
+                self.tx(self.ledger.claimRewards, [sub.sid], sender=sub.node)
             elif status == 2 and self.tx(self.ledger.voidSubmissions, [sub.sid], sender=self.admin):
                 sub.player.counts["wiped"] += 1  # Submitted but void after a wipe
             status = self.ledger.task(sub.sid)["status"]
@@ -483,13 +571,19 @@ class Sim:
                     elif self.tx(self.book.claimAttesterReward, sub.sid, v.node, sender=v.node):
                         v.counts["attester rewards"] += 1
                         self.reserved_attestations -= 1
-        self.chain.sleep(max(0, self.lease_s - self.window_s - self.vote_s) + 5)
-        self.chain.mine()
+        self.advance(max(0, self.lease_s - self.window_s - self.vote_s) + 5)
         for tid in expiring:
             self.tx(self.ledger.expireLease, tid, sender=self.admin)
+        self.settle_defund()
         for pl in [*self.players, self.canary] + ([self.pool_challenger] if self.pool_challenger else []):
             self.top_up(pl)
         self.check_books(r)
+
+    @staticmethod
+    def one_bad_row(sub: Sub) -> bool:
+        """Whether bad work is bad in one row only (a cheater's junk and a canary, as real cheats and issue 33's
+        canaries are) or in every row (the truncating overstater's files are all wrong_problems)."""
+        return sub.player.strategy != "overstated"
 
     def attestation(self, v: Player, sid: int) -> tuple:
         from intellect.agents.attestation import sign_attestation
@@ -547,7 +641,8 @@ class Sim:
             for r in mine:
                 r["honest_strictly_best"] = honest["per_day"] > best
         trainer = (self.trainer_wealth() - self.trainer_start) / self.TOKEN
-        return {"params": self.p.__dict__, "chain_seconds": seconds, "rows": rows, "trainer_per_day": trainer / days,
+        self.web3.provider.make_request("anvil_removeBlockTimestampInterval", [])
+        return {"host": dict(self.host), "params": self.p.__dict__, "chain_seconds": seconds, "rows": rows, "trainer_per_day": trainer / days,
                 "treasury": self.token.balanceOf(self.treasury) / self.TOKEN, "stats": dict(self.stats),
                 "books": self.book_lines}
 
@@ -608,6 +703,80 @@ def canary_share(result: dict) -> float:
     return st.get("canaries", 0) / max(1, st.get("submissions", 0))
 
 
+# two-sided 95 % Student t quantiles by degrees of freedom (n - 1 seeds)
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086}
+
+
+def aggregate(results: list[dict]) -> list[dict]:
+    """Per (role, strategy): the profit per day of every seed, its mean and the 95 % confidence interval of the
+    mean (Student t over the seeds)."""
+    by: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for res in results:
+        for r in res["rows"]:
+            by[r["role"], r["strategy"]].append(r["per_day"])
+    out = []
+    for (role, strategy), xs in by.items():
+        n = len(xs)
+        mean = sum(xs) / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+        half = T975.get(n - 1, 1.96) * sd / math.sqrt(n) if n > 1 else float("nan")
+        out.append({"role": role, "strategy": strategy, "n": n, "mean": mean, "lo": mean - half, "hi": mean + half,
+                    "min": min(xs), "max": max(xs), "per_seed": xs})
+    return out
+
+
+def seeds_table(results: list[dict], agg: list[dict]) -> str:
+    seeds = [r["params"]["seed"] for r in results]
+    books = sum(r["stats"].get("rounds with the books balanced to the wei", 0) for r in results)
+    rounds = sum(r["params"]["rounds"] for r in results)
+    lines = [f"{len(results)} seeds ({', '.join(map(str, seeds))}), {results[0]['params']['rounds']} rounds each; "
+             f"profit per day (INTL) per node (per operator for the sybil), mean and 95 % CI over the seeds",
+             "", "| role | strategy | mean | 95 % CI | min | max |", "| --- | --- | ---: | --- | ---: | ---: |"]
+    for a in agg:
+        lines.append(f"| {a['role']} | {a['strategy']} | {a['mean']:,.0f} | [{a['lo']:,.0f}, {a['hi']:,.0f}] | "
+                     f"{a['min']:,.0f} | {a['max']:,.0f} |")
+    lines += ["", "| role | honest mean [CI] | best other strategy | its mean [CI] | honest strictly best? |",
+              "| --- | --- | --- | --- | --- |"]
+    for role in ("worker", "validator"):
+        mine = [a for a in agg if a["role"] == role]
+        honest = next((a for a in mine if a["strategy"] == "honest"), None)
+        if honest is None:
+            continue
+        # a strategy that earned honest's figure in every seed is an exact tie (the patient overstater), not a rival
+        ties = [a["strategy"] for a in mine if a["strategy"] != "honest" and a["per_seed"] == honest["per_seed"]]
+        others = [a for a in mine if a["strategy"] != "honest" and a["strategy"] not in ties]
+        if not others:
+            continue
+        best = max(others, key=lambda a: a["hi"])
+        if honest["lo"] > max(a["hi"] for a in others):
+            verdict = "**yes**: honest's interval is above every other's"
+        elif all(honest["mean"] > a["mean"] for a in others):
+            verdict = "on the mean only: intervals overlap"
+        else:
+            verdict = "**NO**"
+        if ties:
+            verdict += f"; exact tie in every seed: {', '.join(ties)}"
+        lines.append(f"| {role} | {honest['mean']:,.0f} [{honest['lo']:,.0f}, {honest['hi']:,.0f}] | {best['strategy']} | "
+                     f"{best['mean']:,.0f} [{best['lo']:,.0f}, {best['hi']:,.0f}] | {verdict} |")
+    stats: dict[str, int] = defaultdict(int)
+    for r in results:
+        for k, v in r["stats"].items():
+            stats[k] += v
+    lines += ["", f"- books: balanced to the wei after {books} of {rounds} rounds",
+              "- outcomes over all seeds: " + json.dumps(dict(sorted(stats.items())))]
+    return "\n".join(lines)
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'1-10' or '1,2,5' (or a mix) as a list of seeds."""
+    out: list[int] = []
+    for part in text.split(","):
+        a, _, b = part.strip().partition("-")
+        out += list(range(int(a), int(b) + 1)) if b else [int(a)]
+    return out
+
+
 def run(p: Params) -> dict:
     """Deploys on the connected brownie network and plays `p.rounds` rounds (the smoke test calls this)."""
     return Sim(p).run()
@@ -619,6 +788,8 @@ def main() -> int:
     for name, value in d.__dict__.items():
         ap.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--seeds", default=None,
+                    help="several seeds ('1-10', '1,3'): a fresh chain each, then every strategy's mean and 95 %% CI")
     args = ap.parse_args()
     p = Params(**{k: getattr(args, k) for k in d.__dict__})
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -631,20 +802,36 @@ def main() -> int:
     proj = project.load(str(ROOT), name="IntellectProtocol")
     proj.load_config()
     use_private_anvil_port()  # our own anvil, never another session's on 8545
-    started = time.monotonic()
-    with contextlib.redirect_stdout(io.StringIO()):  # brownie prints every transaction
-        network.connect("development")
-        try:
-            result = run(p)
-        finally:
-            network.disconnect()
-    result["wall_seconds"] = round(time.monotonic() - started, 1)
-    print()
-    print(table(result))
-    print("refusals and outcomes:", json.dumps(result["stats"], sort_keys=True))
-    print(f"wall time {result['wall_seconds']} s")
+    from brownie._config import CONFIG
+
+    dev = CONFIG.networks["development"]
+    if "--timestamp" not in dev["cmd"]:  # a fixed genesis: the chain's block hashes follow from the seed alone
+        dev["cmd"] = f"{dev['cmd']} --timestamp {GENESIS_TIME}"
+    results = []
+    for seed in parse_seeds(args.seeds) if args.seeds else [p.seed]:
+        ps = Params(**{**p.__dict__, "seed": seed})
+        started = time.monotonic()
+        with contextlib.redirect_stdout(io.StringIO()):  # brownie prints every transaction
+            network.connect("development")
+            try:
+                result = run(ps)
+            finally:
+                network.disconnect()
+        result["wall_seconds"] = round(time.monotonic() - started, 1)
+        results.append(result)
+        print()
+        print(table(result))
+        print("refusals and outcomes:", json.dumps(result["stats"], sort_keys=True))
+        print(f"host (not part of the result): wall time {result['wall_seconds']} s, "
+              f"{json.dumps(result['host'], sort_keys=True)}", flush=True)
+    out: Any = results[0]
+    if len(results) > 1:
+        agg = aggregate(results)
+        print()
+        print(seeds_table(results, agg))
+        out = {"seeds": results, "aggregate": agg}
     if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 

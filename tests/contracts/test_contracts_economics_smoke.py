@@ -38,6 +38,19 @@ def test_one_round_balances_and_pays_by_strategy(simulate, module_isolation):
     assert rows["validator", "malicious"]["counts"]["voter slashes"] >= 1
     assert rows["validator", "idle"]["tokens"] == 0
     assert result["stats"]["upheld"] >= 3 and result["stats"]["rejected"] == 1
+    # issue 33's strategies: the sybil's one GPU over 4 keys claims no more work than honest's one key
+    sybil = rows["worker", "sybil"]
+    assert sybil["tokens"] <= honest["tokens"] and "bad" not in sybil["counts"]
+    # spot checkers pay 1/N of a check and find a one-bad-row submission with probability 1/N
+    for n in (2, 4, 8):
+        spot = rows["validator", f"spot-{n}"]
+        assert spot["cost"] == pytest.approx(rows["validator", "honest"]["cost"] / n)
+        assert spot["counts"].get("bad found", 0) + spot["counts"].get("bad missed", 0) >= 3
+    # the front-running pool owner: both defunds refused while leases were open, the announced one a lease later
+    assert result["stats"]["front-run defunds refused (unannounced)"] == 1
+    assert result["stats"]["front-run defunds refused (announced the same second)"] == 1
+    assert result["stats"]["announced defunds executed a lease later (unreserved budget only)"] == 1
+    assert not any("InsufficientBudget" in k for k in result["stats"])  # no in-flight work went unpaid
 
 
 @pytest.mark.parametrize("challenger", ["validators", "pool"])
@@ -83,3 +96,42 @@ def test_overstated_worker_is_never_paid_for_its_declared_class(simulate, module
     assert patient["counts"] == honest["counts"] and patient["tokens"] == honest["tokens"] > 0  # a tie, no gain
     assert patient["tokens"] <= patient["counts"]["good"] * simulate.TASK_UNITS["gpu-small"]
     assert "good" not in truncating["counts"] and truncating["counts"]["bad"] >= 1 and truncating["tokens"] < 0
+
+
+def test_same_seed_same_result(simulate, module_isolation):
+    """Two runs of one seed from the same chain state give the same table to the wei: block timestamps, base fee
+    and so block hashes (the claim seeds the cherry-picker reads) follow the transactions, not the wall clock.
+    Fails with the clock unpinned (before issue 33 the cherry-picker's seeds followed anvil's wall clock)."""
+    from brownie import chain
+
+    p = simulate.Params(rounds=1, tasks=1, seed=5, workers="honest,cherry-picker,cheater-50",
+                        validators="honest,spot-4", canary_every=1)
+    chain.snapshot()
+    first = simulate.run(p)
+    chain.revert()
+    second = simulate.run(p)
+    assert first["rows"] == second["rows"] and first["books"] == second["books"]
+    assert first["stats"] == second["stats"] and first["chain_seconds"] == second["chain_seconds"]
+    picker = next(r for r in first["rows"] if r["strategy"] == "cherry-picker")
+    assert picker["counts"].get("discarded", 0) + picker["counts"].get("good", 0) >= 2  # it read its claims' seeds
+
+
+def test_seeds_aggregate_mean_ci_and_ties(simulate):
+    """--seeds: the mean and 95 % Student-t interval per strategy; a strategy with honest's figure in every seed is
+    an exact tie, named apart; honest is strictly best only when its interval is above every rival's."""
+    assert simulate.parse_seeds("1-3,7") == [1, 2, 3, 7]
+
+    def res(seed, honest, tie, rival):
+        rows = [{"role": "worker", "strategy": s, "per_day": x} for s, x in
+                (("honest", honest), ("patient", tie), ("rival", rival))]
+        return {"params": {"seed": seed, "rounds": 1}, "rows": rows,
+                "stats": {"rounds with the books balanced to the wei": 1}}
+
+    results = [res(1, 10.0, 10.0, 1.0), res(2, 12.0, 12.0, 3.0), res(3, 14.0, 14.0, 2.0)]
+    agg = {a["strategy"]: a for a in simulate.aggregate(results)}
+    assert agg["honest"]["mean"] == 12.0
+    assert agg["honest"]["hi"] - 12.0 == pytest.approx(4.303 * 2.0 / 3 ** 0.5)  # t(0.975, 2) · sd / sqrt(n)
+    text = simulate.seeds_table(results, list(agg.values()))
+    assert "**yes**" in text and "exact tie in every seed: patient" in text and "after 3 of 3 rounds" in text
+    results[0]["rows"][2]["per_day"] = 13.0  # a rival whose interval reaches honest's
+    assert "**yes**" not in simulate.seeds_table(results, simulate.aggregate(results))
