@@ -320,7 +320,11 @@ class CanarySettings(_Section):
     """Fraction of a canary's window after which the pool's challenger challenges it if nobody has (late, so
     a validator cannot learn to skip canaries by watching for an early challenge)."""
     noise: float = Field(0.5, gt=0.0)
-    """Gaussian noise, x each tensor's std, added to every weight of the copy that generates a canary."""
+    """Gaussian noise, x each tensor's std, added to every weight of the copy that generates a canary's bad rows."""
+    bad_rows: int = Field(1, ge=0)
+    """Rows (completions) of a canary's file, chosen at random, that the perturbed copy generates; the rest are the
+    checkpoint's own, as a cheat that alters a few rows looks (issue 33): a validator that checks one row of N
+    catches it with probability about `bad_rows`/N. 0 (or at least the file's rows): every row."""
     stake_amount: float = Field(100.0, gt=0)
     """Tokens staked on the canary worker (and the challenger) when their stake is below the minimum."""
     gpu_model: str = "cpu"

@@ -13,7 +13,7 @@ rescores it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from intellect.agents.engines import SamplingParams
@@ -43,12 +43,16 @@ def rollout_rows(task: Task, target_len: int | None, generations: Sequence[Any],
 def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: int, problems: int,
                        budgets: Sequence[int], group_size: int, temperature: float, length_alpha: float,
                        policy_step: int, worker: str, model: str, tokenizer: Any = None,
-                       length_scope: LengthScope = "solved", problem_order: ProblemOrder = "epochs") -> RolloutFile:
+                       length_scope: LengthScope = "solved", problem_order: ProblemOrder = "epochs",
+                       replace: Callable[[int, list[str], SamplingParams, list[Any]], list[Any]] | None = None,
+                       ) -> RolloutFile:
     """The rollout file for ledger task claim `task_id` with chain-drawn `seed`: `problems` problems and target
     lengths from `assign_problems` under the pool's `problem_order`, `group_size` completions of each
     sampled with the replayable seed `problem_seed(seed, k)` and TOPLOC proofs. `model` is the
     checkpoint's manifest CID; `tokenizer`: whose chat template the prompts use (None: the bare text, see
-    `prompt_text`); `length_scope`: the pool rules' (which rows carry the length penalty)."""
+    `prompt_text`); `length_scope`: the pool rules' (which rows carry the length penalty). `replace(k, prompts,
+    params, generations)`, when given, may swap completions of problem k's group before the group is scored
+    (the trainer's canaries: a few rows from another model, `intellect.agents.roles.canary.splice_rows`)."""
     rows: list[RolloutRow] = []
     judge = JudgeBudget()
     assigned = assign_problems(task_set, problem_order, seed=seed, task_id=task_id, n=problems,
@@ -57,7 +61,10 @@ def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: 
         task = task_set[a.task_id]
         params = SamplingParams(max_tokens=a.target_len, temperature=temperature, seed=problem_seed(seed, k),
                                 capture_proofs=True)
-        gens = engine.generate([prompt_text(task, a.target_len, tokenizer)] * group_size, params)
+        prompts = [prompt_text(task, a.target_len, tokenizer)] * group_size
+        gens = engine.generate(prompts, params)
+        if replace is not None:
+            gens = replace(k, prompts, params, gens)
         rows += rollout_rows(task, a.target_len, gens, length_alpha=length_alpha, policy_step=policy_step,
                              worker=worker, judge=judge, length_scope=length_scope)
     meta = RolloutMeta(task_id=str(task_id), seed=seed.hex(), model=model, worker=worker, policy_step=policy_step,

@@ -403,3 +403,28 @@ def test_verdict_carries_evidence_and_high_evidence_is_ambiguous(honest: Rollout
     amb = check_submission(data, _claim(honest), task_set, RULES, lambda step: checkpoint, evidence=upside_down)
     assert amb.outcome == "ambiguous" and amb.reason == EVIDENCE_HIGH, amb
     assert not amb.accepted and not amb.slashable and amb.llr is not None and amb.llr >= upside_down.ambiguous_llr
+
+
+def test_a_file_bad_in_one_row_is_rejected_and_only_that_row_differs(honest: RolloutFile, task_set: Any,
+                                                                     checkpoint: Checkpoint) -> None:
+    """The trainer's canaries since issue 33: one row, at random, from a perturbed copy of the checkpoint (as real
+    cheats alter a few rows), the rest the checkpoint's own. A validator that checks every row rejects it; one
+    that checks a single row of N would miss it N - 1 times in N."""
+    from intellect.agents.engines import TransformersEngine
+    from intellect.agents.generate import generate_for_claim
+    from intellect.agents.models import tiny_model_dir
+    from intellect.agents.roles.canary import perturb, splice_rows
+
+    bad = TransformersEngine(tiny_model_dir())
+    perturb(bad.model, 0.5, seed=11)
+    row = RULES.group_size + 1  # the second problem's second completion: the hook maps file rows to groups
+    canary = generate_for_claim(TransformersEngine(tiny_model_dir()), task_set, SEED, task_id=SID,
+                                problems=RULES.problems_per_task, budgets=RULES.budgets["cpu"],
+                                group_size=RULES.group_size, temperature=RULES.temperature,
+                                length_alpha=RULES.length_alpha, policy_step=3, worker=WORKER, model=CID,
+                                replace=splice_rows(bad, {row}, RULES.group_size))
+    differs = [i for i, (a, b) in enumerate(zip(honest.rows, canary.rows, strict=True))
+               if (a.completion_ids, a.proofs) != (b.completion_ids, b.proofs)]
+    assert differs == [row]
+    verdict = _check(canary, task_set, checkpoint)
+    assert not verdict.accepted and verdict.outcome == "reject", verdict.detail
