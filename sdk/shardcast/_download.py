@@ -379,8 +379,9 @@ class _Download:
                             return
                     time.sleep(min(max(delay, 0.05), 1.0))
                     continue
-                outcome = self._attempt(index, url, conns, buf)
-                if not self._record(index, url, outcome):
+                shard = self.manifest.shard(index)
+                outcome = self._attempt(shard, url, conns, buf)
+                if not self._record(shard, url, outcome):
                     return
         except BaseException as e:  # a bug in a sink must surface, not hang the others
             with self.lock:
@@ -389,10 +390,10 @@ class _Download:
             for c in conns.values():
                 c.close()
 
-    def _attempt(self, index: int, url: str, conns: dict[str, http.client.HTTPConnection], buf: memoryview) -> str:
-        """Fetch shard `index` from `url` into the sink: "ok", "not_ready", "bad" (failed verification) or
+    def _attempt(self, shard: ShardEntry, url: str, conns: dict[str, http.client.HTTPConnection],
+                 buf: memoryview) -> str:
+        """Fetch `shard` from `url` into the sink: "ok", "not_ready", "bad" (failed verification) or
         "error"; a failed connection is closed and the shard's partial bytes dropped."""
-        shard = self.manifest.shard(index)
         t0 = time.monotonic()
         outcome = "error"
         try:
@@ -420,7 +421,7 @@ class _Download:
             log.warning("%s", e)
             self.pool.failure(url, bad_data=True)
         except (OSError, http.client.HTTPException, UpstreamError) as e:
-            log.info("shard %d from %s failed: %s", index, url, e)
+            log.info("shard %d from %s failed: %s", shard.index, url, e)
             self.pool.failure(url)
         finally:
             self.pool.release(url)
@@ -431,9 +432,9 @@ class _Download:
             self.sink.abort(shard)
         return outcome
 
-    def _record(self, index: int, url: str, outcome: str) -> bool:
+    def _record(self, shard: ShardEntry, url: str, outcome: str) -> bool:
         """Count an attempt's outcome and requeue the shard unless it is in; False when the download ends."""
-        shard = self.manifest.shard(index)
+        index = shard.index
         with self.lock:
             if outcome == "ok":
                 self.pending.discard(index)
