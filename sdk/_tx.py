@@ -17,6 +17,7 @@ import logging
 import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -34,6 +35,7 @@ __all__ = ["ErrorDecoder", "RetryPolicy", "Transactor", "http_error", "redact_ur
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+MAX_TRACKED_TXS = 256  # signed transactions kept for a resend while their receipt is awaited
 _TRANSIENT_HTTP = {408, 425, 429, 500, 502, 503, 504}
 _TRANSIENT_TEXT = ("connection refused", "connection reset", "timed out", "timeout", "temporarily unavailable",
                    "too many requests", "rate limit", "header not found", "econnrefused", "bad gateway")
@@ -220,6 +222,10 @@ class Transactor:
         self.gas_margin = gas_margin
         self._lock = threading.Lock()
         self._next_nonce: int | None = None
+        # signed bytes of the transactions still waited for, by hash: one the RPC node forgets (a restart, a
+        # mempool eviction) is sent again as is (same nonce, same hash: it can be mined once at most)
+        self._signed: OrderedDict[str, bytes] = OrderedDict()
+        self.rebroadcast_after = 5.0  # seconds without a receipt before asking whether the node still knows it
         self._fee_cache: tuple[float, dict[str, int]] | None = None
         self.fee_cache_seconds = 2.0  # one L2 block: fees are re-read at most this often
 
@@ -295,14 +301,46 @@ class Transactor:
                     else:
                         raise RpcError(f"{contract}.{function}: the node refused the transaction: {exc}") from None
                 self._next_nonce = tx["nonce"] + 1
-                return "0x" + bytes(h).hex()
+                tx_hash = "0x" + bytes(h).hex()
+                self._signed[tx_hash] = bytes(raw)
+                while len(self._signed) > MAX_TRACKED_TXS:  # sent without waiting, never asked about again
+                    self._signed.popitem(last=False)
+                return tx_hash
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _resend_if_dropped(self, tx_hash: str) -> None:
+        """Send `tx_hash` again when the RPC node no longer knows it (it restarted without its mempool, or evicted
+        it). Without this, a dropped transaction leaves a nonce gap that holds every later one of this account."""
+        raw = self._signed.get(tx_hash)
+        if raw is None:
+            return
+        try:
+            with_retries(lambda: self.w3.eth.get_transaction(tx_hash), self.retry, "get_transaction")
+            return  # pending or mined: the receipt comes
+        except TransactionNotFound:
+            pass
+        try:
+            with_retries(lambda: self.w3.eth.send_raw_transaction(raw), self.retry, "send_raw_transaction")
+        except Web3RPCError as exc:
+            text = str(exc).lower()
+            if "already known" in text:
+                return
+            if "nonce too low" in text or "invalid nonce" in text:
+                # mined meanwhile (its receipt comes next), or its nonce taken by another transaction of this
+                # key (another process signs with it): then it is never mined, and the wait runs out
+                log.warning("transaction %s: the RPC node lost it and refuses it again (%s)", tx_hash, text[:80])
+                self._signed.pop(tx_hash, None)
+                return
+            raise RpcError(f"transaction {tx_hash}: the RPC node lost it and refused it again: {exc}") from None
+        log.warning("transaction %s: the RPC node no longer knew it (restarted or dropped it): sent it again",
+                    tx_hash)
 
     def wait(self, tx_hash: str, *, fn_for_replay: Any = None, contract: str = "", function: str = "",
              timeout: float | None = None) -> Any:
         """Wait for the receipt; a reverted one is replayed with eth_call to recover the custom error."""
         timeout = self.receipt_timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline, next_check = start + timeout, start + self.rebroadcast_after
         receipt = None
         delay = 0.05
         while time.monotonic() < deadline:
@@ -311,10 +349,16 @@ class Transactor:
                                        "get_transaction_receipt")
                 break
             except (TransactionNotFound, TimeExhausted):
+                if time.monotonic() >= next_check:
+                    self._resend_if_dropped(tx_hash)
+                    next_check = time.monotonic() + self.rebroadcast_after
                 time.sleep(delay)
                 delay = min(delay * 1.5, 2.0)
         if receipt is None:
+            with self._lock:  # a later send reads the nonce from the node again (this one may be a gap)
+                self._next_nonce = None
             raise TransactionTimeout(tx_hash, timeout)
+        self._signed.pop(tx_hash, None)
         try:
             status, block_number = receipt["status"], receipt["blockNumber"]
         except (KeyError, TypeError, IndexError) as exc:

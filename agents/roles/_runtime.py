@@ -11,6 +11,7 @@ else is configured by hand on a local swarm.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
 import math
@@ -599,12 +600,15 @@ class Agent:
         return self.stop_event.wait(seconds)
 
     def install_signals(self) -> None:
+        """SIGTERM/SIGINT stop after the current step; SIGUSR1 writes every thread's stack to stderr (the log)
+        and the agent goes on: how an operator (or a test that timed out) sees where a silent agent waits."""
         def handler(signum: int, _frame: Any) -> None:
             log.info("signal %d: stopping after the current step", signum)
             self.stop_event.set()
 
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
+        faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
 
     def run(self) -> None:
         """Start, loop until stopped, close cleanly. A crash in the loop is logged and re-raised."""

@@ -15,10 +15,10 @@ import logging
 from typing import Any
 
 from intellect.agents.roles._runtime import AgentError, bare_hex
-from intellect.sdk import ContractRevert, TaskStatus
+from intellect.sdk import ContractRevert, IntellectError, TaskStatus
 
-__all__ = ["DefundWatch", "check_units_fit", "claim_blocked", "claim_blocker", "claimable_submissions",
-           "free_expired_leases", "max_submission_units", "open_claims", "record_settled", "unfinished_claims"]
+__all__ = ["DefundWatch", "check_units_fit", "claim_blocked", "claim_blocker", "claim_ready_rewards",
+           "claimable_submissions", "free_expired_leases", "max_submission_units", "open_claims", "record_settled", "unfinished_claims"]
 
 log = logging.getLogger(__name__)
 
@@ -199,3 +199,22 @@ def claimable_submissions(protocol: Any, state: Any) -> list[int]:
         if status in (TaskStatus.UPHELD, TaskStatus.PAID, TaskStatus.VOIDED):
             state.put("submission", sid, "sent", {"settled": status.name.lower()})
     return ready
+
+
+def claim_ready_rewards(protocol: Any, state: Any, metrics: Any) -> int:
+    """Claim this node's claimable rewards (`claimable_submissions`) in one transaction and mark them paid;
+    returns the wei paid. A claim that fails (the RPC node, a revert) is logged and left for the next pass: the
+    caller's work goes on (a worker stuck on its rewards would never see its pool finish)."""
+    try:
+        ready = claimable_submissions(protocol, state)
+        if not ready:
+            return 0
+        paid = int(protocol.claim_rewards(ready))
+    except IntellectError as exc:
+        metrics.inc("errors_total", kind=type(exc).__name__)
+        log.warning("claiming rewards failed: %s; retrying on the next pass", exc)
+        return 0
+    for sid in ready:
+        state.put("submission", sid, "sent", {"paid": True})
+    log.info("claimed %g tokens for %d submissions", paid / 1e18, len(ready))
+    return paid

@@ -42,7 +42,7 @@ from intellect.agents.roles.leases import (
     DefundWatch,
     check_units_fit,
     claim_blocked,
-    claimable_submissions,
+    claim_ready_rewards,
     free_expired_leases,
     max_submission_units,
     record_settled,
@@ -382,14 +382,10 @@ class Worker(Agent):
         if not self.cfg.worker.claim_rewards or (not force and time.monotonic() - self.last_reward_check < 3.0):
             return
         self.last_reward_check = time.monotonic()
-        ready = claimable_submissions(self.protocol, self.state)
-        if ready:
-            paid = self.protocol.claim_rewards(ready)
+        paid = claim_ready_rewards(self.protocol, self.state, self.metrics)
+        if paid:
             self.rewards_claimed += paid
             self.state.set("rewards_claimed", self.rewards_claimed)
-            for sid in ready:
-                self.state.put("submission", sid, "sent", {"paid": True})
-            log.info("claimed %g tokens for %d submissions", paid / 1e18, len(ready))
         self.metrics.set("rewards_claimed_tokens", self.rewards_claimed / 1e18)
 
     # -- the loop ------------------------------------------------------------------------------

@@ -144,7 +144,23 @@ class Swarm:
             except (KeyError, TypeError):
                 pass
             time.sleep(interval)
-        raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}:\n{self.tails()}")
+        raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}:\n{self.diagnose()}")
+
+    def diagnose(self) -> str:
+        """Every live agent's thread stacks (SIGUSR1: the agent writes them to its log and goes on), the log
+        tails, then one line per agent from its /status: last, so a truncated CI log still shows who waits."""
+        for a in self.agents.values():
+            if a.alive():
+                assert a.proc is not None
+                a.proc.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        lines = []
+        for a in self.agents.values():
+            st = a.status() if a.alive() else None
+            brief = {k: st.get(k) for k in ("doing", "done", "submitted", "policy_step", "backlog") if k in st} \
+                if st else "no /status"
+            lines.append(f"{a.name} (alive {a.alive()}): {brief}")
+        return self.tails(60) + "\n--- status ---\n" + "\n".join(lines)
 
     def tails(self, n: int = 25) -> str:
         return "\n".join(f"--- {a.name} ---\n" + "\n".join(a.log_text().splitlines()[-n:])

@@ -241,6 +241,45 @@ def test_receipt_timeout(net: Devnet) -> None:
         net.anvil.mine(1)
 
 
+def test_dropped_transaction_sent_again(net: Devnet, caplog: pytest.LogCaptureFixture) -> None:
+    """The RPC node forgets a pending transaction (a restart without its mempool, an eviction): the sender sends
+    the same signed bytes again instead of waiting out its receipt timeout, and its later transactions are not held
+    behind a nonce gap (the faults soak saw a worker stall on one)."""
+    caplog.set_level("WARNING", logger="intellect.sdk._tx")
+    p = Protocol.connect(net.url, deployment=net.deployment, dev_account_index=0, receipt_timeout=60.0)
+    to = dev_account(9).address
+    before = p.balance_of(to)
+    net.anvil.rpc("evm_setAutomine", [False])
+    done: list[BaseException | None] = []
+
+    def send() -> None:
+        try:
+            p.transfer(to, 1)
+            done.append(None)
+        except BaseException as exc:
+            done.append(exc)
+
+    t = threading.Thread(target=send)
+    try:
+        t.start()
+        deadline = time.monotonic() + 10
+        pending: list[str] = []
+        while not pending and time.monotonic() < deadline:
+            pool = net.anvil.rpc("txpool_content").get("pending") or {}
+            pending = [tx["hash"] for by_nonce in pool.values() for tx in by_nonce.values()]
+            time.sleep(0.05)
+        assert pending, "the transfer never reached the mempool"
+        net.anvil.rpc("anvil_dropTransaction", [pending[0]])
+        assert net.anvil.rpc("eth_getTransactionByHash", [pending[0]]) is None
+    finally:
+        net.anvil.rpc("evm_setAutomine", [True])
+    t.join(timeout=60)
+    assert done == [None], done
+    assert "no longer knew it" in caplog.text
+    p.transfer(to, 1)  # the next nonce is free: no gap behind the dropped one
+    assert p.balance_of(to) == before + 2
+
+
 def test_dev_account_refused_on_unknown_network() -> None:
     with pytest.raises(ConfigError, match="unknown network"):
         Protocol.connect("mainnet-of-nowhere")
