@@ -255,6 +255,45 @@ class _Core:
         self.limits = limits
 
 
+def _shed(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER0)  # a reset: nothing lingers here
+    sock.close()
+
+
+class _Descriptors:
+    """This process's file descriptors as a server sees them: a spare one held for the moment none is left (given
+    up to accept one more connection and make room for it), and the free count, read from /proc at most 4×/s."""
+
+    def __init__(self) -> None:
+        self.spare: int | None = os.open(os.devnull, os.O_RDONLY)
+        self._at: tuple[float, int, int] | None = None  # (when, free fds then, connections then)
+
+    def free(self, conns: int) -> int | None:
+        """Free descriptors now, `conns` connections being open (None: unknown or unlimited)."""
+        now = time.monotonic()
+        if self._at is None or now - self._at[0] > 0.25:
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            try:
+                used = len(os.listdir("/proc/self/fd"))
+            except OSError:
+                return None
+            if soft == resource.RLIM_INFINITY:
+                return None
+            self._at = (now, soft - used, conns)
+        _, free, at = self._at
+        return free - (conns - at)
+
+    def give_up_spare(self) -> None:
+        if self.spare is not None:
+            os.close(self.spare)
+            self.spare = None
+
+    def retake_spare(self) -> None:
+        with contextlib.suppress(OSError):
+            self.spare = os.open(os.devnull, os.O_RDONLY)
+
+
 def _bind(host: str, port: int, backlog: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -302,8 +341,7 @@ class HttpServer:
         self._wake_w.setblocking(False)
         self._sel = selectors.DefaultSelector()
         self._pool = _Pool(lim.workers, f"{name}-worker", self._serve)
-        self._spare: int | None = os.open(os.devnull, os.O_RDONLY)
-        self._fd_free_at: tuple[float, int, int] | None = None  # (when, free fds then, connections then)
+        self._fds = _Descriptors()
         self._counts = {"accepted": 0, "shed_per_address": 0, "shed_total": 0, "shed_fd": 0, "evicted": 0,
                         "head_timeouts": 0, "idle_closed": 0, "body_timeouts": 0, "too_large": 0, "bad_head": 0,
                         "shed_buffer": 0, "fd_low": 0}
@@ -425,25 +463,7 @@ class HttpServer:
         for s in (self._lsock, self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 s.close()
-        if self._spare is not None:
-            os.close(self._spare)
-            self._spare = None
-
-    def _fd_free(self) -> int | None:
-        """Free file descriptors of this process (None: unknown or unlimited); /proc is read at most 4×/s."""
-        now = time.monotonic()
-        n = len(self._conns)
-        if self._fd_free_at is None or now - self._fd_free_at[0] > 0.25:
-            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-            try:
-                used = len(os.listdir("/proc/self/fd"))
-            except OSError:
-                return None
-            if soft == resource.RLIM_INFINITY:
-                return None
-            self._fd_free_at = (now, soft - used, n)
-        _, free, at = self._fd_free_at
-        return free - (n - at)
+        self._fds.give_up_spare()
 
     def _accept(self) -> None:
         for _ in range(64):
@@ -465,47 +485,38 @@ class HttpServer:
         """No descriptor left: give up the spare one to accept the next connection, then make room for
         it by closing the connection that has waited longest for a request (or close it)."""
         self._count("fd_low")
-        if self._spare is not None:
-            os.close(self._spare)
-            self._spare = None
+        self._fds.give_up_spare()
         try:
             sock, addr = self._lsock.accept()
         except OSError:
             sock = None
         evicted = sock is not None and self._evict_one()
-        with contextlib.suppress(OSError):
-            self._spare = os.open(os.devnull, os.O_RDONLY)
+        self._fds.retake_spare()
         if sock is None:
             return
-        if evicted and self._spare is not None:
+        if evicted and self._fds.spare is not None:
             self._admit(sock, addr)
         else:
             self._count("shed_fd")
-            self._shed(sock)
-
-    @staticmethod
-    def _shed(sock: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER0)  # a reset: nothing lingers here
-        sock.close()
+            _shed(sock)
 
     def _admit(self, sock: socket.socket, addr: Any) -> None:
         lim = self.limits
         group = _group(str(addr[0]))
         if self._per.get(group, 0) >= lim.max_per_address:
             self._count("shed_per_address")
-            self._shed(sock)
+            _shed(sock)
             return
-        free = self._fd_free()
+        free = self._fds.free(len(self._conns))
         if free is not None and free < lim.fd_reserve:  # keep the reserve: make room, or refuse
             self._count("fd_low")
             if not self._evict_one():
                 self._count("shed_fd")
-                self._shed(sock)
+                _shed(sock)
                 return
         if len(self._conns) >= lim.max_connections and not self._evict_one():
             self._count("shed_total")
-            self._shed(sock)
+            _shed(sock)
             return
         now = time.monotonic()
         sock.setblocking(False)
@@ -541,7 +552,7 @@ class HttpServer:
             else:
                 self._per.pop(conn.group, None)
         if reset:
-            self._shed(conn.sock)
+            _shed(conn.sock)
         else:
             conn.sock.close()
 
@@ -708,7 +719,7 @@ class HttpServer:
     def _serve(self, conn: _Conn) -> None:
         keep = False
         try:
-            keep = self._handle(conn)
+            keep = _run_handler(self, conn)
         except (ConnectionError, TimeoutError) as exc:  # a client hanging up or too slow is not an error here
             log.debug("%s: connection from %s ended: %s", self.name, conn.addr, exc)
         except Exception:
@@ -721,39 +732,40 @@ class HttpServer:
         if self._closed and self._thread is not None and not self._thread.is_alive():
             self._close_returned()  # the I/O thread is gone: nobody else will close it
 
-    def _handle(self, conn: _Conn) -> bool:
-        """Run the handler class on the one request buffered in `conn`; True: keep the connection.
 
-        The class is instantiated as `socketserver` does (its own `__init__` and `setup` run), with
-        `handle` answering this one request and the files replaced: `rfile` holds exactly the request's
-        bytes (a read past its body is EOF), `wfile` writes under the write deadline."""
-        sock = conn.sock
-        sock.setblocking(True)
-        cls = self.handler
-        rfile = io.BytesIO(bytes(conn.buf[:conn.body_end]))
-        conn.buf = conn.buf[conn.body_end:]  # a pipelined request, for the I/O thread
-        wfile = _Writer(sock, self.limits)
-        h = cls.__new__(cls)
+def _run_handler(server: HttpServer, conn: _Conn) -> bool:
+    """Run `server`'s handler class on the one request buffered in `conn`; True: keep the connection.
 
-        def setup() -> None:
-            cls.setup(h)  # the class's own (Shardcast sets TCP_NODELAY); its socket files are released
-            for f in (h.rfile, h.wfile):
-                with contextlib.suppress(Exception):
-                    f.close()
-            h.rfile, h.wfile = rfile, wfile
-            sock.settimeout(self.limits.write_timeout)
+    The class is instantiated as `socketserver` does (its own `__init__` and `setup` run), with
+    `handle` answering this one request and the files replaced: `rfile` holds exactly the request's
+    bytes (a read past its body is EOF), `wfile` writes under the write deadline."""
+    sock = conn.sock
+    sock.setblocking(True)
+    cls = server.handler
+    rfile = io.BytesIO(bytes(conn.buf[:conn.body_end]))
+    conn.buf = conn.buf[conn.body_end:]  # a pipelined request, for the I/O thread
+    wfile = _Writer(sock, server.limits)
+    h = cls.__new__(cls)
 
-        def handle() -> None:
-            h.close_connection = True
-            h.handle_one_request()
+    def setup() -> None:
+        cls.setup(h)  # the class's own (Shardcast sets TCP_NODELAY); its socket files are released
+        for f in (h.rfile, h.wfile):
+            with contextlib.suppress(Exception):
+                f.close()
+        h.rfile, h.wfile = rfile, wfile
+        sock.settimeout(server.limits.write_timeout)
 
-        def finish() -> None:
-            with contextlib.suppress(OSError):
-                wfile.flush()
+    def handle() -> None:
+        h.close_connection = True
+        h.handle_one_request()
 
-        h.setup, h.handle, h.finish = setup, handle, finish  # type: ignore[method-assign]
-        h.__init__(sock, conn.addr, self._core)  # type: ignore[misc]
-        return not h.close_connection and not self._stopping
+    def finish() -> None:
+        with contextlib.suppress(OSError):
+            wfile.flush()
+
+    h.setup, h.handle, h.finish = setup, handle, finish  # type: ignore[method-assign]
+    h.__init__(sock, conn.addr, server._core)  # type: ignore[misc]
+    return not h.close_connection and not server._stopping
 
 
 class JsonHandler(BaseHTTPRequestHandler):
