@@ -26,6 +26,7 @@ from intellect.agents.config import AgentConfig, ConfigError, Role, load_config
 from intellect.agents.evaluation import evaluate_checkpoint, held_out_max_tokens
 from intellect.agents.hardware import check_role
 from intellect.agents.roles._runtime import AgentError, setup_logging
+from intellect.agents.roles.pool_rules import fetch_pool_rules
 from intellect.sdk import IntellectError, Protocol
 from intellect.sdk.ipfs import open_ipfs
 from intellect.sdk.poolrules import MAX_RULES_BYTES, PoolRules, conflicts
@@ -206,8 +207,6 @@ def _load_eval_rules(rules_src: str | None, pool_id: int | None, ipfs_spec: str,
             raise click.UsageError(f"--rules {rules_src} is document {rules.cid()}, but pool {pool_id}'s rules on "
                                    f"the chain are {cid}: pass one of --rules and --pool")
         return rules
-    from intellect.agents.roles.pool_rules import fetch_pool_rules  # deferred: web3
-
     try:
         rules = fetch_pool_rules(cid, open_ipfs(ipfs_spec))
     except IntellectError as exc:
