@@ -84,6 +84,10 @@ _LOG_CHUNK = 10_000  # blocks per eth_getLogs request
 class Protocol(_TokenCalls, _RegistryCalls, _PoolCalls, _AttesterCalls):
     """Typed access to one deployment of the intellect contracts, optionally as one signing account."""
 
+    #: blocks per eth_getLogs request of `get_events`: lower it (on the instance) for an RPC provider that caps
+    #: the block range of a log query below this
+    log_chunk: int = _LOG_CHUNK
+
     def __init__(self, w3: Web3, deployment: Deployment, account: LocalAccount | None = None, *,
                  network: NetworkSpec | None = None, rpc_url: str = "", retry: RetryPolicy | None = None,
                  max_fee_per_gas: int | None = None, receipt_timeout: float = 120.0) -> None:
@@ -255,8 +259,9 @@ class Protocol(_TokenCalls, _RegistryCalls, _PoolCalls, _AttesterCalls):
             (contract, event), = topics.values()
             topic_filter += self._indexed_topics(contract, event, filters)
         out: list[DecodedEvent] = []
-        for lo in range(start, end + 1, _LOG_CHUNK):
-            hi = min(end, lo + _LOG_CHUNK - 1)
+        chunk = max(1, int(self.log_chunk))
+        for lo in range(start, end + 1, chunk):
+            hi = min(end, lo + chunk - 1)
             params = {"fromBlock": lo, "toBlock": hi, "address": addresses, "topics": topic_filter}
             logs = self._ask(lambda p=params: list(self.w3.eth.get_logs(p)), "eth_getLogs")
             for lg in logs:
