@@ -103,17 +103,23 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
         PoolRule memory rule = _rules[t.poolId];
         uint256 needed = uint256(rule.reward) * n;
         if (rule.budget < needed) revert AttesterBookInsufficientBudget(t.poolId, rule.budget, needed);
-        for (uint256 i; i < n; ++i) {
+        for (uint256 i; i < n;) {
             address v = validators[i];
+            // a validator holding several of the submission's slots is listed once per slot, adjacently, and
+            // paid per slot: paying per key would make splitting one stake over many keys pay (issue 33)
+            uint256 j = i + 1;
+            while (j < n && validators[j] == v) ++j;
             (address owner, INodeRegistry.Role role,) = _registry.nodeCore(v);
             if (role != INodeRegistry.Role.Validator || owner == workerOwner) {
                 revert AttesterBookNotAttester(submissionId, v);
             }
             Record storage r = _records[submissionId][v];
             if (r.state != 0) revert AttesterBookBadRecord(submissionId, v);
-            r.amount = rule.reward;
+            uint96 amount = SafeCast.toUint96(uint256(rule.reward) * (j - i));
+            r.amount = amount;
             r.state = 1;
-            emit AttestationRecorded(submissionId, v, rule.reward);
+            emit AttestationRecorded(submissionId, v, amount);
+            i = j;
         }
         // needed <= budget < 2**128
         _rules[t.poolId].budget = rule.budget - uint128(needed);

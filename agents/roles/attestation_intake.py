@@ -170,8 +170,8 @@ def pull_attestations(directory: Any, state: StateStore, accept: Callable[[Any],
 def record_used_attestations(protocol: Any, state: StateStore, pool_id: int, *,
                              assigned: Callable[[int], Iterable[str]], metrics: Any) -> None:
     """Record on-chain (`AttesterBook.recordAttestations`) the validators whose attestations each trained
-    submission counted on (those of its `assigned` validators): they are paid per recorded attestation once its
-    window closes (issue 21). Only when the pool's owner set a reward per attestation; each submission once. A
+    submission counted on (those of its `assigned` validators, each once per slot it holds): they are paid per
+    recorded slot once its window closes (issue 21; per slot, not per key: issue 33). Only when the pool's owner set a reward per attestation; each submission once. A
     failure logs (and counts in `metrics`' `errors_total`) and is tried again on the next pass; a closed window
     or an empty budget gives up on that submission."""
     if "AttesterBook" not in protocol.contracts:
@@ -185,12 +185,15 @@ def record_used_attestations(protocol: Any, state: StateStore, pool_id: int, *,
             return
         used = attestation_sets(state, todo)
         for sid in todo:
-            # the attestations the quorum counted (assigned validators); the book takes at most 16 per call
-            validators = sorted(used.get(sid, set()) & set(assigned(sid)))[:16]
+            # the attestations the quorum counted: an assigned validator once per slot it holds, adjacent, so the
+            # book pays per slot (per stake drawn, never per key: issue 33); at most 16 entries per call
+            attested = used.get(sid, set())
+            slots = sorted(v for v in assigned(sid) if v in attested)[:16]
+            validators = list(dict.fromkeys(slots))
             recorded: list[str] = []
             try:
-                if validators:
-                    recorded = [r.validator for r in protocol.record_attestations(sid, validators)]
+                if slots:
+                    recorded = [r.validator for r in protocol.record_attestations(sid, slots)]
             except ContractRevert as exc:
                 if exc.name not in ("AttesterBookNotAttester", "AttesterBookBadRecord"):
                     if exc.name not in ("AttesterBookWindowClosed", "AttesterBookInsufficientBudget"):
@@ -200,7 +203,7 @@ def record_used_attestations(protocol: Any, state: StateStore, pool_id: int, *,
                     continue
                 for v in validators:  # one validator exited, or recorded already: record the others alone
                     try:
-                        recorded += [r.validator for r in protocol.record_attestations(sid, [v])]
+                        recorded += [r.validator for r in protocol.record_attestations(sid, [v] * slots.count(v))]
                     except ContractRevert as one:
                         log.info("submission %d: attestation of %s not recorded: %s", sid, v, one.name)
             state.put("attester_record", sid, "recorded", {"validators": recorded})

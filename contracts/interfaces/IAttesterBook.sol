@@ -28,7 +28,8 @@ interface IAttesterBook {
     /// @notice Emitted when `from` funds the attester rewards of pool `poolId`.
     event AttesterRewardsFunded(uint32 indexed poolId, address indexed from, uint256 amount, uint256 budget);
 
-    /// @notice Emitted when the trainer records that it used `validator`'s attestation of `submissionId`.
+    /// @notice Emitted when the trainer records that it used `validator`'s attestation of `submissionId`;
+    /// `reward`: the reward per attestation times the slots `validator` held.
     event AttestationRecorded(uint256 indexed submissionId, address indexed validator, uint256 reward);
 
     /// @notice Emitted when the reward of `validator`'s attestation of `submissionId` is paid to `owner`.
@@ -99,8 +100,10 @@ interface IAttesterBook {
     function fundAttesterRewards(uint32 poolId, uint256 amount) external;
 
     /// @notice Records that the trainer used these validators' attestations of `submissionId` (inside its
-    /// window; each validator once; registered validators of another owner than the worker's); reserves one
-    /// reward each. Only the trainer of the submission's pool. O(batch), at most 16.
+    /// window; registered validators of another owner than the worker's; each recorded once per submission).
+    /// A validator is listed once per assignment slot it holds, its entries adjacent, and reserved one reward
+    /// per slot (one `AttestationRecorded` with the sum): pay follows stake, never the number of keys. Only the
+    /// trainer of the submission's pool. O(batch), at most 16 entries.
     function recordAttestations(uint256 submissionId, address[] calldata validators) external;
 
     /// @notice Pays a recorded attestation's reward to the validator's owner once the submission is final and

@@ -40,6 +40,26 @@ def test_reward_rule_set_once_by_the_pool_owner(net, book):
     assert tuple(int(x) for x in book.poolRule(net.pool_id)) == (REWARD, 100 * TOKEN)
 
 
+def test_a_validator_holding_several_slots_is_paid_per_slot(worked, book):
+    """Issue 33: assignment slots are stake draws with replacement, so one key may hold two; paying it once would
+    make splitting the same stake over two keys pay double. Listed once per slot (adjacent), it is paid per slot."""
+    net, _worker, v1, tid = worked
+    v2 = net.register(VALIDATOR, owner=accounts[4])
+    trainer = accounts[0]
+    with reverts("AttesterBookBadRecord", tid, v1):  # entries of one validator not adjacent: a second record
+        book.recordAttestations(tid, [v1, v2, v1], {"from": trainer})
+    tx = book.recordAttestations(tid, [v1, v1, v1, v2], {"from": trainer})
+    assert [(e["validator"], e["reward"]) for e in tx.events["AttestationRecorded"]] == [(v1, 3 * REWARD),
+                                                                                          (v2, REWARD)]
+    assert book.poolRule(net.pool_id)[1] == 100 * TOKEN - 4 * REWARD
+    assert book.recorded(tid, v1) == 3 * REWARD
+    chain.sleep(301)
+    owner = net.registry.ownerOf(v1)
+    before = net.token.balanceOf(owner)
+    book.claimAttesterReward(tid, v1, {"from": accounts[9]})
+    assert net.token.balanceOf(owner) == before + 3 * REWARD
+
+
 def test_attesters_paid_after_the_window_like_the_worker(worked, book):
     net, worker, v1, tid = worked
     v2 = net.register(VALIDATOR, owner=accounts[4])

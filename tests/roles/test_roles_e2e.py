@@ -64,6 +64,10 @@ def test_swarm_trains_on_attested_rollouts_and_slashes_cheater(swarm, devnet):
     vnode = validator.status()["node"]
     swarm.wait(lambda: p.get_events(["AttestationRecorded"], filters={"validator": vnode}), 120,
                "the trainer records the attestations it used")
+    # the one validator holds both slots of every submission (quorum 1: 2 slots): paid per slot, never per key
+    # (issue 33: one key paid once for two slots would make splitting a stake over two keys pay)
+    assert {e.args["reward"] for e in p.get_events(["AttestationRecorded"], filters={"validator": vnode})} == \
+        {2 * 10**18}
     devnet.increase_time(params.window_length + 5)
     honest = {w1.status()["node"], w2.status()["node"]}
     swarm.wait(lambda: all(p.rewards(n).paid > 0 and not p.rewards(n).claimable_ids for n in honest), 120,
