@@ -171,9 +171,9 @@ def record_used_attestations(protocol: Any, state: StateStore, pool_id: int, *,
                              assigned: Callable[[int], Iterable[str]], metrics: Any) -> None:
     """Record on-chain (`AttesterBook.recordAttestations`) the validators whose attestations each trained
     submission counted on (those of its `assigned` validators, each once per slot it holds): they are paid per
-    recorded slot once its window closes (issue 21; per slot, not per key: issue 33). Only when the pool's owner set a reward per attestation; each submission once. A
-    failure logs (and counts in `metrics`' `errors_total`) and is tried again on the next pass; a closed window
-    or an empty budget gives up on that submission."""
+    recorded slot once its window closes (issue 21; per slot, not per key: issue 33). Only when the pool's owner
+    set a reward per attestation; each submission once. A failure logs (and counts in `metrics`' `errors_total`)
+    and is tried again on the next pass; a closed window or an empty budget gives up on that submission."""
     if "AttesterBook" not in protocol.contracts:
         return
     todo = [int(r["id"]) for r in state.records("submission", "consumed")

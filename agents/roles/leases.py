@@ -18,7 +18,8 @@ from intellect.agents.roles._runtime import AgentError, bare_hex
 from intellect.sdk import ContractRevert, IntellectError, TaskStatus
 
 __all__ = ["DefundWatch", "check_units_fit", "claim_blocked", "claim_blocker", "claim_ready_rewards",
-           "claimable_submissions", "free_expired_leases", "max_submission_units", "open_claims", "record_settled", "unfinished_claims"]
+           "claimable_submissions", "free_expired_leases", "max_submission_units", "open_claims", "record_settled",
+           "unfinished_claims"]
 
 log = logging.getLogger(__name__)
 
