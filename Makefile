@@ -16,11 +16,9 @@ bootstrap:
 lock:
 	bash tools/lock.sh
 
-## the README's test command: every default test (brownie contracts, SDK, verifier, agents), two pytest-xdist
-## workers, each test file on one worker (its module fixtures and its chain stay together): 10:52 on 2 cores
-## where one process takes 18:36 (docs/benchmarks-security.md). `pytest -q` alone runs them in one process.
+## the README's test command: every default test (brownie contracts, SDK, verifier, agents)
 test: bootstrap
-	pytest -q -n 2 --dist loadfile
+	pytest -q
 
 ## coverage-guided fuzzing (atheris) of every reader of network bytes (docs/fuzzing.md): the short run CI does
 fuzz: bootstrap
