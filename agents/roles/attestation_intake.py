@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -189,7 +190,6 @@ def record_used_attestations(protocol: Any, state: StateStore, pool_id: int, *,
             # book pays per slot (per stake drawn, never per key: issue 33); at most 16 entries per call
             attested = used.get(sid, set())
             slots = sorted(v for v in assigned(sid) if v in attested)[:16]
-            validators = list(dict.fromkeys(slots))
             recorded: list[str] = []
             try:
                 if slots:
@@ -201,9 +201,9 @@ def record_used_attestations(protocol: Any, state: StateStore, pool_id: int, *,
                     log.warning("submission %d: attestations not recorded: %s", sid, exc)
                     state.put("attester_record", sid, "failed", {"error": str(exc)[:300]})
                     continue
-                for v in validators:  # one validator exited, or recorded already: record the others alone
+                for v, held in Counter(slots).items():  # one exited, or recorded already: the others alone
                     try:
-                        recorded += [r.validator for r in protocol.record_attestations(sid, [v] * slots.count(v))]
+                        recorded += [r.validator for r in protocol.record_attestations(sid, [v] * held)]
                     except ContractRevert as one:
                         log.info("submission %d: attestation of %s not recorded: %s", sid, v, one.name)
             state.put("attester_record", sid, "recorded", {"validators": recorded})
