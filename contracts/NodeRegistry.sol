@@ -36,6 +36,10 @@ contract NodeRegistry is EIP712, Nonces, INodeRegistry {
     mapping(address node => string) private _gpuModel;
     mapping(address node => string) private _endpoint;
     mapping(Role role => uint256) private _activeCount;
+    // key rotation (issue 36): every key a node was rotated into points at the node's first key (its root); the
+    // root points at the node's current key. `currentKey` is two reads however many times a node rotated.
+    mapping(address key => address root) private _rootOf;
+    mapping(address root => address key) private _currentOf;
     address private immutable _deployer;
     IStakeManager private _stakeHook;
 
@@ -56,7 +60,9 @@ contract NodeRegistry is EIP712, Nonces, INodeRegistry {
     ) external {
         if (node == address(0)) revert NodeRegistryZeroAddress();
         if (role == Role.None) revert NodeRegistryInvalidRole(uint8(role));
-        if (_core[node].status == Status.Active) revert NodeRegistryAlreadyActive(node);
+        Status status = _core[node].status;
+        if (status == Status.Active) revert NodeRegistryAlreadyActive(node);
+        if (status == Status.Rotated) revert NodeRegistryKeyUsed(node);
         if (block.timestamp > deadline) revert NodeRegistryExpiredSignature(deadline);
         _checkStrings(gpuModel, endpoint);
 
@@ -102,6 +108,37 @@ contract NodeRegistry is EIP712, Nonces, INodeRegistry {
         _activeCount[role] -= 1;
         emit NodeExited(node, msg.sender, role);
         _notifyStake(node);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function rotateKey(address oldNode, address newNode, uint256 deadline, bytes calldata newNodeSig) external {
+        Core storage old = _activeOwned(oldNode);
+        if (newNode == address(0)) revert NodeRegistryZeroAddress();
+        // never registered: no stake, weight, nonce-bound consent or history of its own to merge
+        if (_core[newNode].status != Status.None) revert NodeRegistryKeyUsed(newNode);
+        if (block.timestamp > deadline) revert NodeRegistryExpiredSignature(deadline);
+        Core memory core = old;
+        _verifyConsent(newNode, core.role, deadline, newNodeSig);
+
+        old.status = Status.Rotated; // keeps its owner: the old key's rewards stay claimable by the owner
+        _core[newNode] = core; // same owner, role, hardware and registration time; Active
+        _gpuModel[newNode] = _gpuModel[oldNode];
+        _endpoint[newNode] = _endpoint[oldNode];
+        address root = _rootOf[oldNode];
+        if (root == address(0)) root = oldNode;
+        _rootOf[newNode] = root;
+        _currentOf[root] = newNode;
+        emit NodeKeyRotated(oldNode, newNode, msg.sender, core.role);
+        IStakeManager hook = _stakeHook;
+        if (address(hook) != address(0)) hook.nodeRotated(oldNode, newNode);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function currentKey(address node) external view returns (address) {
+        address root = _rootOf[node];
+        if (root == address(0)) root = node;
+        address current = _currentOf[root];
+        return current == address(0) ? node : current;
     }
 
     /// @inheritdoc INodeRegistry

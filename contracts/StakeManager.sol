@@ -129,7 +129,7 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
         nonReentrant
         returns (uint256 slashed)
     {
-        slashed = _slash(node, amount, challenger);
+        slashed = _slash(_live(node), amount, challenger);
     }
 
     /// @inheritdoc IStakeManager
@@ -139,6 +139,7 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
         nonReentrant
         returns (uint256 slashed, address treasury_)
     {
+        node = _live(node);
         _closeChallenge(node);
         if (slashAmount != 0) {
             // never more than the workers' minimum stake, even if the admin lowered it after the pool was made;
@@ -151,6 +152,7 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
 
     /// @inheritdoc IStakeManager
     function challengeOpened(address node) external onlyRole(SLASHER_ROLE) {
+        node = _live(node);
         uint32 count = _stakes[node].openChallenges + 1;
         _stakes[node].openChallenges = count;
         emit ChallengeLockUpdated(node, count);
@@ -158,7 +160,7 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
 
     /// @inheritdoc IStakeManager
     function challengeClosed(address node) external onlyRole(SLASHER_ROLE) {
-        _closeChallenge(node);
+        _closeChallenge(_live(node));
     }
 
     function _slash(address node, uint256 amount, address challenger) private returns (uint256 slashed) {
@@ -210,6 +212,27 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
         Stake memory info = _stakes[node];
         (, info.role, info.status) = registry.nodeCore(node);
         _updateStake(node, info);
+    }
+
+    /// @inheritdoc IStakeManager
+    function nodeRotated(address oldNode, address newNode) external {
+        if (msg.sender != address(registry)) revert StakeManagerNotRegistry(msg.sender);
+        Stake memory moved = _stakes[oldNode];
+        // the old key keeps its role and nothing else; zeroed first so the validator total never counts both
+        _updateStake(
+            oldNode,
+            Stake({
+                active: 0,
+                unbonding: 0,
+                role: moved.role,
+                status: INodeRegistry.Status.Rotated,
+                releaseAt: 0,
+                openChallenges: 0
+            })
+        );
+        moved.status = INodeRegistry.Status.Active; // the registry rotates active nodes only
+        _updateStake(newNode, moved);
+        emit StakeMoved(oldNode, newNode, moved.active, moved.unbonding, moved.openChallenges);
     }
 
     /// @inheritdoc IStakeManager
@@ -351,6 +374,12 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
     function _pastBlock(uint256 blockNumber) private view returns (uint48) {
         if (blockNumber >= block.number) revert StakeManagerFutureLookup(blockNumber, block.number);
         return uint48(blockNumber); // < block.number, which fits 48 bits for the next ~9e15 years of blocks
+    }
+
+    /// @dev The key that holds `node`'s stake now: `node`, or, once it was rotated away, the key it moved to (so a
+    /// slash or challenge lock of a retired key's work follows the stake). One read of the slot the callers read.
+    function _live(address node) private view returns (address) {
+        return _stakes[node].status == INodeRegistry.Status.Rotated ? registry.currentKey(node) : node;
     }
 
     function _onlyOwner(address node) private view returns (address owner) {

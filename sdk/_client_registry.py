@@ -64,6 +64,33 @@ class _RegistryCalls:
                       endpoint, int(deadline), node_signature)
         return self.node(node)
 
+    def rotate_node_key(self, old_node: str, *, new_node_account: LocalAccount | None = None,
+                        new_node_signature: bytes | None = None, new_node: str | None = None,
+                        deadline: int | None = None) -> Node:
+        """Move the active node `old_node` (owned by this account) to a new key (issue 36): the new key takes over
+        its registration, stake, unbonding, challenge locks and record; the old key is retired for good. Only the
+        owner signs the transaction and the old key is not needed, so a lost or leaked node key is recovered this
+        way. The new key consents with the same EIP-712 message as a registration (`sign_registration` with the
+        node's role): pass its account, or its ready signature and address. Returns the new key's record."""
+        old = _addr(old_node)
+        if deadline is None:
+            deadline = self.chain_time() + 3600
+        if new_node_signature is None:
+            if new_node_account is None:
+                raise ConfigError("rotate_node_key needs the new node key (new_node_account) or its signature")
+            _, role, _ = self.node_core(old)
+            new_node = new_node_account.address
+            new_node_signature = self.sign_registration(new_node_account, self.address, role, deadline)
+        elif new_node is None:
+            raise ConfigError("rotate_node_key with a ready signature needs the new node's address")
+        self.transact("NodeRegistry", "rotateKey", old, _addr(new_node), int(deadline), new_node_signature)
+        log.info("node %s rotated to key %s", old, new_node)
+        return self.node(new_node)
+
+    def current_key(self, node: str) -> str:
+        """The key the node `node` was rotated into (`node` itself while it was never rotated away)."""
+        return str(self.call("NodeRegistry", "currentKey", _addr(node)))
+
     def update_node(self, node: str, *, gpu_model: str, vram_gib: int, gpu_count: int, endpoint: str) -> Node:
         self.transact("NodeRegistry", "update", _addr(node), gpu_model, int(vram_gib), int(gpu_count), endpoint)
         return self.node(node)

@@ -66,6 +66,7 @@ class NodeStatus(IntEnum):
     NONE = 0
     ACTIVE = 1
     EXITED = 2
+    ROTATED = 3
 
 
 class PoolState(IntEnum):

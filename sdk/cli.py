@@ -287,6 +287,25 @@ def node_show(ctx: _Ctx, address: str | None) -> None:
     _out(ctx, n, lambda: _node_lines(n))
 
 
+@node.command("rotate-key", short_help="Move a node to a new key (owner only; recovers a lost key).")
+@click.argument("address", required=False)
+@click.option("--new-keystore", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="Keystore of the new node key (its password from --password-file or the environment).")
+@click.pass_obj
+def node_rotate_key(ctx: _Ctx, address: str | None, new_keystore: Path) -> None:
+    """Move node ADDRESS (default: this account) to the key in --new-keystore. This account must own the node;
+    the old key is not needed. The new key takes over the registration, stake, unbonding and record; the old
+    key is retired for good; its pending rewards stay claimable (`intellect rewards claim --node OLD`)."""
+    p = ctx.protocol()
+    old = address or p.address
+    new_acct = load_keystore(new_keystore, password_file=ctx.opts["password_file"])
+    n = p.rotate_node_key(old, new_node_account=new_acct)
+    _out(ctx, {"old": old, "new": n.address, "node": json.loads(n.model_dump_json())},
+         lambda: [f"rotated {old} -> {n.address}", *_node_lines(n),
+                  f"restart the node's agents with the new keystore; claim the old key's rewards with "
+                  f"`intellect rewards claim --node {old}`"])
+
+
 @node.command("exit", short_help="Take a node out of the network.")
 @click.argument("address", required=False)
 @click.pass_obj

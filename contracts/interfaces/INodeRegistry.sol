@@ -15,11 +15,13 @@ interface INodeRegistry {
         Relay
     }
 
-    /// @notice Lifecycle of a node. `None`: never registered; `Exited`: left (may register again).
+    /// @notice Lifecycle of a node key. `None`: never registered; `Exited`: left (may register again);
+    /// `Rotated`: its owner moved the node to a new key (`rotateKey`); the key is retired for good.
     enum Status {
         None,
         Active,
-        Exited
+        Exited,
+        Rotated
     }
 
     /// @notice Everything the registry knows about a node.
@@ -58,6 +60,11 @@ interface INodeRegistry {
     /// @notice Emitted when the owner takes a node out of the network.
     event NodeExited(address indexed node, address indexed owner, Role indexed role);
 
+    /// @notice Emitted when `owner` moves its node from key `oldNode` to key `newNode` (`rotateKey`): the new key
+    /// takes over the registration (role, hardware, endpoint, registration time), the stake and the record;
+    /// the old key is retired (status Rotated) and never registered again.
+    event NodeKeyRotated(address indexed oldNode, address indexed newNode, address indexed owner, Role role);
+
     /// @notice Emitted when the deployer sets the stake hook (told of every registration and exit).
     event StakeHookSet(address indexed hook);
 
@@ -69,6 +76,10 @@ interface INodeRegistry {
 
     /// @notice Thrown when `caller` acts on `node` but is not its owner.
     error NodeRegistryNotOwner(address node, address caller);
+
+    /// @notice Thrown when `node` cannot take a registration: it was rotated away (retired for good), or, as the
+    /// new key of a rotation, it was ever registered.
+    error NodeRegistryKeyUsed(address node);
 
     /// @notice Thrown for the role `None` (or any invalid role).
     error NodeRegistryInvalidRole(uint8 role);
@@ -123,6 +134,25 @@ interface INodeRegistry {
     /// @notice Takes an active node out of the network. Only its owner. Its stake stays in the StakeManager
     /// (still slashable) until withdrawn there.
     function exit(address node) external;
+
+    /// @notice Moves the active node `oldNode` to the key `newNode`. Only the node's owner, who needs neither the
+    /// old key nor its consent (a lost or leaked node key is recovered this way); `newNodeSig` is the new key's
+    /// consent, the same EIP-712 message as `register` (Register(newNode, owner, role of the node, deadline,
+    /// nonce of newNode)). `newNode` must never have been registered. The new key takes over the registration
+    /// (role, hardware, endpoint, registration time) and, through the stake hook, the stake, unbonding, open
+    /// challenge locks and validator weight; slashes of the old key's earlier work follow the stake
+    /// (`currentKey`). The old key is retired (status Rotated; `register` refuses it) but keeps its owner, so
+    /// its pending rewards stay claimable by the owner. The old key's open leases stay with it (it may still
+    /// submit them until they expire; whatever it submits is slashable through the new key).
+    /// @param oldNode the node's current key
+    /// @param newNode the key the node moves to
+    /// @param deadline last timestamp at which `newNodeSig` is valid
+    /// @param newNodeSig 65-byte ECDSA signature by `newNode`
+    function rotateKey(address oldNode, address newNode, uint256 deadline, bytes calldata newNodeSig) external;
+
+    /// @notice The key that holds the node `node` was rotated into (`node` itself while it was never rotated away):
+    /// O(1) however many rotations. Slashes of a retired key's work land on this key's stake.
+    function currentKey(address node) external view returns (address);
 
     /// @notice Sets, once, the contract told of every registration and exit (the StakeManager: it keeps the
     /// validators' stake weights that votes count by). Only the deployer.

@@ -52,6 +52,12 @@ interface IStakeManager {
     /// @notice Emitted when `node`'s validator weight changes to `weight`; `totalWeight` is the new sum over all nodes.
     event ValidatorWeightUpdated(address indexed node, uint256 weight, uint256 totalWeight);
 
+    /// @notice Emitted when the registry rotates node key `oldNode` to `newNode` (`NodeRegistry.rotateKey`): the
+    /// stake record moved whole (StakeUpdated follows for both keys).
+    event StakeMoved(
+        address indexed oldNode, address indexed newNode, uint256 active, uint256 unbonding, uint256 openChallenges
+    );
+
     /// @notice Emitted when the ledger opens or closes a challenge against `node`'s work.
     event ChallengeLockUpdated(address indexed node, uint256 openChallenges);
 
@@ -150,6 +156,12 @@ interface IStakeManager {
     /// @notice Re-reads `node`'s role and status and updates its validator weight. Only the node registry
     /// (on every registration and exit).
     function nodeChanged(address node) external;
+
+    /// @notice Moves `oldNode`'s whole stake record (active, unbonding and its release time, open challenge locks)
+    /// and validator weight to `newNode`, which the registry guarantees was never registered (so holds none).
+    /// Only the node registry (on `rotateKey`). Later slashes and challenge locks of `oldNode` apply to the key
+    /// it was rotated into (`INodeRegistry.currentKey`).
+    function nodeRotated(address oldNode, address newNode) external;
 
     /// @notice Sets the minimum active stake for `role`. Only the admin.
     function setMinStake(INodeRegistry.Role role, uint256 amount) external;
