@@ -20,6 +20,10 @@ Claim and submit times come from the events themselves (lease expiry − the poo
 each wipe's, rare). The declared hardware is the node's latest `NodeRegistered`/`NodeUpdated` up to B, so a
 record rewritten after a claim changes nothing for it.
 
+A node whose owner rotated its key (`NodeKeyRotated`, issue 36) keeps its record: as of B, the new key's
+leases include those of every key it was rotated from up to B (each judged against its own key's wipes), and
+its declared hardware is the old key's until it updates it.
+
 Cost: the events of the ledger and registry are scanned once, incrementally (one eth_getLogs per 10,000 new
 blocks for the seven event types together), plus one eth_getBlock per block asked about (cached) and per
 wipe. `outcomes` walks back from the node's latest claim and stops after `limit` decided leases.
@@ -35,7 +39,7 @@ from typing import Any
 __all__ = ["LeaseOutcome", "WorkHistory"]
 
 _EVENTS = ["TaskClaimed", "WorkSubmitted", "ChallengeOpened", "ChallengeResolved", "WorkerWiped", "NodeRegistered",
-           "NodeUpdated", "PoolStateChanged"]
+           "NodeUpdated", "PoolStateChanged", "NodeKeyRotated"]
 _FINISHED = 2  # ITaskLedger.PoolState.Finished
 
 Pos = tuple[int, int]
@@ -70,6 +74,7 @@ class WorkHistory:
         self._challenges: dict[int, list[tuple[Pos, str]]] = {}  # task id -> [(pos, open|upheld|rejected)]
         self._wipes: dict[str, list[tuple[Pos, int]]] = {}  # node -> [(pos, block)]
         self._hardware: dict[str, list[tuple[Pos, tuple[str, int, int]]]] = {}
+        self._rotated_from: dict[str, tuple[Pos, str]] = {}  # new key -> (pos, the key it was rotated from)
         self._times: OrderedDict[int, int] = OrderedDict()
         self._claim_blocks: dict[int, int] = {}  # task id -> its claim's block (filled by the scan)
         self._finished_block: int | None = None  # the block that finished the pool (PoolStateChanged), if any
@@ -107,6 +112,11 @@ class WorkHistory:
             elif e.event in ("NodeRegistered", "NodeUpdated"):
                 self._hardware.setdefault(str(a["node"]).lower(), []).append(
                     (pos, (str(a["gpuModel"]), int(a["vramGiB"]), int(a["gpuCount"]))))
+            elif e.event == "NodeKeyRotated":
+                old, new = str(a["oldNode"]).lower(), str(a["newNode"]).lower()
+                self._rotated_from[new] = (pos, old)
+                if self._hardware.get(old):  # the new key declares what the old one did, until it updates
+                    self._hardware.setdefault(new, []).append((pos, self._hardware[old][-1][1]))
         self._scanned = block
 
     def time_of(self, block: int) -> int:
@@ -144,26 +154,34 @@ class WorkHistory:
         the last `limit` of them (found walking back from the latest claim)."""
         block = int(block)
         now = self.time_of(block)
-        key = node.lower()
         with self._lock:
             self._scan_to(block)
-            claims = self._claims.get(key, [])
-            wipes = [(pos, b) for pos, b in self._wipes.get(key, []) if pos[0] <= block]
-        wipe_times = [(pos, self.time_of(b)) for pos, b in wipes]
+            keys = self._keys_of(node.lower(), block)
+            # (pos, task id, lease expiry, key): the leases of the node under every key it held up to `block`
+            claims = sorted((*c, k) for k in keys for c in self._claims.get(k, []))
+            wipes = {k: [(pos, b) for pos, b in self._wipes.get(k, []) if pos[0] <= block] for k in keys}
+        wipe_times = {k: [(pos, self.time_of(b)) for pos, b in w] for k, w in wipes.items()}
         with self._lock:
             fin = self._finished_block if self._finished_block is not None and self._finished_block <= block else None
         finished_at = self.time_of(fin) if fin is not None else None
         out: list[LeaseOutcome] = []
         with self._lock:
-            for pos, task_id, expiry in reversed(claims):
+            for pos, task_id, expiry, k in reversed(claims):
                 if pos[0] > block:
                     continue
-                o = self._outcome(task_id, expiry, block, now, wipe_times, finished_at)
+                o = self._outcome(task_id, expiry, block, now, wipe_times[k], finished_at)
                 if o is not None:
                     out.append(o)
                     if limit is not None and len(out) >= limit:
                         break
         return out[::-1]
+
+    def _keys_of(self, key: str, block: int) -> list[str]:
+        """`key` and the keys it was rotated from up to `block`, newest first (call with the lock held)."""
+        keys = [key]
+        while (prev := self._rotated_from.get(keys[-1])) is not None and prev[0][0] <= block and prev[1] not in keys:
+            keys.append(prev[1])
+        return keys
 
     def _outcome(self, task_id: int, expiry: int, block: int, now: int,
                  wipes: list[tuple[Pos, int]], finished_at: int | None = None) -> LeaseOutcome | None:

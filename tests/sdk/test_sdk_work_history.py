@@ -132,3 +132,32 @@ def test_a_query_past_the_head_scans_only_to_the_head() -> None:
     c.head = 50
     assert h.declared(NODE, 50) == ("H100", 80, 1)  # mined after the first query: not skipped
     assert h.claim_block(1) == 3
+
+
+def test_a_rotated_node_keeps_its_record_and_each_key_its_wipes() -> None:
+    """NodeKeyRotated (issue 36): as of a block, the new key's leases include the old key's from before the
+    rotation; a wipe of the old key voids only the old key's open windows; the hardware declared carries over."""
+    c = FakeChain()
+    c.emit(2, "NodeRegistered", node=NODE, owner=OTHER, role=1, gpuModel="H100", vramGiB=80, gpuCount=1, endpoint="")
+    c.claim(1, 3)
+    c.submit(1, 4, 100)            # window to 1090 (block 9)
+    c.claim(2, 5)
+    c.submit(2, 6, 50)             # window to 1110; its challenge (opened at 7) is upheld after the rotation
+    c.emit(7, "ChallengeOpened", challengeId=2, node=NODE, challenger=OTHER, evidenceCid="", voteEnd=0, round=1,
+           snapshotBlock=6, weight=1)
+    new = "0x" + "cc" * 20
+    c.emit(8, "NodeKeyRotated", oldNode=NODE, newNode=new, owner=OTHER, role=1)
+    c.claim(3, 9, node=new)
+    c.submit(3, 10, 70, node=new)  # window to 1150 (block 15), open at the old key's wipe (block 12)
+    c.emit(12, "ChallengeResolved", challengeId=2, upheld=True, weightFor=1, weightAgainst=0, slashed=1)
+    c.emit(12, "WorkerWiped", node=NODE, newEpoch=1)
+    h = history(c)
+
+    def seen(node: str, block: int) -> list[tuple[int, bool]]:
+        return [(o.task_id, o.verified) for o in h.outcomes(node, block)]
+
+    assert seen(new, 7) == []  # before the rotation the new key has no record
+    assert seen(new, 11) == [(1, True)]  # the old key's verified lease counts for the new key
+    assert seen(new, 20) == [(1, True), (2, False), (3, True)]  # the old key's wipe does not void key 3's work
+    assert seen(NODE, 20) == [(1, True), (2, False)]
+    assert h.declared(new, 7) is None and h.declared(new, 8) == ("H100", 80, 1)
