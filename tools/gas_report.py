@@ -210,6 +210,18 @@ def drive(book: GasBook) -> None:
     book("StakeManager.stakeWithPermit", sm.stakeWithPermit(
         node, 100 * TOKEN, deadline, sig.v, f"0x{sig.r:064x}", f"0x{sig.s:064x}", {"from": node}))
 
+    # key rotation (issue 36): the owner moves nodes to new keys (stake, weight and record move with them)
+    def rotate(old, owner, i, role, label):
+        new = key_account(i)
+        deadline = chain.time() + 3600
+        book(label, reg.rotateKey(old, new, deadline, registration_signature(reg, new, owner, role, deadline),
+                                  {"from": owner}))
+        return new
+
+    moved = rotate(owned[1], operator, 400, W, "NodeRegistry.rotateKey (worker)")
+    rotate(moved, operator, 401, W, "NodeRegistry.rotateKey (worker, rotated before)")
+    rotate(validators[0], validators[0], 402, V, "NodeRegistry.rotateKey (validator)")
+
     # admin
     book("StakeManager.setMinStake", sm.setMinStake(W, 120 * TOKEN, {"from": admin}))
     book("StakeManager.setUnbondingPeriod", sm.setUnbondingPeriod(7200, {"from": admin}))
