@@ -6,7 +6,9 @@
 
 A validator counts at block B when its validator weight at B is positive and at least the validator minimum
 stake at B (the last `MinStakeSet` event of the validator role up to B; 0 before any). Candidates are the
-nodes of `NodeRegistered` events of the validator role up to B (the latest registration gives the owner).
+nodes of `NodeRegistered` events of the validator role up to B (the latest registration gives the owner), and
+the new keys of `NodeKeyRotated` events of that role (issue 36: the owner moved a validator to a new key; its
+weight moved with it, so the old key's weight event says 0 from that block on).
 
 The weight at B is the last `ValidatorWeightUpdated(node, weight, total)` event of the node up to B (0 before
 any). `StakeManager._syncWeight` is the one path by which a weight changes, and it emits that event each time
@@ -33,7 +35,7 @@ from ._models import Role
 
 __all__ = ["ValidatorHistory"]
 
-EVENTS = ("NodeRegistered", "MinStakeSet", "ValidatorWeightUpdated")
+EVENTS = ("NodeRegistered", "NodeKeyRotated", "MinStakeSet", "ValidatorWeightUpdated")
 
 
 class ValidatorHistory:
@@ -63,6 +65,10 @@ class ValidatorHistory:
                 if int(a["role"]) != validator:
                     continue
                 self._registrations.append((b, str(a["node"]).lower(), str(a["owner"]).lower()))
+            elif e.event == "NodeKeyRotated":
+                if int(a["role"]) != validator:
+                    continue
+                self._registrations.append((b, str(a["newNode"]).lower(), str(a["owner"]).lower()))
             elif e.event == "MinStakeSet":
                 if int(a["role"]) != validator:
                     continue

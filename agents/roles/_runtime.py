@@ -233,7 +233,7 @@ def bare_hex(value: str | bytes) -> str:
     return value.removeprefix("0x") if isinstance(value, str) else bytes(value).hex()
 
 
-_DIRECTORY_EVENTS = ["NodeRegistered", "NodeUpdated", "NodeExited", "StakeUpdated", "MinStakeSet"]
+_DIRECTORY_EVENTS = ["NodeRegistered", "NodeUpdated", "NodeExited", "NodeKeyRotated", "StakeUpdated", "MinStakeSet"]
 
 
 class Directory:
@@ -244,7 +244,7 @@ class Directory:
       (default `LISTING_FLOOR`). A registration without that stake costs every other agent no
       `/status` fetch and no node read: its author pays for its listing, not everyone else.
     - Nodes and stakes are followed incrementally: each refresh (at most every `ttl` seconds)
-      reads only the NodeRegistered / NodeUpdated / NodeExited / StakeUpdated / MinStakeSet events
+      reads only the NodeRegistered / NodeUpdated / NodeExited / NodeKeyRotated / StakeUpdated / MinStakeSet events
       since the last block it read (stake from `StakeUpdated.active`, no call per node), and reads
       a node's record only when a listed node registered, changed or newly reached the stake.
     - A `/status` fetch has a total deadline (`timeout`, `intellect.sdk._fetch.fetch`): a peer that
@@ -303,6 +303,13 @@ class Directory:
                             if start is not None:  # the first scan read the minimums at the head
                                 self._min[int(e.args["role"])] = int(e.args["amount"])
                                 rules_moved = True
+                            continue
+                        if e.event == "NodeKeyRotated":  # the node moved to a new key (issue 36)
+                            old, new = e.args["oldNode"], e.args["newNode"]
+                            self._role.pop(old, None)
+                            self._role[new] = int(e.args["role"])
+                            seen.update((old, new))
+                            changed.update((old, new))
                             continue
                         a = e.args["node"]
                         seen.add(a)

@@ -341,3 +341,22 @@ def test_status_lists_are_bounded():
         assert fetch("GET", srv.url + "/status", params={"limit": 10**6}, deadline=5.0).status == 400
     finally:
         srv.stop()
+
+
+def test_directory_follows_a_node_to_its_rotated_key(devnet):
+    """Issue 36: the owner moves a listed node to a new key (`NodeKeyRotated`, no new registration): the next
+    refresh lists the new key with the node's role and endpoint and drops the old one."""
+    from eth_account import Account
+    from eth_utils import keccak
+
+    from intellect.sdk import Role
+
+    owner = staked_node(devnet, 1, Role.VALIDATOR, endpoint="http://127.0.0.1:1")
+    d = Directory(devnet.protocol(0), timeout=1.0)
+    assert owner.address in d.nodes(refresh=True)
+    new = Account.from_key(keccak(text="intellect-directory-rotation"))
+    owner.rotate_node_key(owner.address, new_node_account=new)
+    nodes = d.nodes(refresh=True)
+    assert owner.address not in nodes and new.address in nodes
+    assert nodes[new.address].role == Role.VALIDATOR and nodes[new.address].endpoint == "http://127.0.0.1:1"
+    assert [n.address for n in d.by_role("validator")] == [new.address]

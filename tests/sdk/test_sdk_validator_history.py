@@ -124,3 +124,24 @@ def test_at_is_incremental_and_agrees_with_per_validator_weights_at_every_block(
     assert changes
     for x, y in pairwise(changes):  # constant between two changes
         assert all(history.at(z) == history.at(x) for z in range(x, y))
+
+
+def test_a_rotated_validator_stays_in_the_set_under_its_new_key(net: Devnet) -> None:
+    """Issue 36: the owner moves a validator to a new key; from that block the set holds the new key (same owner,
+    same stake) and not the old one, as the chain's own weights say."""
+    from eth_account import Account
+    from eth_utils import keccak
+
+    a, b = _validator(net, 2), _validator(net, 3)
+    new = Account.from_key(keccak(text="intellect-validator-history-rotation"))
+    a.rotate_node_key(a.address, new_node_account=new)
+    rotated_at = a.block_number()
+    net.protocol(0).drip()  # one more block past the rotation
+    history = ValidatorHistory(net.protocol(5))
+    before, after = history.at(rotated_at - 1), history.at(rotated_at)
+    assert before == {a.address.lower(): a.address.lower(), b.address.lower(): b.address.lower()}
+    assert after == {new.address.lower(): a.address.lower(), b.address.lower(): b.address.lower()}
+    assert history.stakes_at(rotated_at)[new.address.lower()] == 100 * TOKEN
+    for node in (a.address, new.address):
+        for block in (rotated_at - 1, rotated_at):
+            assert history.weight_at(node, block) == a.validator_weight_at(node, block)
