@@ -377,7 +377,8 @@ contract StakeManager is AccessControl, ReentrancyGuardTransient, IStakeManager 
     }
 
     /// @dev The key that holds `node`'s stake now: `node`, or, once it was rotated away, the key it moved to (so a
-    /// slash or challenge lock of a retired key's work follows the stake). One read of the slot the callers read.
+    /// slash or challenge lock of a retired key's work follows the stake). Costs a read of the key's status slot;
+    /// the registry is asked only for a retired key.
     function _live(address node) private view returns (address) {
         return _stakes[node].status == INodeRegistry.Status.Rotated ? registry.currentKey(node) : node;
     }
