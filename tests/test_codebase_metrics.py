@@ -40,6 +40,10 @@ CEILINGS = {
 
 FIGURES = metrics.measure()
 
+# test files that spell an in-process agent's devnet chain section (role, data_dir, chain.rpc_url,
+# chain.deployment_file, chain.dev_account) by hand instead of `role_config` (tests/role_config.py): 13 before
+ROLE_CONFIG_COPIES = 0
+
 
 @pytest.mark.parametrize("figure", sorted(CEILINGS))
 def test_figure_is_no_worse_than_its_ceiling(figure: str) -> None:
@@ -52,6 +56,17 @@ def test_figure_is_no_worse_than_its_ceiling(figure: str) -> None:
 
 def test_every_figure_has_a_ceiling() -> None:
     assert set(FIGURES.summary()) == set(CEILINGS)
+
+
+def test_role_tests_build_their_agent_configs_with_one_helper() -> None:
+    tests = Path(__file__).resolve().parent
+    helper = tests / "role_config.py"
+    key = '"chain.deployment_file"' + ":"  # as a dict key of `load_config` overrides
+    spelled = sorted(str(p.relative_to(tests)) for p in tests.rglob("*.py")
+                     if p not in (helper, Path(__file__).resolve()) and key in p.read_text(errors="replace"))
+    assert len(spelled) <= ROLE_CONFIG_COPIES, (
+        f"{spelled} spell the devnet chain section by hand: use role_config(devnet, role, data_dir, account, "
+        f"overrides) from tests/role_config.py")
 
 
 def test_the_walk_sees_the_roles_and_the_product() -> None:
