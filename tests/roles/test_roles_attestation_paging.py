@@ -315,10 +315,11 @@ def test_a_version_1_state_file_is_migrated(tmp_path):
 def test_the_trainer_pulls_every_page_of_a_staked_validator(devnet, store, tmp_path):
     """The trainer's `pull_attestations` (`roles/attestation_intake.py`) walks the validator's pages with their cursors (these attestations are
     unsigned, so it refuses each; the cursor still moves past them)."""
+    from nodes import staked_node  # type: ignore[import-not-found]
+
     from intellect.agents.roles.attestation_intake import pull_attestations
     from intellect.agents.roles.trainer import Trainer
     from intellect.sdk import Role
-    from tests.nodes import staked_node
 
     order = fill(store, 600)
     route = validator_route(store)

@@ -10,12 +10,12 @@ import threading
 import time
 
 import pytest
+from nodes import TOKEN, staked_node  # type: ignore[import-not-found]
 from role_config import role_config  # type: ignore[import-not-found]
+from rpc_counter import count_rpc  # type: ignore[import-not-found]
 
 from intellect.agents.roles._runtime import LISTING_FLOOR, MAX_ATTESTATIONS_PAGE, Directory, attestation_page
 from intellect.sdk.http import HttpServer, JsonHandler, PeerDeadlineError, PeerHttpError, fetch
-from tests.nodes import TOKEN, staked_node
-from tests.rpc_counter import count_rpc
 
 
 class DripServer:
