@@ -32,9 +32,9 @@ CEILINGS = {
     "role_trainer": 331,  # issue 34: its pieces moved to modules beside it (docs/agents.md)
     "role_validator": 390,  # ws34v: challenges, attestations, attester rewards, checkpoints, claim lookup moved out
     "role_worker": 367,  # ws34v: claims, leases and reward claims (agents/roles/leases.py) moved out
-    "inner_imports": 23,  # the rest defer web3 or torch for --help, the relay extra and the demo parent (listed by the tool)
+    "inner_imports": 18,  # the rest defer web3, torch or pyarrow for --help, the relay extra, a v2 reader and the demo parent, or break the adversary matrix cycle (listed by the tool)
     "private_sdk_imports": 0,  # bench and fuzz use the public shardcast/devnet names (ShardServer max_wait, encode_delta, zstd_compress, anvil_binary)
-    "private_sdk_imports_tests": 10,
+    "private_sdk_imports_tests": 0,  # the shardcast and dashboard unit tests use public names (tests/sdk/test_sdk_public.py)
     "long_functions": 5,  # preflight, deploy, download, warm start, prefill, capture, train_step split (main after ws34v)
 }
 
