@@ -16,8 +16,8 @@ from types import SimpleNamespace
 import pytest
 import yaml
 from nodes import staked_node  # type: ignore[import-not-found]
+from role_config import role_config  # type: ignore[import-not-found]
 
-from intellect.agents.config import load_config
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.store import (
     MAX_STORE_BYTES,
@@ -42,10 +42,8 @@ def _cfg(devnet, data_dir, role: str, account: int, **over: str):
     path = data_dir.parent / f"{data_dir.name}.yaml"
     path.write_text(yaml.safe_dump({"tasks": {"budgets": {"cpu": [6, 8]}},
                                     "worker": {"problems_per_task": 2, "group_size": 4}}))
-    return load_config(path, env={}, overrides={
-        "role": role, "data_dir": str(data_dir), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account),
-        "server.port": "0", "server.ipfs_port": "0", "server.shardcast_port": "0", **over})
+    return role_config(devnet, role, data_dir, account,
+                       {"server.port": "0", "server.ipfs_port": "0", "server.shardcast_port": "0", **over}, path=path)
 
 
 def _trainer(devnet, data_dir, **over: str):
