@@ -6,7 +6,8 @@ Read from the source with `ast`, never by running anything. The *agent classes* 
 `Agent.__init__` and `Agent.connect` set on `self` (`cfg`, `state`, `protocol`, `pool_id`, ...). A module of
 tests/ or bench/ stands in for an agent where it:
 
-1. calls `SimpleNamespace(...)` with an agent attribute as a keyword (`SimpleNamespace(protocol=p, pool_id=1)`);
+1. calls `SimpleNamespace(...)` with an agent attribute as a keyword (`SimpleNamespace(protocol=p, pool_id=1)`;
+   `pool_id` or `pool` alone is not enough: chain records carry them too);
 2. assigns a `SimpleNamespace(...)` to an agent attribute (`validator.protocol = SimpleNamespace(...)`);
 3. makes an agent class's instance without its `__init__` (`Validator.__new__(Validator)`,
    `object.__new__(Worker)`);
@@ -26,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("tests", "bench")
 CEILING = 0
+RECORD_FIELDS = {"pool_id", "pool"}  # agent attributes that on-chain records (a task, a node) also carry
 
 
 def _agent_classes() -> dict[str, ast.ClassDef]:
@@ -88,7 +90,8 @@ def stand_ins(src: str) -> Iterator[tuple[int, str]]:
     for node in ast.walk(ast.parse(src)):
         if _is_namespace(node):
             assert isinstance(node, ast.Call)
-            if {k.arg for k in node.keywords} & ATTRIBUTES:
+            hits = {k.arg for k in node.keywords} & ATTRIBUTES
+            if hits - RECORD_FIELDS or len(hits) > 1:
                 yield node.lineno, ast.unparse(node)
         elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None and _is_namespace(node.value):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -146,5 +149,6 @@ rows = SimpleNamespace(text="x", completion_ids=[1])
 rules = SimpleNamespace(worker=SimpleNamespace(group_size=2))
 rf = object.__new__(RolloutFile)
 Trainer.role
+task = SimpleNamespace(status=s, pool_id=1, node=n)
 '''
     assert sorted(line for line, _ in stand_ins(src)) == [4, 5, 6, 7, 8, 9, 10]
