@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import os
-from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -295,13 +294,16 @@ def test_submitted_file_is_kept_through_its_window_then_unpinned(devnet, pool, t
 def test_worker_pushes_to_any_kubo_node_through_its_rpc_api(tmp_path):
     """`worker.push_to: kubo:<RPC URL>`: the file lands, pinned, in a real IPFS daemon (js-ipfs 0.66 through
     the Kubo RPC API, tools/ipfs) under the worker's CID, and the node serves it back."""
+    from intellect.agents.roles.worker import Worker
     from intellect.sdk.ipfs import IpfsDaemon, KuboIpfs
 
     path = tmp_path / "task-1.rollouts"
     path.write_bytes(b"rollouts " * 40_000)
     cid = compute_cid(path.read_bytes())
     with IpfsDaemon(repo=tmp_path / "repo") as daemon:
-        worker = SimpleNamespace(cfg=SimpleNamespace(worker=SimpleNamespace(push_to=f"kubo:{daemon.api_url}")))
+        # a real worker agent configured so (no chain: pushing to Kubo needs none)
+        worker = Worker(load_config(None, env={}, overrides={"role": "worker", "data_dir": str(tmp_path / "w"),
+                                                             "worker.push_to": f"kubo:{daemon.api_url}"}))
         assert push_file(worker, path, cid) == daemon.api_url
         node = KuboIpfs(daemon.api_url)
         assert node.cat(cid) == path.read_bytes()  # the client checks every block against the CID
@@ -312,3 +314,4 @@ def test_worker_pushes_to_any_kubo_node_through_its_rpc_api(tmp_path):
         node.unpin(cid)  # not pinned any more: no error
         with pytest.raises(RuntimeError, match="stored the file as"):
             push_file(worker, path, compute_cid(b"another file"))
+    worker.state.close()
