@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from role_config import role_config  # type: ignore[import-not-found]
 
-from intellect.agents.config import load_config
 from intellect.agents.roles._inflight import InFlightChecks
 from intellect.agents.roles._state import StateStore
 from intellect.verifier.isolation import ParseUnavailable
@@ -97,9 +97,7 @@ def validator(chain, tmp_path: Path):
     """A real validator agent (dev account 2) connected to the devnet (not started: no threads)."""
     from intellect.agents.roles.validator import Validator
 
-    v = Validator(load_config(None, env={}, overrides={
-        "role": "validator", "data_dir": str(tmp_path / "v"), "chain.rpc_url": chain.url,
-        "chain.deployment_file": str(chain.deployment_file), "chain.dev_account": "2"}))
+    v = Validator(role_config(chain, "validator", tmp_path / "v", 2))
     v.connect()
     yield v
     v.state.close()

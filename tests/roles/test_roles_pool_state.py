@@ -7,8 +7,8 @@ trainer stops claims until its heartbeat (`pool_lifecycle.Heartbeat`) reopens th
 from __future__ import annotations
 
 import pytest
+from role_config import role_config  # type: ignore[import-not-found]
 
-from intellect.agents.config import load_config
 from intellect.agents.roles._state import StateStore
 from intellect.agents.roles.pool_lifecycle import Heartbeat, finish_pool
 from intellect.agents.roles.worker import Worker
@@ -19,9 +19,7 @@ POOL = 1  # the devnet's default pool: trainer and owner dev account 0, lease 60
 
 def _worker(devnet, tmp_path) -> Worker:
     """A real worker agent of dev account 3 on the devnet's default pool, connected, registered and staked."""
-    agent = Worker(load_config(None, env={}, overrides={
-        "role": "worker", "data_dir": str(tmp_path / "w"), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "3"}))
+    agent = Worker(role_config(devnet, "worker", tmp_path / "w", 3))
     agent.connect()
     assert agent.pool_id == POOL
     w = agent.protocol

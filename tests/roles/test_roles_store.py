@@ -294,6 +294,7 @@ def test_submitted_file_is_kept_through_its_window_then_unpinned(devnet, pool, t
 def test_worker_pushes_to_any_kubo_node_through_its_rpc_api(tmp_path):
     """`worker.push_to: kubo:<RPC URL>`: the file lands, pinned, in a real IPFS daemon (js-ipfs 0.66 through
     the Kubo RPC API, tools/ipfs) under the worker's CID, and the node serves it back."""
+    from intellect.agents.config import load_config
     from intellect.agents.roles.worker import Worker
     from intellect.sdk.ipfs import IpfsDaemon, KuboIpfs
 
