@@ -16,9 +16,13 @@ bootstrap:
 lock:
 	bash tools/lock.sh
 
-## the README's test command: every default test (brownie contracts, SDK, verifier, agents)
+## the README's test command: every default test (brownie contracts, SDK, verifier, agents) on two pytest-xdist
+## workers, each test file on one worker (its module fixtures and its chain stay together; each worker's brownie
+## chain gets its own port). The contracts are compiled first, once: two workers loading a project with an empty
+## build/ would both compile into it. `pytest -q` alone runs everything in one process.
 test: bootstrap
-	pytest -q
+	brownie compile
+	pytest -q -n 2 --dist loadfile
 
 ## coverage-guided fuzzing (atheris) of every reader of network bytes (docs/fuzzing.md): the short run CI does
 fuzz: bootstrap

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from intellect.verifier.prompts import prompt_text
 from intellect.verifier.rewards import reward
 from intellect.verifier.tasks import Task
 
@@ -75,7 +76,6 @@ def evaluate_engine(engine: Any, tasks: Sequence[Task], *, max_tokens: int, leng
     template when `chat_template` and it has one, as a pool whose rules say `chat_template: model`; the
     length penalty on the completions `length_scope` names, as the pool's rules say)."""
     from intellect.agents.engines import SamplingParams  # deferred: torch (this module is read by the CLI)
-    from intellect.verifier.submission import prompt_text  # deferred: torch
 
     if not tasks:
         raise ValueError("evaluation needs at least one task")

@@ -32,11 +32,19 @@ from urllib.parse import urlsplit
 import click
 
 from intellect.agents.hardware import resolve
+from intellect.agents.models import load_model, load_tokenizer, smollm2_dir, tiny_model_dir
 from intellect.sdk import NodeStatus, Role, WorkHistory, format_tokens
 from intellect.sdk.http import fetch
 from intellect.sdk.ipfs import open_ipfs
-from intellect.sdk.poolrules import PoolRules
-from intellect.verifier.budget_class import CLASSES, ClassRule, earned_class, lower_class, verified_rate
+from intellect.sdk.poolrules import EMPTY_FILE_CID, PoolRules
+from intellect.verifier.budget_class import (
+    CLASSES,
+    ClassRule,
+    earned_class,
+    hardware_class,
+    lower_class,
+    verified_rate,
+)
 
 __all__ = ["EXIT_NOT_READY", "EXIT_WARNINGS", "Check", "advertised_address_problem", "preflight"]
 
@@ -122,8 +130,6 @@ def _tok(wei: int) -> str:
 
 
 def _rules(p: Any, cid: str, ipfs_spec: str | None, peers: list[str]) -> tuple[Any, str]:
-    from intellect.sdk.deploy import EMPTY_FILE_CID  # deferred: loads eth_account
-
     if cid == EMPTY_FILE_CID:
         return None, "the pool names no rules document (the empty file: a dev default pool, whose tasks and budgets " \
                      "come from the agents' configuration)"
@@ -299,8 +305,6 @@ def _reachability(rep: Report, role: str, ep: str, dev: bool, timeout: float) ->
 
 def _budget_class(p: Any, rep: Report, pool_id: int, prm: Any, rules: Any, node: Any,
                   declared: tuple[str, int, int] | None) -> int:
-    from intellect.verifier.submission import hardware_class  # deferred: torch (absent from the relay extra)
-
     gpu_model, vram, count = declared or (node.gpu_model or "cpu", node.vram_gib, node.gpu_count)
     decl = hardware_class(gpu_model, vram, count)
     rule = ClassRule.of(rules.class_history, rules.class_lease_share)
@@ -361,8 +365,6 @@ def _tokens_per_second(model: str, placement: Any) -> float:
     """Generated tokens per second (greedy, batch 4 x 32 new tokens) of `model` on `placement`: `tiny` (the agents'
     tiny Llama), `smollm2` (SmolLM2-135M) or a Hugging Face model directory."""
     import torch
-
-    from intellect.agents.models import load_model, load_tokenizer, smollm2_dir, tiny_model_dir
 
     path = tiny_model_dir() if model == "tiny" else smollm2_dir() if model == "smollm2" else model
     mdl, tok = load_model(path, dtype=placement.dtype, device=placement.device), load_tokenizer(path)

@@ -21,6 +21,7 @@ import click
 
 from intellect.agents.models import smollm2_dir, tiny_model_dir
 from intellect.agents.tasks import filter_by_difficulty, select_by_rate
+from intellect.verifier.prompts import prompt_text
 from intellect.verifier.tasks import TaskSet, TaskSetError
 
 __all__ = ["filter_command", "nothing_kept_message", "resolve_model"]
@@ -111,7 +112,6 @@ def filter_command(path: Path, model_name: str, samples: int, low: float, high: 
         SamplingParams,
         TransformersEngine,
     )
-    from intellect.verifier.submission import prompt_text  # deferred: torch
 
     if low > high:
         raise click.BadParameter(f"--low {low} is above --high {high}", param_hint="--low")

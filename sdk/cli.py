@@ -768,7 +768,7 @@ def deploy(ctx: _Ctx, profile: str | None, params_file: Path | None, out_dir: Pa
     """Deploy and wire IntellectToken, NodeRegistry, StakeManager, TaskLedger and AttesterBook onto the chain at
     --network/--rpc-url, signed by --keystore (or --dev-account on a dev chain), and write the deployment file
     other nodes need. On a dev chain it also mints to the deployer and creates and funds the default pool."""
-    from web3 import Web3
+    from web3 import Web3  # deferred, with the two below: web3 (`intellect --help` stays fast)
 
     from ._tx import RetryPolicy, redact_url, with_retries
     from .deploy import deploy_contracts, params_for_network

@@ -35,6 +35,7 @@ from web3.logs import DISCARD
 from ._config import DEV_CHAIN_IDS, ContractRecord, Deployment
 from ._errors import ConfigError, DeploymentError
 from ._tx import ErrorDecoder, RetryPolicy, Transactor, redact_url, with_retries
+from .poolrules import EMPTY_FILE_CID
 
 __all__ = [
     "DEPLOY_ORDER",
@@ -55,7 +56,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ROLE_IDS = {"worker": 1, "validator": 2, "trainer": 3, "relay": 4}
-EMPTY_FILE_CID = "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"  # CIDv1 raw sha2-256 of b""
 TOKEN = 10**18
 DEPLOY_ORDER = ("IntellectToken", "NodeRegistry", "StakeManager", "PoolRules", "TaskLedger", "AttesterBook")
 _LINK = re.compile(r"__([A-Za-z0-9_]+?)_*__")  # brownie/solc placeholder of a linked library (40 characters)

@@ -130,7 +130,7 @@ def start_anvil(port: int = 0, *, state_file: Path | None = None) -> Anvil:
 def deploy(rpc_url: str, out_dir: Path, *, params: dict[str, Any] | None = None) -> Deployment:
     """Deploy onto the dev chain at `rpc_url` as anvil's account 0 (`deploy_contracts`: dev parameters, or
     `params` = a DeployParams dict); the deployment file lands in `out_dir`."""
-    from .deploy import DeployParams, deploy_contracts, dev_params
+    from .deploy import DeployParams, deploy_contracts, dev_params  # deferred: web3 (read by the CLI)
 
     chosen = dev_params() if params is None else DeployParams.model_validate(params)
     return deploy_contracts(rpc_url, dev_account(0), chosen, dev=True, network="development", out_dir=out_dir)
@@ -154,7 +154,7 @@ class Devnet:
         return self.directory / f"{self.deployment.chain_id}.json"
 
     def protocol(self, dev_account: int | None = 0, **kw: Any) -> Any:
-        from ._client import Protocol
+        from ._client import Protocol  # deferred: web3 (the `intellect` CLI imports this)
 
         return Protocol.connect(self.url, deployment=self.deployment, dev_account_index=dev_account, **kw)
 

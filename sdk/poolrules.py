@@ -29,6 +29,7 @@ from ._errors import ConfigError, SchemaVersionError
 from .ipfs import compute_cid
 
 __all__ = [
+    "EMPTY_FILE_CID",
     "POOLRULES_SCHEMA",
     "ModelRules",
     "PoolRules",
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 POOLRULES_SCHEMA = "intellect.poolrules/v1"
+EMPTY_FILE_CID = "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"  # CIDv1 raw sha2-256 of b""
+"""The rules CID of a pool that names no rules document (the empty file): a dev default pool's."""
 MAX_RULES_BYTES = 64 * 1024
 """Largest rules document read (a real one is well under 2 KB)."""
 HARDWARE_CLASSES = ("cpu", "gpu-small", "gpu-large")

@@ -16,8 +16,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 VENV="$ROOT/.venv"
 STAMP="$VENV/.bootstrap-stamp"
-PYTHON="${PYTHON:-python3.11}"
-command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+# The interpreter that makes the venv is found outside it (the Makefile puts .venv/bin first on PATH, and a
+# venv being remade has no python of its own).
+HOST_PATH="$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$VENV/bin" | paste -sd: -)"
+PYTHON="${PYTHON:-$(PATH="$HOST_PATH" command -v python3.11 || PATH="$HOST_PATH" command -v python3 || echo python3.11)}"
 
 log() { printf '\033[1;34m[bootstrap]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[bootstrap] error:\033[0m %s\n' "$*" >&2; exit 1; }
@@ -39,6 +41,11 @@ fi
 command -v node >/dev/null || die "node (>= 20) is required for the Solidity compiler and anvil"
 command -v npm >/dev/null || die "npm is required"
 
+# A venv whose creation was interrupted (no pip yet) is made again, not reused half-built.
+if [[ -x "$VENV/bin/python" ]] && ! "$VENV/bin/python" -c 'import pip' 2>/dev/null; then
+  log "recreating $VENV (its creation was interrupted: no pip)"
+  rm -rf "$VENV"
+fi
 if [[ ! -x "$VENV/bin/python" ]]; then
   log "creating $VENV"
   "$PYTHON" -m venv "$VENV"

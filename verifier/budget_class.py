@@ -46,12 +46,20 @@ __all__ = [
     "LeaseOutcome",
     "budget_class",
     "earned_class",
+    "hardware_class",
     "lower_class",
     "verified_rate",
 ]
 
 CLASSES = ("cpu", "gpu-small", "gpu-large")
 """Budget classes, lowest first."""
+
+
+def hardware_class(gpu_model: str, vram_gib: int, gpu_count: int) -> str:
+    """`cpu` (no GPU), `gpu-small` (< 40 GiB per GPU), `gpu-large` (≥ 40 GiB: A100-40/80, H100, H200)."""
+    if gpu_count <= 0 or gpu_model.strip().lower() in ("", "cpu", "none"):
+        return "cpu"
+    return "gpu-large" if vram_gib >= 40 else "gpu-small"
 
 
 def lower_class(a: str, b: str) -> str:

@@ -4,7 +4,8 @@ A worker follows them to write its rollout file, a validator checks a file again
 refuses what they refuse. They live here, in one place, as pure functions:
 
     prompt_text(task, target_len)          the prompt the policy sees (task text + thinking-budget suffix,
-                                           in the model's chat template when it has one)
+                                           in the model's chat template when it has one; torch-free, in
+                                           `intellect.verifier.prompts`)
     thinking_budgets(budgets, hardware)    the target lengths a node's declared hardware class gets
     class_budgets(budgets, cls)            the target lengths of a budget class (the claim's: the lower of the
                                            declared class and the one its verified history earns,
@@ -42,9 +43,11 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from intellect.sdk import IntellectError
+from intellect.verifier.budget_class import hardware_class
 from intellect.verifier.completion import EndError, check_completion_end, eos_token_ids
 from intellect.verifier.evidence import EvidenceRules, observe, rules_for_profile, submission_llr
 from intellect.verifier.prefill import verify_samples
+from intellect.verifier.prompts import prompt_text
 from intellect.verifier.replay import problem_seed, sample_seed
 from intellect.verifier.rewards import (
     JudgeBudget,
@@ -53,7 +56,6 @@ from intellect.verifier.rewards import (
     TaskScore,
     applied_length_penalty,
     task_score,
-    thinking_budget_suffix,
 )
 from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutRow
 from intellect.verifier.tasks import ProblemOrder, Task, TaskSet, assign_problems
@@ -96,26 +98,6 @@ REWARD_TOL = 1e-4
 
 
 # ---------------------------------------------------------------------------------------------
-# the prompt
-
-
-def prompt_text(task: Task, target_len: int | None = None, tokenizer: Any = None) -> str:
-    """The prompt the model sees: the task text (+ the thinking-budget suffix if any), as the single
-    user turn of the model's chat template when `tokenizer` is given and has one (an instruct model:
-    SmolLM2-135M-Instruct), with the assistant turn opened; the bare text otherwise (the tiny model).
-
-    Its special tokens are written as text: encode it with `add_special_tokens=False`, as the engines do.
-    """
-    text = task.prompt
-    if target_len is not None:
-        text += thinking_budget_suffix(target_len)
-    if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-        return str(tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                                 add_generation_prompt=True))
-    return text
-
-
-# ---------------------------------------------------------------------------------------------
 # thinking budgets by hardware class
 
 
@@ -125,13 +107,6 @@ class Hardware(NamedTuple):
     gpu_model: str
     vram_gib: int
     gpu_count: int
-
-
-def hardware_class(gpu_model: str, vram_gib: int, gpu_count: int) -> str:
-    """`cpu` (no GPU), `gpu-small` (< 40 GiB per GPU), `gpu-large` (≥ 40 GiB: A100-40/80, H100, H200)."""
-    if gpu_count <= 0 or gpu_model.strip().lower() in ("", "cpu", "none"):
-        return "cpu"
-    return "gpu-large" if vram_gib >= 40 else "gpu-small"
 
 
 def thinking_budgets(budgets: Mapping[str, Sequence[int]], gpu_model: str, vram_gib: int, gpu_count: int) -> list[int]:

@@ -1,6 +1,7 @@
 """Canary submissions (issue 21): known-bad work the pool injects so that lazy validation loses in expectation.
 
-    trainer.canary on  →  CanaryInjector.start_for(trainer): a thread beside the trainer's loop
+    trainer.canary on  →  CanaryInjector.start_for(trainer): a thread beside the trainer's loop, which uses the
+                          trainer's parts it is lent (`TrainerParts.of(trainer)`: chain, state, store, checkpoints)
 
     after a published step the schedule picks (`every_n_steps`, or `rate` drawn from the OS's randomness):
         claimTask with the canary worker's key → the task is recorded as a canary in the trainer's state
@@ -43,13 +44,17 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from intellect.agents.config import AgentConfig
 from intellect.agents.engines import TransformersEngine
 from intellect.agents.generate import generate_for_claim
 from intellect.agents.hardware import resolve
 from intellect.agents.roles._runtime import AgentError
+from intellect.agents.roles._state import StateStore
 from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.agents.roles.pool_rules import rules_tokenizer
 from intellect.sdk import (
@@ -65,7 +70,8 @@ from intellect.sdk import dev_account as dev_key
 from intellect.verifier.submission import too_stale
 from intellect.verifier.toploc import proofs_hash
 
-__all__ = ["MAX_POOL_ROUNDS", "MAX_SUBMIT_REVERTS", "CanaryInjector", "canary_ids", "perturb", "splice_rows"]
+__all__ = ["MAX_POOL_ROUNDS", "MAX_SUBMIT_REVERTS", "CanaryInjector", "TrainerParts", "canary_ids", "perturb",
+           "splice_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -121,10 +127,41 @@ def splice_rows(other: Any, rows: set[int], group_size: int) -> Any:
     return replace
 
 
+@dataclass(frozen=True)
+class TrainerParts:
+    """What a started trainer lends its canary injector (`of(trainer)`); nothing else of the trainer is used."""
+
+    cfg: AgentConfig
+    protocol: Any
+    """the trainer's `Protocol` (the pool trainer's key)"""
+    pool_id: int
+    pool: Any
+    """the pool as the trainer read it (`Protocol.pool`): its params"""
+    state: StateStore
+    """the trainer's state store: canaries are recorded there, and the attestations the trainer holds"""
+    ipfs: Any
+    """the trainer's IPFS store (its gateway serves the canaries' files and evidence)"""
+    data_dir: Path
+    stop_event: threading.Event
+    task_set: Any
+    rules: Any
+    """the pool's `PoolRules`, or None"""
+    checkpoint_path: Callable[[int], Path]
+    """the directory of the trainer's checkpoint of a step (`GRPOTrainer.checkpoint_path`)"""
+
+    @classmethod
+    def of(cls, trainer: Any) -> TrainerParts:
+        """The parts of a started `Trainer` (its rules, task set and policy loaded)."""
+        return cls(cfg=trainer.cfg, protocol=trainer.protocol, pool_id=trainer.pool_id, pool=trainer.pool,
+                   state=trainer.state, ipfs=trainer.ipfs, data_dir=Path(trainer.data_dir),
+                   stop_event=trainer.stop_event, task_set=trainer.task_set, rules=trainer.rules,
+                   checkpoint_path=trainer.gt.checkpoint_path)
+
+
 class CanaryInjector:
     """The trainer's canaries (see the module's docstring); `start_for(trainer)` makes and starts one."""
 
-    def __init__(self, trainer: Any) -> None:
+    def __init__(self, trainer: TrainerParts) -> None:
         self.t = trainer
         self.cfg = trainer.cfg.trainer.canary
         self.state = trainer.state
@@ -141,7 +178,7 @@ class CanaryInjector:
         """The started injector of a started trainer, or None when `trainer.canary` is off."""
         if not trainer.cfg.trainer.canary.enabled:
             return None
-        injector = cls(trainer)
+        injector = cls(TrainerParts.of(trainer))
         injector.set_up()
         injector._thread = threading.Thread(target=injector.run, name="canary", daemon=True)
         injector._thread.start()
@@ -366,14 +403,14 @@ class CanaryInjector:
         tr, c = self.t.cfg.trainer, self.cfg
         device, dtype = resolve(tr.device, tr.dtype, "trainer")
         bad = TransformersEngine(device=device, dtype=dtype)
-        bad.load(self.t.gt.checkpoint_path(step))
+        bad.load(self.t.checkpoint_path(step))
         perturb(bad.model, c.noise, self._rng.getrandbits(63))
         w, tasks = self.t.cfg.worker, self.t.cfg.tasks
         engine, replace = bad, None
         n_rows = w.problems_per_task * w.group_size
         if 0 < c.bad_rows < n_rows:
             engine = TransformersEngine(device=device, dtype=dtype)
-            engine.load(self.t.gt.checkpoint_path(step))
+            engine.load(self.t.checkpoint_path(step))
             replace = splice_rows(bad, set(self._rng.sample(range(n_rows), c.bad_rows)), w.group_size)
         if self._classes is None:
             self._classes = BudgetClasses(self.t.protocol, self.t.pool_id, self.t.pool.params, self.t.cfg)

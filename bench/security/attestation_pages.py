@@ -7,8 +7,8 @@ put in a fresh state file, and one AgentServer serves both paths side by side:
 
 - old: what the endpoint did before (`attestation_page` over `state.records("attestation")`: every record read
   under the state lock and decoded, then sorted, per request);
-- new: the validator's endpoint (`Validator._get_attestations` → `StateStore.page`: an index seek on the read
-  connection, the page decoded).
+- new: the validator's endpoint (`_runtime.attestations_reply`, which `Validator`'s `GET /attestations` route
+  calls, → `StateStore.page`: an index seek on the read connection, the page decoded).
 
 Measured per path, in the same run: the latency of one request alone (`limit=1` and `limit=256`, from the middle
 of the history), and the latency of the validator's own state operations (a put, a record read and a cursor
@@ -28,10 +28,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from intellect.agents.roles._runtime import attestation_page
+from intellect.agents.roles._runtime import attestation_page, attestations_reply
 from intellect.agents.roles._server import AgentServer, Metrics
 from intellect.agents.roles._state import StateStore
-from intellect.agents.roles.validator import Validator
 
 SIG = "0x" + "ab" * 65
 
@@ -113,11 +112,9 @@ def bench(n: int, clients: int, seconds: float, repeats: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         fill(state, n)
         fill_s = time.perf_counter() - t0
-        val = Validator.__new__(Validator)
-        val.state = state
         srv = AgentServer(lambda: {}, Metrics())
         srv.route("GET", "/old", old_route(state))
-        srv.route("GET", "/attestations", val._get_attestations)
+        srv.route("GET", "/attestations", lambda query, _body: attestations_reply(state, query))  # the validator's
         mid = state.page("attestation", 0.0, n // 2 - 1, 1)  # ids are put in time order: a cursor mid-history
         cursor = f"since={mid[0]['updated_at']!r}&after={mid[0]['id']}" if mid else ""
         out: dict[str, Any] = {"records": n, "fill_s": round(fill_s, 2)}

@@ -9,7 +9,7 @@ or `intellect dashboard --network base-sepolia --rpc-url ... --port 8090`. No to
 assets: pages are self-contained HTML with inline CSS, JS and SVG charts.
 """
 
-from ._collect import ChainIndex, StatusFetcher, collect, reward_curve, trainer_steps
+from ._collect import ChainIndex, StatusFetcher, challenge_table, collect, reward_curve, trainer_steps
 from ._models import (
     AGENT_STATUS_SCHEMA,
     SNAPSHOT_SCHEMA,
@@ -44,6 +44,7 @@ __all__ = [
     "SubmissionView",
     "Totals",
     "VoteView",
+    "challenge_table",
     "collect",
     "parse_snapshot",
     "reward_curve",

@@ -42,7 +42,7 @@ from ._models import (
 if TYPE_CHECKING:
     from .._client import Protocol
 
-__all__ = ["ChainIndex", "StatusFetcher", "collect"]
+__all__ = ["ChainIndex", "StatusFetcher", "challenge_table", "collect"]
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ def trainer_steps(status: dict[str, Any] | None) -> dict[int, dict[str, Any]]:
 class _Scan:
     """The events of one `collect()`, grouped by name, and the per-node paths built from them."""
 
-    index: ChainIndex
+    block_time: Callable[[int], int]  # block number -> its time
     now: int  # the head block's time
     events: list[DecodedEvent]
     by: dict[str, list[DecodedEvent]] = field(default_factory=lambda: defaultdict(list))
@@ -186,7 +186,7 @@ class _Scan:
             self.by[e.event].append(e)
 
     def time(self, e: DecodedEvent) -> int:
-        return self.index.block_time(e.block_number)
+        return self.block_time(e.block_number)
 
     def add(self, node: str, e: DecodedEvent, kind: str, detail: str = "", sid: int | None = None,
             outcome: str = "") -> None:
@@ -200,7 +200,7 @@ def collect(p: Protocol, index: ChainIndex, fetcher: StatusFetcher | None = None
     errors: list[str] = []
     head = index.refresh()
     now = index.block_time(head)
-    scan = _Scan(index, now, list(index.events))
+    scan = _Scan(index.block_time, now, list(index.events))
     pools = _pools(p, scan, errors)
     trainers = {pv.trainer.lower(): pv.pool_id for pv in pools}
     nodes = _nodes(scan)
@@ -422,6 +422,18 @@ def _challenges(scan: _Scan, nodes: dict[str, NodeView]) -> tuple[list[Challenge
     for e in by["WorkerWiped"]:
         add(e.args["node"], e, "wiped", f"unfinalised rewards wiped (epoch {e.args['newEpoch']})")
     return list(challenges.values()), slashed_by_challenge
+
+
+def challenge_table(events: list[DecodedEvent], now: int, block_time: Callable[[int], int]
+                    ) -> tuple[list[ChallengeView], dict[str, list[PathEvent]]]:
+    """The dashboard's challenge rows from protocol events in chain order (what `collect` shows, without a
+    chain: events from `Protocol.get_events`, a `ChainIndex` or a file): one row per challenge, its latest
+    round (votes, tally, status, slash), and the challenge, vote, verdict, slash and wipe events on the path
+    of each node involved (keyed by lower-case address, in event order). `now`: the head's time (an open
+    challenge's seconds left); `block_time(n)`: block n's time."""
+    scan = _Scan(block_time, now, list(events))
+    challenges, _ = _challenges(scan, {})
+    return challenges, dict(scan.paths)
 
 
 def _task_statuses(events: list[DecodedEvent]) -> tuple[dict[int, TaskStatus], dict[str, list[tuple[int, int]]]]:

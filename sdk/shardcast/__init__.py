@@ -9,8 +9,19 @@ Every shard is sha256-checked by every relay and client; the manifest's id (sha2
 canonical bytes) names the version on the wire, its IPFS CID names it on-chain.
 """
 
-from ._client import Client, FetchResult
-from ._delta import DELTA_SCHEMA, DeltaError, UnknownDeltaVersionError, decode_to_memory, encode_delta
+from ._arena import ALIGN as ARENA_ALIGN
+from ._arena import Arena
+from ._client import Client, FetchResult, Staging
+from ._delta import (
+    DELTA_SCHEMA,
+    DeltaError,
+    DeltaHeader,
+    DeltaStats,
+    UnknownDeltaVersionError,
+    decode_to_memory,
+    encode_delta,
+)
+from ._delta import MAGIC as DELTA_MAGIC
 from ._download import SourcePool, SourceReputation, http_get
 from ._errors import (
     FetchError,
@@ -30,19 +41,25 @@ from ._server import LIMITS as SERVER_LIMITS
 from ._server import ShardServer
 from ._store import ShardStore
 from ._wire import API_PREFIX, VERSIONS_SCHEMA
+from ._zstd import available as zstd_available
 from ._zstd import compress as zstd_compress
 from ._zstd import version as zstd_version
 
 __all__ = [
     "API_PREFIX",
+    "ARENA_ALIGN",
     "DEFAULT_SHARD_SIZE",
+    "DELTA_MAGIC",
     "DELTA_SCHEMA",
     "MANIFEST_SCHEMA",
     "SERVER_LIMITS",
     "VERSIONS_SCHEMA",
+    "Arena",
     "Client",
     "DeltaError",
+    "DeltaHeader",
     "DeltaInfo",
+    "DeltaStats",
     "FetchError",
     "FetchResult",
     "FileDigest",
@@ -61,6 +78,7 @@ __all__ = [
     "ShardcastError",
     "SourcePool",
     "SourceReputation",
+    "Staging",
     "UnknownDeltaVersionError",
     "UnknownSchemaVersionError",
     "UnsafePathError",
@@ -69,6 +87,7 @@ __all__ = [
     "decode_to_memory",
     "encode_delta",
     "http_get",
+    "zstd_available",
     "zstd_compress",
     "zstd_version",
 ]

@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-__all__ = ["Arena", "Slot"]
+__all__ = ["ALIGN", "REUSE_GRACE_S", "Arena", "Slot"]
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +54,12 @@ class Slot:
 
 class Arena:
     """`Arena(2 * 2**30)`: `alloc(n)` a slot, `view(slot)` to fill it, `pin`/`unpin` around sends
-    from `fileno` at `slot.offset`, `release(slot)` when done. Thread-safe."""
+    from `fileno` at `slot.offset`, `release(slot)` when done. Thread-safe. A `Relay` started with
+    `ram_bytes` holds one as `relay.arena`; `reuse_grace_s`: how long a released slot's pages stay
+    untouched after its last send (`REUSE_GRACE_S`)."""
 
-    def __init__(self, size: int, *, name: str = "shardcast-arena") -> None:
+    def __init__(self, size: int, *, name: str = "shardcast-arena", reuse_grace_s: float = REUSE_GRACE_S) -> None:
+        self.reuse_grace_s = reuse_grace_s
         if size < ALIGN:
             raise ValueError(f"arena size {size} is below one page ({ALIGN} bytes)")
         if not hasattr(os, "memfd_create"):
@@ -109,7 +112,7 @@ class Arena:
         now = time.monotonic()
         keep = []
         for s in self._zombies:
-            if s.readers or (s.last_read and now - s.last_read < REUSE_GRACE_S):
+            if s.readers or (s.last_read and now - s.last_read < self.reuse_grace_s):
                 keep.append(s)
             else:
                 self._free_locked(s.offset, s.span)

@@ -34,12 +34,12 @@ from pathlib import Path
 
 from ._delta import DELTA_SCHEMA, DeltaError, UnknownDeltaVersionError, decode_delta
 from ._directio import ALIGN, DIRECT_MIN, DirectFile, preallocate
-from ._download import DownloadStats, SourcePool, SourceReputation, download_shards
+from ._download import SHARD_DEADLINE_SLACK_S, DownloadStats, SourcePool, SourceReputation, download_shards
 from ._errors import FetchError, OutputExistsError, ShardcastError, UnknownSchemaVersionError
 from ._manifest import MAX_MANIFEST_BYTES, FileDigest, Manifest, ShardEntry, safe_relpath
 from ._origin import IpfsLike
 
-__all__ = ["Client", "FetchResult"]
+__all__ = ["Client", "FetchResult", "Staging"]
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +89,11 @@ class FetchResult:
     """Why a delta offered for this checkpoint was refused (then the full checkpoint was fetched)."""
 
 
-class _Staging:
+class Staging:
     """The checkpoint files being assembled, open for positional writes (O_DIRECT middles where
-    the file system allows it with `direct`, see `_directio`)."""
+    the file system allows it with `direct`, see `_directio`): `pwrite(stream offset, bytes)` in any
+    order and any chunking, `settle` a verified range, `sync_and_close`. `Client.fetch` writes through
+    one; a downloader of its own (a `SourcePool` and another transport) can too."""
 
     def __init__(self, manifest: Manifest, root: Path, *, direct: bool = False) -> None:
         self.manifest = manifest
@@ -187,7 +189,7 @@ class _Staging:
 
 
 class _ClientSink:
-    def __init__(self, staging: _Staging, journal: Path, on_verified: Callable[[int], None], *,
+    def __init__(self, staging: Staging, journal: Path, on_verified: Callable[[int], None], *,
                  settle: bool) -> None:
         self.staging = staging
         self._settle = settle
@@ -250,7 +252,7 @@ class _MemorySink:
 class _TotalHasher:
     """sha256 of the whole stream, computed in shard order as shards get verified (pipelined)."""
 
-    def __init__(self, manifest: Manifest, staging: _Staging) -> None:
+    def __init__(self, manifest: Manifest, staging: Staging) -> None:
         self.manifest = manifest
         self.staging = staging
         self.h = hashlib.sha256()
@@ -314,9 +316,12 @@ class Client:
         use_relay_hints: bool = True,
         on_progress: Callable[[int, int], None] | None = None,
         reputation: SourceReputation | None = None,
+        deadline_slack: float = SHARD_DEADLINE_SLACK_S,
     ) -> None:
         """relays: base URLs (origin URLs work too). workers: parallel shard downloads.
         wait: how long a relay may hold a request for a shard still on its way to it.
+        deadline_slack: seconds a shard may take, on top of `wait` and its size at `MIN_SOURCE_RATE`,
+            before its source is cut off and the shard asked elsewhere (a source dripping bytes).
         verify_total: also recompute the whole-stream sha256 from the written files (a second
             sha256 pass over every byte, pipelined). Off by default: every byte is already checked
             once against its shard's sha256, and the shard digests against the manifest's root.
@@ -331,6 +336,7 @@ class Client:
         self.workers = workers
         self.wait = wait
         self.stall_timeout = stall_timeout
+        self.deadline_slack = deadline_slack
         self.verify_total = verify_total
         self.fsync = fsync
         self.direct_io = direct_io
@@ -388,7 +394,7 @@ class Client:
                     delta_error: str | None) -> FetchResult:
         side = out.parent / f".{out.name}.shardcast"
         done = self._prepare_sidecar(side, manifest)
-        staging = _Staging(manifest, side / "data", direct=self.direct_io)
+        staging = Staging(manifest, side / "data", direct=self.direct_io)
         resumed = self._reverify(manifest, staging, done)
         verified_bytes = [sum(manifest.shards[i].size for i in resumed)]
         progress_lock = threading.Lock()
@@ -418,7 +424,8 @@ class Client:
         try:
             pool = SourcePool(sources, reputation=self.reputation)
             stats = (download_shards(manifest, missing, pool, sink, workers=self.workers,
-                                     wait=self.wait, stall_timeout=self.stall_timeout)
+                                     wait=self.wait, stall_timeout=self.stall_timeout,
+                                     deadline_slack=self.deadline_slack)
                      if missing else DownloadStats())
         except BaseException:
             if total is not None:
@@ -464,7 +471,8 @@ class Client:
         pool = SourcePool(sources, reputation=self.reputation)
         # A delta is an optimisation: give up on it quickly and fetch the checkpoint instead.
         stats = download_shards(manifest, [s.index for s in d.shards], pool, sink, workers=self.workers,
-                                wait=self.wait, stall_timeout=min(self.stall_timeout, 30.0), max_hard_failures=3)
+                                wait=self.wait, stall_timeout=min(self.stall_timeout, 30.0), max_hard_failures=3,
+                                deadline_slack=self.deadline_slack)
         staging = out.parent / f".{out.name}.shardcast-delta"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
@@ -603,7 +611,7 @@ class Client:
         return set()
 
     @staticmethod
-    def _reverify(manifest: Manifest, staging: _Staging, claimed: set[int]) -> set[int]:
+    def _reverify(manifest: Manifest, staging: Staging, claimed: set[int]) -> set[int]:
         ok: set[int] = set()
         buf = bytearray(_BUF)
         for i in sorted(claimed):

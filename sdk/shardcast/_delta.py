@@ -155,6 +155,8 @@ class DeltaStats:
     target_bytes: int = 0
     seconds: float = 0.0
     per_stream: dict[str, int] | None = None
+    encoding: str = DELTA_SCHEMA
+    """The payload's encoding, as a manifest names it (`DeltaInfo.encoding`)."""
 
 
 # -- value transforms ------------------------------------------------------------------------------

@@ -302,14 +302,17 @@ def download_shards(
     max_hard_failures: int = 20,
     on_bytes: Callable[[int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    deadline_slack: float = SHARD_DEADLINE_SLACK_S,
 ) -> DownloadStats:
     """Download and verify `indices` of `manifest` into `sink`; raises FetchError on give-up.
 
     stall_timeout: give up when no shard completed for this long (sources all down or not
     ready). max_hard_failures: per shard, how many failed attempts (errors, bad data) are allowed.
+    deadline_slack: seconds a shard may take beyond `wait` and its size at `MIN_SOURCE_RATE`.
     """
     dl = _Download(manifest, indices, pool, sink, wait=wait, stall_timeout=stall_timeout,
-                   max_hard_failures=max_hard_failures, on_bytes=on_bytes, cancelled=cancelled)
+                   max_hard_failures=max_hard_failures, on_bytes=on_bytes, cancelled=cancelled,
+                   deadline_slack=deadline_slack)
     threads = [threading.Thread(target=dl.worker, name=f"shardcast-dl-{i}", daemon=True)
                for i in range(max(1, min(workers, len(indices))))]
     for t in threads:
@@ -334,10 +337,12 @@ class _Download:
 
     def __init__(self, manifest: Manifest, indices: Sequence[int], pool: SourcePool, sink: ShardSink, *,
                  wait: float, stall_timeout: float, max_hard_failures: int,
-                 on_bytes: Callable[[int], None] | None, cancelled: Callable[[], bool] | None) -> None:
+                 on_bytes: Callable[[int], None] | None, cancelled: Callable[[], bool] | None,
+                 deadline_slack: float = SHARD_DEADLINE_SLACK_S) -> None:
         self.manifest, self.pool, self.sink = manifest, pool, sink
         self.wait, self.stall_timeout, self.max_hard_failures = wait, stall_timeout, max_hard_failures
         self.on_bytes, self.cancelled = on_bytes, cancelled
+        self.deadline_slack = deadline_slack
         self.vid = manifest.id
         self.queue: deque[int] = deque(indices)
         self.pending = set(indices)
@@ -399,14 +404,14 @@ class _Download:
         try:
             conn = conns.get(url) or _connect(url, timeout=self.wait + 30)
             conns[url] = conn
-            cut = SocketCut(conn, self.wait + SHARD_DEADLINE_SLACK_S + shard.size / MIN_SOURCE_RATE)
+            cut = SocketCut(conn, self.wait + self.deadline_slack + shard.size / MIN_SOURCE_RATE)
             try:
                 _fetch_one(conn, url, self.vid, shard, self.sink, buf, self.wait, self.on_bytes)
             except (OSError, http.client.HTTPException, UpstreamError) as e:
                 if cut.fired:
                     raise UpstreamError(url, f"shard {shard.index}: not delivered within its deadline "
                                              f"({shard.size} bytes at {MIN_SOURCE_RATE} B/s + "
-                                             f"{self.wait + SHARD_DEADLINE_SLACK_S:g} s)") from e
+                                             f"{self.wait + self.deadline_slack:g} s)") from e
                 raise
             finally:
                 cut.cancel()

@@ -7,14 +7,14 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from .._http import ServerLimits
 from . import _zstd
-from ._delta import DEFAULT_LEVEL, DELTA_SCHEMA, DeltaError, encode_delta
+from ._delta import DEFAULT_LEVEL, DeltaError, DeltaStats, encode_delta
 from ._errors import ManifestError, ShardcastError
 from ._manifest import DeltaInfo, FileDigest, FileEntry, Manifest, ShardEntry, checkpoint_files, now_utc
 from ._server import ShardServer
@@ -136,11 +136,14 @@ class Origin:
         delta: bool = True,
         delta_level: int = DEFAULT_LEVEL,
         delta_threads: int = 2,
+        delta_encoder: Callable[..., tuple[bytes, DeltaStats]] = encode_delta,
     ) -> None:
         """delta: publish each checkpoint also as a change against the previous version this origin
         published of the same model (`intellect.ckdelta/v1`, docs/shardcast.md "Deltas");
-        delta_level: its zstd level; delta_threads: streams compressed in parallel."""
+        delta_level: its zstd level; delta_threads: streams compressed in parallel; delta_encoder: the
+        encoder (`encode_delta`'s signature; the manifest names the encoding its stats report)."""
         self.delta = delta
+        self.delta_encoder = delta_encoder
         self.delta_level = delta_level
         self.delta_threads = delta_threads
         self.last_delta_stats: dict[str, float | int | str] | None = None
@@ -221,7 +224,7 @@ class Origin:
         if total.hexdigest() != manifest.total_sha256:
             raise DeltaError(f"{checkpoint_dir} changed while it was being published")
         base_files = read_version_files(base)
-        payload, stats = encode_delta(base_files, target, base_manifest_id=base.manifest.id,
+        payload, stats = self.delta_encoder(base_files, target, base_manifest_id=base.manifest.id,
                                       level=self.delta_level, threads=self.delta_threads)
         self.last_delta_stats = {"base_step": base.manifest.step, "step": manifest.step, "bytes": stats.payload_bytes,
                                  "full_bytes": manifest.total_size, "encode_s": round(stats.seconds, 3)}
@@ -238,7 +241,7 @@ class Origin:
             shards.append(ShardEntry(index=first + j, offset=off, size=len(piece),
                                      sha256=hashlib.sha256(piece).hexdigest()))
         info = DeltaInfo(
-            encoding=DELTA_SCHEMA, base_step=base.manifest.step, base_manifest_id=base.manifest.id,
+            encoding=stats.encoding, base_step=base.manifest.step, base_manifest_id=base.manifest.id,
             base_files=[FileDigest(path=p, size=len(d), sha256=hashlib.sha256(d).hexdigest())
                         for p, d in base_files.items()],
             files=[FileDigest(path=p, size=len(d), sha256=hashlib.sha256(d).hexdigest()) for p, d in target],

@@ -307,8 +307,9 @@ class Relay:
                     break
                 if not arena.pin(slot):  # dropped meanwhile (version pruned)
                     continue
+                persisted = False
                 try:
-                    self._persist(st, index, slot)
+                    persisted = self._persist(st, index, slot)
                 except OSError as e:
                     if not st.removed:
                         log.warning("writing shard %d of %s to disk failed: %s (kept in RAM)",
@@ -316,8 +317,11 @@ class Relay:
                         self._stop.wait(5.0)
                 finally:
                     arena.unpin(slot)
+                if persisted:  # only once unpinned: a persisted slot can be reclaimed at once
+                    self.store.mark_persisted(st.manifest.id, index)
 
-    def _persist(self, st: VersionState, index: int, slot: Slot) -> None:
+    def _persist(self, st: VersionState, index: int, slot: Slot) -> bool:
+        """Write the slot's shard to its file; False if the version went away meanwhile."""
         assert self.arena is not None
         part = st.directory / "shards" / f"{index}.part"
         f = DirectFile(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, direct=True)
@@ -328,6 +332,6 @@ class Relay:
             f.close()
         if st.removed:
             part.unlink(missing_ok=True)
-            return
+            return False
         os.replace(part, st.shard_path(index))
-        self.store.mark_persisted(st.manifest.id, index)
+        return True

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from role_config import role_config  # type: ignore[import-not-found]
+
 from intellect.verifier.assignment import assigned_validators
 
 TOKEN = 10**18
@@ -19,7 +21,6 @@ class _Executor:
 
 
 def test_validator_dispatches_its_assigned_submissions_first(devnet, tmp_path):
-    from intellect.agents.config import load_config
     from intellect.agents.roles._state import StateStore
     from intellect.agents.roles.claim_lookup import assigned_to, validator_assigner
     from intellect.agents.roles.validator import Validator
@@ -52,10 +53,7 @@ def test_validator_dispatches_its_assigned_submissions_first(devnet, tmp_path):
     mine = [sid for sid, p in picks.items() if me.address.lower() in p]
 
     # the validator agent of that account, connected, not started: its dispatcher hands the executor the queue
-    val = Validator(load_config(None, env={}, overrides={
-        "role": "validator", "data_dir": str(tmp_path / "v"), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(index),
-        "validator.concurrency": "8"}))
+    val = Validator(role_config(devnet, "validator", tmp_path / "v", index, {"validator.concurrency": "8"}))
     val.connect()
     val._executor = _Executor()
     others = [c.task_id for c in claims if c.task_id not in mine]

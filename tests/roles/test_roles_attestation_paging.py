@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from role_config import role_config  # type: ignore[import-not-found]
 
 from intellect.agents.roles import _state
 from intellect.agents.roles._runtime import MAX_ATTESTATIONS_PAGE, attestation_page, attestations_reply
@@ -314,11 +315,11 @@ def test_a_version_1_state_file_is_migrated(tmp_path):
 def test_the_trainer_pulls_every_page_of_a_staked_validator(devnet, store, tmp_path):
     """The trainer's `pull_attestations` (`roles/attestation_intake.py`) walks the validator's pages with their cursors (these attestations are
     unsigned, so it refuses each; the cursor still moves past them)."""
-    from intellect.agents.config import load_config
+    from nodes import staked_node  # type: ignore[import-not-found]
+
     from intellect.agents.roles.attestation_intake import pull_attestations
     from intellect.agents.roles.trainer import Trainer
     from intellect.sdk import Role
-    from tests.nodes import staked_node
 
     order = fill(store, 600)
     route = validator_route(store)
@@ -327,9 +328,7 @@ def test_the_trainer_pulls_every_page_of_a_staked_validator(devnet, store, tmp_p
     srv.route("GET", "/attestations", lambda q, b: asked.append(q) or route(q, b))
     with srv:
         v = staked_node(devnet, 1, Role.VALIDATOR, endpoint=srv.url)
-        cfg = load_config(None, env={}, overrides={
-            "role": "trainer", "data_dir": str(tmp_path / "t"), "chain.rpc_url": devnet.url,
-            "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "0"})
+        cfg = role_config(devnet, "trainer", tmp_path / "t", 0)
         t = Trainer(cfg)
         try:
             t.connect()

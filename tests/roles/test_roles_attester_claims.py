@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import threading
 
+from role_config import role_config  # type: ignore[import-not-found]
 from rpc_counter import count_rpc  # type: ignore[import-not-found]
 
-from intellect.agents.config import load_config
 from intellect.agents.roles.attester_rewards import claim_attester_rewards
 from intellect.sdk import Role
 
@@ -19,9 +19,7 @@ REWARD = 2 * TOKEN
 def _validator_agent(devnet, tmp_path, account: int):
     from intellect.agents.roles.validator import Validator
 
-    cfg = load_config(None, env={}, overrides={
-        "role": "validator", "data_dir": str(tmp_path / "v"), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account)})
+    cfg = role_config(devnet, "validator", tmp_path / "v", account)
     v = Validator(cfg)
     v.connect()
     v.protocol.drip()

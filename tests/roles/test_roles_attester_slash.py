@@ -8,10 +8,10 @@ rejected is not slashed. Real anvil, real contracts, the trainer's own intake of
 from __future__ import annotations
 
 from nodes import staked_node  # type: ignore[import-not-found]
+from role_config import role_config  # type: ignore[import-not-found]
 from rpc_counter import count_rpc  # type: ignore[import-not-found]
 
 from intellect.agents.attestation import sign_attestation
-from intellect.agents.config import load_config
 from intellect.agents.roles.attester_slash import KIND, slash_upheld_attesters
 from intellect.sdk import ChallengeStatus, Role, TaskStatus, dev_account
 
@@ -22,10 +22,7 @@ LAZY, LATE, CHALLENGER, DEFENDER = 4, 6, 2, 3  # dev accounts of the validators
 def _trainer(devnet, data_dir):
     from intellect.agents.roles.trainer import Trainer
 
-    cfg = load_config(None, env={}, overrides={
-        "role": "trainer", "data_dir": str(data_dir), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "0"})
-    t = Trainer(cfg)
+    t = Trainer(role_config(devnet, "trainer", data_dir, 0))
     t.connect()
     for e in t.protocol.get_events(["TaskClaimed", "WorkSubmitted", "ChallengeResolved"]):
         t._on_event(e)  # what its event follower hands it

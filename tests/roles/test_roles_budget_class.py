@@ -6,11 +6,12 @@ both roles use (`claim_lookup.claim_block`, `claim_lookup.claim_class`; no agent
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import json
 from typing import Any
 
 import pytest
 
+from intellect.agents.config import AgentConfig, load_config
 from intellect.agents.roles._state import StateStore
 from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.agents.roles.claim_lookup import claim_block, claim_class
@@ -23,9 +24,11 @@ BUDGETS = {"cpu": [6], "gpu-small": [10], "gpu-large": [12]}
 CID = "bafkreibudgetclasscheckpoint"
 
 
-def _cfg(history: int | None = None) -> Any:
-    return SimpleNamespace(worker=SimpleNamespace(group_size=2, problems_per_task=2),
-                           tasks=SimpleNamespace(budgets=BUDGETS, class_history=history, class_lease_share=None))
+def _cfg(history: int | None = None) -> AgentConfig:
+    """A worker's real configuration in this pool's shape (2 problems x 2 completions, `BUDGETS`)."""
+    over = {"role": "worker", "worker.group_size": "2", "worker.problems_per_task": "2",
+            "tasks.budgets": json.dumps(BUDGETS)}
+    return load_config(None, env={}, overrides=over | ({} if history is None else {"tasks.class_history": str(history)}))
 
 
 def _gpu_worker(devnet: Any) -> tuple[Any, int]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-from types import SimpleNamespace
 
 import pytest
 from nodes import staked_node  # type: ignore[import-not-found]
@@ -27,14 +26,14 @@ def _attester_slashes(p, validator: str) -> list:
 
 
 def test_pool_challenges_an_unchallenged_canary_and_slashes_its_attester(devnet, tmp_path):
-    """The injector against a real anvil, in process (the trainer's parts it uses): no honest validator checks
-    the canary, so the pool's challenger key challenges it; once upheld, the validator that signed an accepting
-    attestation of it is slashed, the one that did not is not."""
+    """The injector against a real anvil, in process (`TrainerParts`: the trainer's parts it is lent): no honest
+    validator checks the canary, so the pool's challenger key challenges it; once upheld, the validator that signed
+    an accepting attestation of it is slashed, the one that did not is not."""
     from intellect.agents.attestation import sign_attestation
     from intellect.agents.models import tiny_model_dir
     from intellect.agents.roles._runtime import load_task_set
     from intellect.agents.roles._state import StateStore
-    from intellect.agents.roles.canary import CanaryInjector, canary_ids
+    from intellect.agents.roles.canary import CanaryInjector, TrainerParts, canary_ids
     from intellect.sdk.ipfs import EmbeddedIpfs
 
     p = devnet.protocol(0)
@@ -46,10 +45,10 @@ def test_pool_challenges_an_unchallenged_canary_and_slashes_its_attester(devnet,
         "tasks.budgets": json.dumps({"cpu": [6, 8]}), "trainer.canary.every_n_steps": "1",
         "trainer.canary.dev_account": str(CANARY), "trainer.canary.challenger_dev_account": str(CHALLENGER),
         "trainer.canary.challenge_after": "0"})
-    trainer = SimpleNamespace(  # what a started trainer gives its injector
+    trainer = TrainerParts(  # what a started trainer lends its injector (`TrainerParts.of`)
         cfg=cfg, protocol=p, pool_id=pool_id, pool=p.pool(pool_id), state=StateStore(tmp_path / "state.sqlite"),
         ipfs=EmbeddedIpfs(tmp_path / "ipfs"), data_dir=tmp_path / "t", stop_event=threading.Event(), rules=None,
-        gt=SimpleNamespace(checkpoint_path=lambda step: tiny_model_dir()),
+        checkpoint_path=lambda step: tiny_model_dir(),  # step 0: the tiny base model the trainer starts from
         task_set=load_task_set(cfg.tasks, None, None))
     injector = CanaryInjector(trainer)
     injector.set_up()
@@ -94,7 +93,7 @@ def test_canary_whose_submission_keeps_reverting_is_given_up(devnet, tmp_path):
     from intellect.agents.models import tiny_model_dir
     from intellect.agents.roles._runtime import load_task_set
     from intellect.agents.roles._state import StateStore
-    from intellect.agents.roles.canary import MAX_SUBMIT_REVERTS, CanaryInjector, canary_ids
+    from intellect.agents.roles.canary import MAX_SUBMIT_REVERTS, CanaryInjector, TrainerParts, canary_ids
     from intellect.sdk.ipfs import EmbeddedIpfs
 
     p = devnet.protocol(0)
@@ -104,11 +103,10 @@ def test_canary_whose_submission_keeps_reverting_is_given_up(devnet, tmp_path):
         "role": "trainer", "data_dir": str(tmp_path / "t"), "tasks.source": "synthetic:64:0",
         "tasks.budgets": json.dumps({"cpu": [6, 8]}), "trainer.canary.every_n_steps": "1",
         "trainer.canary.dev_account": str(CANARY)})
-    trainer = SimpleNamespace(
+    trainer = TrainerParts(
         cfg=cfg, protocol=p, pool_id=pool_id, pool=p.pool(pool_id), state=StateStore(tmp_path / "state.sqlite"),
         ipfs=EmbeddedIpfs(tmp_path / "ipfs"), data_dir=tmp_path / "t", stop_event=threading.Event(), rules=None,
-        gt=SimpleNamespace(checkpoint_path=lambda step: tiny_model_dir()),
-        task_set=load_task_set(cfg.tasks, None, None))
+        checkpoint_path=lambda step: tiny_model_dir(), task_set=load_task_set(cfg.tasks, None, None))
     injector = CanaryInjector(trainer)
     injector.set_up()
     builds, tries = [], []

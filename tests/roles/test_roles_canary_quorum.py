@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 
 from nodes import staked_node  # type: ignore[import-not-found]
+from role_config import role_config  # type: ignore[import-not-found]
 
 from intellect.agents.attestation import sign_attestation
-from intellect.agents.config import load_config
 from intellect.sdk import ChallengeStatus, PoolParams, Role, TaskStatus, dev_account
 
 TOKEN = 10**18
@@ -39,13 +39,11 @@ def _trainer_and_injector(devnet, tmp_path, pool_id: int):
     """The pool's trainer agent, connected, with its policy and store (what `start()` gives the injector), and its
     `CanaryInjector` set up (canary worker and challenger registered and staked); step 0 published."""
     from intellect.agents.roles._runtime import load_task_set
-    from intellect.agents.roles.canary import CanaryInjector
+    from intellect.agents.roles.canary import CanaryInjector, TrainerParts
     from intellect.agents.roles.checkpoint_publish import open_policy
     from intellect.agents.roles.trainer import Trainer
 
-    cfg = load_config(None, env={}, overrides={
-        "role": "trainer", "data_dir": str(tmp_path / "t"), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "0",
+    cfg = role_config(devnet, "trainer", tmp_path / "t", 0, {
         "chain.pool_id": str(pool_id), "ipfs.gateway": "false", "tasks.source": "synthetic:64:0",
         "tasks.budgets": json.dumps({"cpu": [6, 8]}), "trainer.canary.every_n_steps": "1",
         "trainer.canary.dev_account": str(CANARY), "trainer.canary.challenger_dev_account": str(CHALLENGER),
@@ -56,7 +54,7 @@ def _trainer_and_injector(devnet, tmp_path, pool_id: int):
     t.task_set = load_task_set(cfg.tasks, None, None)
     t.gt = open_policy(cfg, t.data_dir, t.pool.params.async_level)
     t.protocol.publish_checkpoint(pool_id, 0, "bafkreimanifestcanaryquorum")
-    injector = CanaryInjector(t)
+    injector = CanaryInjector(TrainerParts.of(t))  # what `start()` lends it
     injector.set_up()
     return t, injector
 

@@ -4,7 +4,8 @@ The validator records "check of sid running" (its SQLite state store) before a c
 start, a check still running is one that ended the process. Here a real validator process (no chain: its
 state store, `_recover_checks` as `start()` runs it, and `_process`) has a check that really aborts the process
 (os.abort, what pyarrow's C++ did), three times in a row: two ends, then the validator gives the submission up
-(no verdict, no vote, no challenge; `/status` says why) and its process lives.
+(no verdict, no vote, no challenge; `/status` says why) and its process lives. The in-process tests' validators
+are real agents connected to a real devnet, whose chain time decides whether a submission's window is still open.
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
+from role_config import role_config  # type: ignore[import-not-found]
 
-from intellect.agents.config import load_config
 from intellect.agents.roles._inflight import InFlightChecks
 from intellect.agents.roles._state import StateStore
 from intellect.verifier.isolation import ParseUnavailable
@@ -80,12 +80,25 @@ def test_inflight_checks_counts_only_checks_that_ended_the_process(tmp_path: Pat
     state.close()
 
 
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory):
+    """One devnet (anvil + the deployed contracts) for this module's validators: they only read its time."""
+    from intellect.sdk import devnet as dn
+
+    net = dn.start(tmp_path_factory.mktemp("deployments"))
+    try:
+        yield net
+    finally:
+        net.stop()
+
+
 @pytest.fixture
-def validator(tmp_path: Path):
+def validator(chain, tmp_path: Path):
+    """A real validator agent (dev account 2) connected to the devnet (not started: no threads)."""
     from intellect.agents.roles.validator import Validator
 
-    v = Validator(load_config(None, env={}, overrides={"role": "validator", "data_dir": str(tmp_path / "v")}))
-    v.protocol = SimpleNamespace(chain_time=lambda: 1000, address="0x" + "0f" * 20)
+    v = Validator(role_config(chain, "validator", tmp_path / "v", 2))
+    v.connect()
     yield v
     v.state.close()
 
@@ -95,7 +108,8 @@ def _unavailable(sid: int, sub: dict) -> None:
 
 
 def test_validator_requeues_what_it_cannot_judge_now(validator) -> None:
-    validator.state.put("submission", 7, "queued", {**SUB, "window_end": 5000})
+    now = validator.protocol.chain_time()
+    validator.state.put("submission", 7, "queued", {**SUB, "window_end": now + 300})  # its window still open
     validator.verify_submission = _unavailable
     validator._process(7)
     rec = validator.state.record("submission", 7)
@@ -105,7 +119,8 @@ def test_validator_requeues_what_it_cannot_judge_now(validator) -> None:
 
 
 def test_validator_gives_up_what_it_could_not_judge_within_the_window(validator) -> None:
-    validator.state.put("submission", 7, "queued", {**SUB, "window_end": 900})
+    now = validator.protocol.chain_time()
+    validator.state.put("submission", 7, "queued", {**SUB, "window_end": now})  # its window ends now: closed
     validator.verify_submission = _unavailable
     validator._process(7)
     rec = validator.state.record("submission", 7)

@@ -6,9 +6,9 @@ pass scanned TaskClaimed from the deployment block and read every task the node 
 from __future__ import annotations
 
 from nodes import staked_node  # type: ignore[import-not-found]
+from role_config import role_config  # type: ignore[import-not-found]
 from rpc_counter import count_rpc, log_ranges  # type: ignore[import-not-found]
 
-from intellect.agents.config import load_config
 from intellect.agents.roles.leases import free_expired_leases, unfinished_claims
 from intellect.sdk import TaskStatus
 
@@ -16,9 +16,7 @@ from intellect.sdk import TaskStatus
 def _worker_agent(devnet, tmp_path, account: int):
     from intellect.agents.roles.worker import Worker
 
-    cfg = load_config(None, env={}, overrides={
-        "role": "worker", "data_dir": str(tmp_path / "w"), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account)})
+    cfg = role_config(devnet, "worker", tmp_path / "w", account)
     w = Worker(cfg)
     w.connect()
     return w

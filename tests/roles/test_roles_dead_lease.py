@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 from nodes import staked_node  # type: ignore[import-not-found]
+from role_config import role_config  # type: ignore[import-not-found]
 
-from intellect.agents.config import load_config
 from intellect.agents.roles.leases import free_expired_leases, unfinished_claims
 from intellect.sdk import ContractRevert, TaskStatus
 
@@ -64,9 +64,7 @@ def test_dead_workers_leases_block_no_one_and_are_freed_after_expiry(devnet, tmp
     assert (book.open_leases, book.expired_leases) == (cap - 1, 1)
 
     # the dead worker restarts: it resumes no expired claim, frees the slots still held, and claims again
-    cfg = load_config(None, env={}, overrides={
-        "role": "worker", "data_dir": str(tmp_path / "w"), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "1"})
+    cfg = role_config(devnet, "worker", tmp_path / "w", 1)
     w = Worker(cfg)
     w.connect()
     assert unfinished_claims(w.protocol, w.state, w.pool_id) == []

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nodes import staked_node  # type: ignore[import-not-found]
+from role_config import role_config  # type: ignore[import-not-found]
 
 from intellect.agents.config import load_config
 from intellect.agents.roles.validator import Validator
@@ -55,10 +56,7 @@ class _MeasuredValidator(Validator):
 
 def _agent(devnet, tmp_path: Path, account: int, ipfs: EmbeddedIpfs, order: dict[int, int],
            mode: str = "enforce") -> _MeasuredValidator:
-    cfg = load_config(None, env={}, overrides={
-        "role": "validator", "data_dir": str(tmp_path), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account),
-        "validator.evidence": mode})
+    cfg = role_config(devnet, "validator", tmp_path, account, {"validator.evidence": mode})
     agent = _MeasuredValidator(cfg)
     agent.stream, agent.order = _stream(), order
     agent.connect()

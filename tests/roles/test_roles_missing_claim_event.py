@@ -7,8 +7,8 @@ its event, the validator rejected the honest submission as unknown_task, challen
 from __future__ import annotations
 
 import pytest
+from role_config import role_config  # type: ignore[import-not-found]
 
-from intellect.agents.config import load_config
 from intellect.agents.roles.claim_lookup import claim_seed
 from intellect.agents.roles.validator import Validator
 from intellect.verifier.isolation import ParseUnavailable
@@ -25,9 +25,7 @@ def test_a_claim_event_the_rpc_lost_is_no_verdict_and_an_unknown_task_is_a_rejec
     trainer.publish_checkpoint(POOL, 0, "bafkreistep0")
     claim = w.claim_task(POOL)
 
-    cfg = load_config(None, env={}, overrides={
-        "role": "validator", "data_dir": str(tmp_path / "v"), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "4"})
+    cfg = role_config(devnet, "validator", tmp_path / "v", 4)
     v = Validator(cfg)
     try:
         v.connect()

@@ -1,13 +1,13 @@
 """Issue 37 at the agents' level, on a real devnet (anvil + the deployed contracts): a pool the trainer finishes
 stops claims and pays only the work submitted before, the rest of its budget back to its owner; a worker says
 why it does not claim; a lease the end left open is not held against the worker's budget class; a stalled
-trainer stops claims until its heartbeat (`pool_lifecycle.Heartbeat`) reopens the pool."""
+trainer stops claims until its heartbeat (`pool_lifecycle.Heartbeat`) reopens the pool. The worker is a real
+`Worker` agent of dev account 3, connected to the chain (not started: no threads)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
+from role_config import role_config  # type: ignore[import-not-found]
 
 from intellect.agents.roles._state import StateStore
 from intellect.agents.roles.pool_lifecycle import Heartbeat, finish_pool
@@ -17,19 +17,23 @@ from intellect.sdk import ContractRevert, PoolState, WorkHistory
 POOL = 1  # the devnet's default pool: trainer and owner dev account 0, lease 600 s, window 300 s
 
 
-def _worker(devnet):
-    w = devnet.protocol(3)
+def _worker(devnet, tmp_path) -> Worker:
+    """A real worker agent of dev account 3 on the devnet's default pool, connected, registered and staked."""
+    agent = Worker(role_config(devnet, "worker", tmp_path / "w", 3))
+    agent.connect()
+    assert agent.pool_id == POOL
+    w = agent.protocol
     w.drip()
     w.register_node("worker")
     w.stake(w.address, w.min_stake("worker"))
-    return w
+    return agent
 
 
 def test_a_finished_pool_stops_claims_and_paying(devnet, tmp_path) -> None:
-    trainer, w = devnet.protocol(0), _worker(devnet)
+    trainer, me = devnet.protocol(0), _worker(devnet, tmp_path)
+    w = me.protocol
     trainer.publish_checkpoint(POOL, 0, "bafkreistep0")
-    me = SimpleNamespace(protocol=w, pool_id=POOL)
-    assert Worker.pool_closed(me) is None  # type: ignore[arg-type]
+    assert me.pool_closed() is None and not me.done()
     done = w.claim_task(POOL)
     w.submit_work(done.task_id, "bafkreirollouts", b"\x11" * 32, 10, 0)
     left_open = w.claim_task(POOL)
@@ -45,9 +49,9 @@ def test_a_finished_pool_stops_claims_and_paying(devnet, tmp_path) -> None:
     assert after.budget == 0 and after.reserved == pool.reserved
     assert trainer.balance_of(pool.owner) - owner_before == pool.budget
 
-    why = Worker.pool_closed(me)  # type: ignore[arg-type]
+    why = me.pool_closed()
     assert why is not None and f"pool {POOL} is finished" in why and "not claiming" in why
-    assert me._pool_finished is True  # the worker is done for good (`Worker.done`): it only claims rewards now
+    assert me.done()  # the worker is done for good: it only claims rewards now
     with pytest.raises(ContractRevert) as err:
         w.claim_task(POOL)
     assert err.value.name == "TaskLedgerPoolNotOpen"
@@ -63,10 +67,12 @@ def test_a_finished_pool_stops_claims_and_paying(devnet, tmp_path) -> None:
                           window_length=pool.params.window_length)
     outcomes = history.outcomes(w.address, w.block_number())
     assert [o.task_id for o in outcomes] == [done.task_id] and outcomes[0].verified
+    me.state.close()
 
 
-def test_a_stalled_trainer_stops_claims_until_its_heartbeat(devnet) -> None:
-    trainer, w = devnet.protocol(0), _worker(devnet)
+def test_a_stalled_trainer_stops_claims_until_its_heartbeat(devnet, tmp_path) -> None:
+    trainer, me = devnet.protocol(0), _worker(devnet, tmp_path)
+    w = me.protocol
     trainer.publish_checkpoint(POOL, 0, "bafkreistep0")
     lease = trainer.pool(POOL).params.lease_duration
     beat = Heartbeat(trainer, POOL, lease)
@@ -75,9 +81,8 @@ def test_a_stalled_trainer_stops_claims_until_its_heartbeat(devnet) -> None:
     devnet.increase_time(lease + 1)
     devnet.anvil.mine()  # a block at the new time
     assert trainer.pool_state(POOL).state == PoolState.STALLED
-    me = SimpleNamespace(protocol=w, pool_id=POOL)
-    why = Worker.pool_closed(me)  # type: ignore[arg-type]
-    assert why is not None and "stalled" in why and "heartbeat" in why
+    why = me.pool_closed()
+    assert why is not None and "stalled" in why and "heartbeat" in why and not me.done()  # stalled is not the end
     with pytest.raises(ContractRevert) as err:
         w.claim_task(POOL)
     assert err.value.name == "TaskLedgerPoolNotOpen"
@@ -85,5 +90,6 @@ def test_a_stalled_trainer_stops_claims_until_its_heartbeat(devnet) -> None:
     beat.last = 0.0  # a quarter lease later (the agent's monotonic clock), it beats again
     assert beat.beat() is True
     assert beat.beat() is False  # not again within a quarter lease
-    assert trainer.pool_state(POOL).state == PoolState.OPEN and Worker.pool_closed(me) is None  # type: ignore[arg-type]
+    assert trainer.pool_state(POOL).state == PoolState.OPEN and me.pool_closed() is None
     w.claim_task(POOL)
+    me.state.close()

@@ -14,8 +14,8 @@ The verdicts are put in the agents' state stores as `_process` records them (the
 from __future__ import annotations
 
 from nodes import staked_node  # type: ignore[import-not-found]
+from role_config import role_config  # type: ignore[import-not-found]
 
-from intellect.agents.config import load_config
 from intellect.agents.roles.accountability import MAX_OWN_ROUNDS, RoundAction, losing_voters, round_actions
 from intellect.agents.roles.validator import Validator
 from intellect.sdk import ChallengeStatus, PoolParams, Role, TaskStatus
@@ -25,9 +25,7 @@ TOKEN = 10**18
 
 
 def _agent(devnet, tmp_path, account: int, **overrides: str) -> Validator:
-    cfg = load_config(None, env={}, overrides={
-        "role": "validator", "data_dir": str(tmp_path), "chain.rpc_url": devnet.url, "ipfs.gateway": "false",
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account), **overrides})
+    cfg = role_config(devnet, "validator", tmp_path, account, {"ipfs.gateway": "false", **overrides})
     agent = Validator(cfg)
     agent.connect()
     agent.open_ipfs()

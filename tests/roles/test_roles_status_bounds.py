@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from role_config import role_config  # type: ignore[import-not-found]
 from test_roles_attestation_paging import count_decodes  # type: ignore[import-not-found]
 
 from intellect.agents.roles import _state
@@ -82,12 +83,7 @@ def test_with_prefix_finds_one_submissions_attestations_and_not_its_neighbours(s
 
 
 def _config(devnet, tmp_path, role: str, items: int):
-    from intellect.agents.config import load_config
-
-    return load_config(None, env={}, overrides={
-        "role": role, "data_dir": str(tmp_path / role), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "0",
-        "server.status_items": str(items)})
+    return role_config(devnet, role, tmp_path / role, 0, {"server.status_items": str(items)})
 
 
 def test_the_validators_status_lists_the_newest_verdicts_with_totals(devnet, tmp_path, monkeypatch):

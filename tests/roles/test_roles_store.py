@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import base64
 import os
-from types import SimpleNamespace
 
 import pytest
 import yaml
 from nodes import staked_node  # type: ignore[import-not-found]
+from role_config import role_config  # type: ignore[import-not-found]
 
-from intellect.agents.config import load_config
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.store import (
     MAX_STORE_BYTES,
@@ -42,10 +41,8 @@ def _cfg(devnet, data_dir, role: str, account: int, **over: str):
     path = data_dir.parent / f"{data_dir.name}.yaml"
     path.write_text(yaml.safe_dump({"tasks": {"budgets": {"cpu": [6, 8]}},
                                     "worker": {"problems_per_task": 2, "group_size": 4}}))
-    return load_config(path, env={}, overrides={
-        "role": role, "data_dir": str(data_dir), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account),
-        "server.port": "0", "server.ipfs_port": "0", "server.shardcast_port": "0", **over})
+    return role_config(devnet, role, data_dir, account,
+                       {"server.port": "0", "server.ipfs_port": "0", "server.shardcast_port": "0", **over}, path=path)
 
 
 def _trainer(devnet, data_dir, **over: str):
@@ -297,13 +294,17 @@ def test_submitted_file_is_kept_through_its_window_then_unpinned(devnet, pool, t
 def test_worker_pushes_to_any_kubo_node_through_its_rpc_api(tmp_path):
     """`worker.push_to: kubo:<RPC URL>`: the file lands, pinned, in a real IPFS daemon (js-ipfs 0.66 through
     the Kubo RPC API, tools/ipfs) under the worker's CID, and the node serves it back."""
+    from intellect.agents.config import load_config
+    from intellect.agents.roles.worker import Worker
     from intellect.sdk.ipfs import IpfsDaemon, KuboIpfs
 
     path = tmp_path / "task-1.rollouts"
     path.write_bytes(b"rollouts " * 40_000)
     cid = compute_cid(path.read_bytes())
     with IpfsDaemon(repo=tmp_path / "repo") as daemon:
-        worker = SimpleNamespace(cfg=SimpleNamespace(worker=SimpleNamespace(push_to=f"kubo:{daemon.api_url}")))
+        # a real worker agent configured so (no chain: pushing to Kubo needs none)
+        worker = Worker(load_config(None, env={}, overrides={"role": "worker", "data_dir": str(tmp_path / "w"),
+                                                             "worker.push_to": f"kubo:{daemon.api_url}"}))
         assert push_file(worker, path, cid) == daemon.api_url
         node = KuboIpfs(daemon.api_url)
         assert node.cat(cid) == path.read_bytes()  # the client checks every block against the CID
@@ -314,3 +315,4 @@ def test_worker_pushes_to_any_kubo_node_through_its_rpc_api(tmp_path):
         node.unpin(cid)  # not pinned any more: no error
         with pytest.raises(RuntimeError, match="stored the file as"):
             push_file(worker, path, compute_cid(b"another file"))
+    worker.state.close()

@@ -10,11 +10,12 @@ import threading
 import time
 
 import pytest
+from nodes import TOKEN, staked_node  # type: ignore[import-not-found]
+from role_config import role_config  # type: ignore[import-not-found]
+from rpc_counter import count_rpc  # type: ignore[import-not-found]
 
 from intellect.agents.roles._runtime import LISTING_FLOOR, MAX_ATTESTATIONS_PAGE, Directory, attestation_page
 from intellect.sdk.http import HttpServer, JsonHandler, PeerDeadlineError, PeerHttpError, fetch
-from tests.nodes import TOKEN, staked_node
-from tests.rpc_counter import count_rpc
 
 
 class DripServer:
@@ -268,7 +269,6 @@ def test_ipfs_peer_dripping_a_block_is_cut_off(drip, tmp_path):
 def test_trainer_pulls_attestations_only_from_listed_validators_and_benches_a_stall(devnet, drip, tmp_path):
     """The trainer's attestation pull asks staked validators only (an unstaked registration is never asked), and
     one that drips is cut at its deadline and benched: the next round does not ask it again."""
-    from intellect.agents.config import load_config
     from intellect.agents.roles.attestation_intake import pull_attestations
     from intellect.agents.roles.trainer import Trainer
     from intellect.sdk import Role
@@ -277,9 +277,7 @@ def test_trainer_pulls_attestations_only_from_listed_validators_and_benches_a_st
         CountingStatus.calls = 0
         staked_node(devnet, 1, Role.VALIDATOR, endpoint=drip.url)
         devnet.protocol(2).register_node(Role.VALIDATOR, endpoint=srv.url)  # registered, never staked
-        cfg = load_config(None, env={}, overrides={
-            "role": "trainer", "data_dir": str(tmp_path / "t"), "chain.rpc_url": devnet.url,
-            "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "0"})
+        cfg = role_config(devnet, "trainer", tmp_path / "t", 0)
         t = Trainer(cfg)
         try:
             t.connect()
@@ -294,12 +292,9 @@ def test_trainer_pulls_attestations_only_from_listed_validators_and_benches_a_st
 
 def test_an_advertising_relay_stakes_the_listing_floor_and_is_found(devnet, tmp_path):
     """The relay minimum is 0, but peers list a relay only from LISTING_FLOOR: the relay agent stakes it."""
-    from intellect.agents.config import load_config
     from intellect.agents.roles.relay import RelayAgent
 
-    cfg = load_config(None, env={}, overrides={
-        "role": "relay", "data_dir": str(tmp_path / "r"), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "5"})
+    cfg = role_config(devnet, "relay", tmp_path / "r", 5)
     relay = RelayAgent(cfg)
     try:
         relay.connect()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from role_config import role_config  # type: ignore[import-not-found]
 
 from intellect.agents.config import load_config
 from intellect.agents.roles.trainer import ready_submissions
@@ -188,9 +189,7 @@ def test_trainer_accept_attestation_checks_signer_and_submission(devnet, tmp_pat
     from intellect.agents.roles.trainer import Trainer
     from intellect.sdk import dev_account
 
-    cfg = load_config(None, env={}, overrides={
-        "role": "trainer", "data_dir": str(tmp_path / "t"), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": "0"})
+    cfg = role_config(devnet, "trainer", tmp_path / "t", 0)
     t = Trainer(cfg)
     t.connect()
     ledger = t.protocol.contracts["TaskLedger"].address

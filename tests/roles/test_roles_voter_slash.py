@@ -7,8 +7,8 @@ real anvil, real `Validator` agents (connected, not started) whose event handler
 from __future__ import annotations
 
 from nodes import staked_node  # type: ignore[import-not-found]
+from role_config import role_config  # type: ignore[import-not-found]
 
-from intellect.agents.config import load_config
 from intellect.agents.roles.accountability import KIND, losing_voters
 from intellect.agents.roles.validator import Validator
 from intellect.sdk import ChallengeStatus, Role
@@ -24,9 +24,7 @@ def _agent(devnet, tmp_path, account: int, unknown: int | None = None, **overrid
     """A real validator agent of dev account `account`, connected to the chain (not started: no threads), its
     state built by its own event handler from the chain's events, as its follower would; `unknown`: first, a
     record of an upheld challenge of its own that the chain does not know."""
-    cfg = load_config(None, env={}, overrides={
-        "role": "validator", "data_dir": str(tmp_path), "chain.rpc_url": devnet.url,
-        "chain.deployment_file": str(devnet.deployment_file), "chain.dev_account": str(account), **overrides})
+    cfg = role_config(devnet, "validator", tmp_path, account, overrides)
     agent = Validator(cfg)
     agent.connect()
     if unknown is not None:

@@ -3,13 +3,10 @@ the pool's task settings, the worker's per-step quota and the demo's pool rules.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
-from intellect.agents.config import TaskSettings, WorkerSettings
+from intellect.agents.config import TaskSettings, load_config
 from intellect.agents.roles._runtime import AgentError
-from intellect.agents.roles._state import StateStore
 from intellect.agents.roles.trainer import warm_start_recipe
 from intellect.agents.roles.worker import Worker
 from intellect.agents.warmstart import WarmStartRecipe, warm_start_cached
@@ -57,26 +54,31 @@ def test_warm_start_prompts_match_the_workers(tmp_path):
     assert prompt_text(task, 6).startswith(task.prompt) and "6 tokens" in prompt_text(task, 6)
 
 
-def _worker(tmp_path, limit):
-    state = StateStore(tmp_path / "state.sqlite")
-    return SimpleNamespace(cfg=SimpleNamespace(worker=WorkerSettings(tasks_per_step=limit)), state=state)
+def _worker(tmp_path, limit: int | None) -> Worker:
+    """A real worker agent with `worker.tasks_per_step` = `limit` (no chain: the quota reads its state store)."""
+    over = {"role": "worker", "data_dir": str(tmp_path / "w")}
+    return Worker(load_config(None, env={}, overrides=over | ({} if limit is None else
+                                                              {"worker.tasks_per_step": str(limit)})))
 
 
 def test_step_quota_used_counts_submissions_per_policy_step(tmp_path):
     w = _worker(tmp_path, 2)
-    assert not Worker.step_quota_used(w, 0)
+    assert not w.step_quota_used(0)
     w.state.put("submission", 1, "sent", {"policy_step": 0})
-    assert not Worker.step_quota_used(w, 0)
+    assert not w.step_quota_used(0)
     w.state.put("submission", 2, "planned", {"policy_step": 0})
-    assert Worker.step_quota_used(w, 0)
-    assert not Worker.step_quota_used(w, 1)
+    assert w.step_quota_used(0)
+    assert not w.step_quota_used(1)
+    w.state.close()
 
 
 def test_step_quota_used_without_limit_never_waits(tmp_path):
     w = _worker(tmp_path, None)
+    assert w.cfg.worker.tasks_per_step is None
     for i in range(5):
         w.state.put("submission", i, "sent", {"policy_step": 0})
-    assert not Worker.step_quota_used(w, 0)
+    assert not w.step_quota_used(0)
+    w.state.close()
 
 
 def test_pool_rules_tiny_warm_one_task_per_step():

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 import pytest
 from shardcast_helpers import assert_same_tree, corrupt_every_shard, relay_complete, wait_for
 
-from intellect.sdk.shardcast import API_PREFIX, Client, Manifest, Origin, Relay, _arena, http_get
-from intellect.sdk.shardcast._arena import ALIGN, Arena
+from intellect.sdk.shardcast import API_PREFIX, Arena, Client, Manifest, Origin, Relay, http_get
+from intellect.sdk.shardcast import ARENA_ALIGN as ALIGN
 
 SHARD = 256 * 1024
 
@@ -56,7 +56,7 @@ def test_arena_alloc_release_coalesces_free_extents() -> None:
         a.close()
 
 
-def test_arena_slot_not_reused_while_pinned_or_draining(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_arena_slot_not_reused_while_pinned_or_draining() -> None:
     a = Arena(4 * ALIGN)
     try:
         s = a.alloc(4 * ALIGN)
@@ -66,7 +66,7 @@ def test_arena_slot_not_reused_while_pinned_or_draining(monkeypatch: pytest.Monk
         assert a.alloc(ALIGN) is None  # a send is still running from it
         a.unpin(s)
         assert a.alloc(ALIGN) is None  # its socket buffers may still reference the pages
-        monkeypatch.setattr(_arena, "REUSE_GRACE_S", 0.0)
+        a.reuse_grace_s = 0.0
         assert a.alloc(4 * ALIGN) is not None
     finally:
         a.close()
@@ -145,11 +145,13 @@ def test_relay_arena_too_small_spills_to_disk_and_serves_ranges(tmp_path: Path, 
         r.stop()
 
 
-def test_relay_arena_drops_persisted_version_for_the_next(tmp_path: Path, origin: Origin, random_checkpoint: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_arena, "REUSE_GRACE_S", 0.0)
+def test_relay_arena_drops_persisted_version_for_the_next(tmp_path: Path, origin: Origin,
+                                                          random_checkpoint: Path) -> None:
     size = sum(p.stat().st_size for p in random_checkpoint.rglob("*") if p.is_file())
-    r = Relay([origin.url], tmp_path / "r", ram_bytes=size + 64 * ALIGN, persist_idle=0.2).start()
+    r = Relay([origin.url], tmp_path / "r", ram_bytes=size + 64 * ALIGN, persist_idle=0.2)
+    assert r.arena is not None
+    r.arena.reuse_grace_s = 0.0
+    r.start()
     try:
         m1, _ = origin.publish(random_checkpoint, step=1, model_name="tiny")
         wait_for(lambda: relay_complete(r, m1.id), what="step 1 at relay")
@@ -183,7 +185,7 @@ def test_ram_relay_drops_corrupt_upstream_shards_and_frees_their_slots(tmp_path:
             held = sum(slot.span for slot in st.ram.values())
             # Slots of rejected copies went back (after the reuse grace): only verified shards hold RAM.
             wait_for(lambda: ram.arena.free_bytes() == 8 * 2**20 - held,  # type: ignore[union-attr]
-                     what="aborted slots freed", timeout=_arena.REUSE_GRACE_S + 10)
+                     what="aborted slots freed", timeout=ram.arena.reuse_grace_s + 10)  # type: ignore[union-attr]
             Client([ram.url], workers=2).fetch(m, tmp_path / "out")
             assert_same_tree(random_checkpoint, tmp_path / "out")
         finally:

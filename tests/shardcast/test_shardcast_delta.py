@@ -20,19 +20,22 @@ import numpy as np
 import pytest
 from shardcast_helpers import assert_same_tree, relay_complete, wait_for
 
-from intellect.sdk.shardcast import Client, Origin, Relay, _zstd
-from intellect.sdk.shardcast import _origin as origin_mod
-from intellect.sdk.shardcast._delta import (
+from intellect.sdk.shardcast import DELTA_MAGIC as MAGIC
+from intellect.sdk.shardcast import (
     DELTA_SCHEMA,
-    MAGIC,
+    Client,
     DeltaError,
     DeltaHeader,
+    Origin,
+    Relay,
     UnknownDeltaVersionError,
     decode_to_memory,
     encode_delta,
+    zstd_available,
+    zstd_compress,
 )
 
-pytestmark = pytest.mark.skipif(not _zstd.available(), reason="libzstd.so.1 not installed")
+pytestmark = pytest.mark.skipif(not zstd_available(), reason="libzstd.so.1 not installed")
 
 SHARD = 256 * 1024
 MID = "ab" * 32
@@ -160,7 +163,7 @@ def test_decompression_bomb_refused_before_allocation() -> None:
     header, frames = _split(encode_delta(base, target, base_manifest_id=MID, level=3)[0])
     raw = next(f for f in header["files"] if f["op"] == "raw")
     size = raw["size"]
-    bomb = _zstd.compress(bytes(64 * 1024 * 1024), 3)  # 64 MiB of zeros where `size` bytes are due
+    bomb = zstd_compress(bytes(64 * 1024 * 1024), 3)  # 64 MiB of zeros where `size` bytes are due
     first = sum(s["length"] for f in header["files"][: header["files"].index(raw)] for s in f["streams"])
     rest = frames[first + raw["streams"][0]["length"] :]
     raw["streams"][0]["length"] = len(bomb)
@@ -191,7 +194,7 @@ def test_sparse_gaps_running_past_the_tensor_refused() -> None:
     start += sum(s["length"] for s in st["streams"][: st["streams"].index(gaps)])
     # As many gap bytes as values (within the size bound), each saying "254 zeros first": the last
     # value would land far past the tensor's elements.
-    lie = _zstd.compress(bytes([254]) * values["size"], 3)
+    lie = zstd_compress(bytes([254]) * values["size"], 3)
     rest = frames[start + gaps["length"] :]
     gaps["length"], gaps["size"] = len(lie), values["size"]
     with pytest.raises(DeltaError, match="gaps run past"):
@@ -328,7 +331,7 @@ def test_bad_delta_from_the_origin_refused_and_full_checkpoint_fetched(
     """The trainer's own delta is bad (a bug, a hostile trainer): its shards hash as the manifest says,
     so only the decoder can refuse it; the client then fetches the full checkpoint."""
     one, two = steps
-    real = origin_mod.encode_delta
+    real = origin.delta_encoder
 
     def damaged(*a, **kw):  # type: ignore[no-untyped-def]
         payload, stats = real(*a, **kw)
@@ -337,7 +340,7 @@ def test_bad_delta_from_the_origin_refused_and_full_checkpoint_fetched(
         return bad, stats
 
     origin.publish(one, step=1, model_name="tiny")
-    monkeypatch.setattr(origin_mod, "encode_delta", damaged)
+    monkeypatch.setattr(origin, "delta_encoder", damaged)
     m2, _ = origin.publish(two, step=2, model_name="tiny")
     assert m2.delta is not None
     held = _local_copy(one, tmp_path / "held")
@@ -353,7 +356,14 @@ def test_unknown_delta_encoding_in_manifest_refused_and_full_checkpoint_fetched(
         tmp_path: Path, origin: Origin, steps: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     one, two = steps
     origin.publish(one, step=1, model_name="tiny")
-    monkeypatch.setattr(origin_mod, "DELTA_SCHEMA", "intellect.ckdelta/v7")
+    real = origin.delta_encoder
+
+    def named_v7(*a, **kw):  # type: ignore[no-untyped-def]
+        payload, stats = real(*a, **kw)
+        stats.encoding = "intellect.ckdelta/v7"  # an encoding this client does not know
+        return payload, stats
+
+    monkeypatch.setattr(origin, "delta_encoder", named_v7)
     m2, _ = origin.publish(two, step=2, model_name="tiny")
     assert m2.delta is not None and m2.delta.encoding == "intellect.ckdelta/v7"
     res = Client([origin.url], fsync=False).fetch_detailed(m2, tmp_path / "out", base=one)
@@ -369,7 +379,7 @@ def test_origin_publishes_the_checkpoint_when_its_delta_fails(tmp_path: Path, or
     def broken(*a, **kw):  # type: ignore[no-untyped-def]
         raise RuntimeError("encoder bug")
 
-    monkeypatch.setattr(origin_mod, "encode_delta", broken)
+    monkeypatch.setattr(origin, "delta_encoder", broken)
     m2, _ = origin.publish(two, step=2, model_name="tiny")
     assert m2.delta is None
     res = Client([origin.url], fsync=False).fetch_detailed(m2, tmp_path / "out", base=one)

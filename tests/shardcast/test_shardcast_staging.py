@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
 import random
 from pathlib import Path
 
 import pytest
 
-from intellect.sdk.shardcast import _client, build_shards
-from intellect.sdk.shardcast._client import _Staging
+from intellect.sdk.shardcast import Staging, build_shards
 
 
 def _checkpoint(d: Path, sizes: list[int], seed: int) -> bytes:
@@ -30,9 +31,9 @@ def test_staging_pwrite_any_order_and_chunking_byte_identical(tmp_path: Path, di
     sizes = [1_300_123, 7, 0, 2_000_001, 300_000, 1_048_576]
     stream = _checkpoint(tmp_path / "ckpt", sizes, seed)
     m = build_shards(tmp_path / "ckpt", tmp_path / "shards", step=1, model_name="t", shard_size=777_777)
-    staging = _Staging(m, tmp_path / "out", direct=direct)
+    staging = Staging(m, tmp_path / "out", direct=direct)
     if direct:
-        assert staging.direct or not hasattr(_client.os, "O_DIRECT")
+        assert staging.direct or not hasattr(os, "O_DIRECT")
     rng = random.Random(seed)
     shards = list(m.shards)
     rng.shuffle(shards)  # shards land in any order, each in odd-sized chunks
@@ -51,7 +52,7 @@ def test_staging_pwrite_any_order_and_chunking_byte_identical(tmp_path: Path, di
 def test_staging_rewrite_after_failed_attempt_overwrites_range(tmp_path: Path) -> None:
     stream = _checkpoint(tmp_path / "ckpt", [3_000_001], 9)
     m = build_shards(tmp_path / "ckpt", tmp_path / "shards", step=1, model_name="t", shard_size=1_000_003)
-    staging = _Staging(m, tmp_path / "out", direct=True)
+    staging = Staging(m, tmp_path / "out", direct=True)
     s = m.shards[1]
     staging.pwrite(s.offset, memoryview(b"\xff" * s.size))  # a corrupt attempt, later aborted
     for sh in m.shards:
@@ -60,17 +61,24 @@ def test_staging_rewrite_after_failed_attempt_overwrites_range(tmp_path: Path) -
     assert (tmp_path / "out" / m.files[0].path).read_bytes() == stream
 
 
-def test_staging_direct_preallocates_blocks(tmp_path: Path) -> None:
-    from intellect.sdk.shardcast._directio import preallocate
+def _fallocates(path: Path) -> bool:
+    """Whether this file system reserves blocks with Linux `fallocate` (mode 0), asked apart from the SDK."""
+    try:
+        fallocate = ctypes.CDLL(None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return False
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+    with open(path, "wb") as f:
+        return int(fallocate(f.fileno(), 0, 0, 1 << 20)) == 0
 
-    probe = tmp_path / "probe"
-    with open(probe, "wb") as f:
-        if not preallocate(f.fileno(), 1 << 20):
-            pytest.skip("this file system does not fallocate")
+
+def test_staging_direct_preallocates_blocks(tmp_path: Path) -> None:
+    if not _fallocates(tmp_path / "probe"):
+        pytest.skip("this file system does not fallocate")
     stream = _checkpoint(tmp_path / "ckpt", [3_000_001], 4)
     m = build_shards(tmp_path / "ckpt", tmp_path / "shards", step=1, model_name="t", shard_size=1_000_003)
-    staging = _Staging(m, tmp_path / "out", direct=True)
-    st = _client.os.fstat(staging.files[0].fd)
+    staging = Staging(m, tmp_path / "out", direct=True)
+    st = os.fstat(staging.files[0].fd)
     direct = staging.direct
     staging.close()
     if not direct:
