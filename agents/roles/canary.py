@@ -12,9 +12,16 @@
     then, every pass, per canary:
         the validators' attestations reach the trainer as for any submission (POSTed, or pulled)
         nobody challenged it by `challenge_after` of its window → the pool's challenger key challenges it
-        its challenge can be resolved → resolve (anyone may)
+        its challenge can be resolved → resolve (anyone may); each round's outcome is kept (`rounds`)
+        a round ended NoQuorum (the pool's quorum > 1 and too few voted: no outcome, the bond back, nobody
+            slashed, the canary challengeable again) → the pool's challenger opens another, at most
+            `MAX_POOL_ROUNDS` of its own; a Rejected round is not reopened (a bond lost per round)
         Upheld → `slashAttester(sid, validator, ...)` with every accepting attestation the trainer holds of it,
                  until its window closes (a late attester is slashed too)
+
+A canary whose window closes while its last round had missed the quorum is `inconclusive`: neither a catch nor a
+miss (nobody is slashed, no voter lost); one whose last round was Rejected is closed with that outcome (the
+validators voted known-bad work down: logged as an error); one nobody challenged is `unchallenged`.
 
 Why it is indistinguishable on-chain: the canary worker is an ordinary worker node (its own owner, staked, no
 endpoint: like a worker behind NAT that pushes its files to the trainer's store), its claim and submission are
@@ -50,20 +57,35 @@ from intellect.agents.roles._runtime import AgentError
 from intellect.agents.roles._state import StateStore
 from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.agents.roles.pool_rules import rules_tokenizer
-from intellect.sdk import ContractRevert, IntellectError, NodeStatus, Role, TaskStatus, load_keystore
+from intellect.sdk import (
+    ChallengeStatus,
+    ContractRevert,
+    IntellectError,
+    NodeStatus,
+    Role,
+    TaskStatus,
+    load_keystore,
+)
 from intellect.sdk import dev_account as dev_key
 from intellect.verifier.submission import too_stale
 from intellect.verifier.toploc import proofs_hash
 
-__all__ = ["MAX_SUBMIT_REVERTS", "CanaryInjector", "TrainerParts", "canary_ids", "perturb", "splice_rows"]
+__all__ = ["MAX_POOL_ROUNDS", "MAX_SUBMIT_REVERTS", "CanaryInjector", "TrainerParts", "canary_ids", "perturb",
+           "splice_rows"]
 
 log = logging.getLogger(__name__)
 
 KIND = "canary"
 """The trainer's state records of its canaries: id = task (= submission) id; status claimed → planned →
-submitted → upheld → closed (or unchallenged / closed with the task's status)."""
+submitted → upheld → closed (or unchallenged / inconclusive / closed with the task's status); data `rounds`:
+{round: outcome} of the challenge rounds seen resolved, `pool_rounds`: how many the pool's challenger opened."""
+TERMINAL = ("closed", "unchallenged", "inconclusive")
 EVIDENCE_SCHEMA = "intellect.evidence/v1"  # the validators' evidence document (roles.challenges.Evidence)
 PASS_SECONDS = 2.0
+MAX_POOL_ROUNDS = 3
+"""Rounds the pool's challenger opens on one canary, at most: a round that ended NoQuorum returns its bond and
+leaves the canary challengeable, so it is reopened (honest validators get another vote period to vote it upheld);
+a quorum nobody else helps reach would otherwise cost a transaction per vote period until the window closes."""
 MAX_SUBMIT_REVERTS = 3
 """`submitWork` reverts after which a canary is given up (closed, with the revert logged; its lease expires on
 its own): a revert that repeats (a pool out of budget, a cap, units the pool refuses) would otherwise be retried,
@@ -231,7 +253,7 @@ class CanaryInjector:
     def tick(self) -> None:
         """One pass: inject after a newly published step if the schedule says so, then move every canary on."""
         for r in self.state.records(KIND):
-            if r["status"] not in ("closed", "unchallenged"):
+            if r["status"] not in TERMINAL:
                 self._advance(int(r["id"]), r)
         if not any(r["status"] in ("claimed", "planned") for r in self.state.records(KIND)):
             self._maybe_inject()
@@ -266,28 +288,62 @@ class CanaryInjector:
         t = p.task(sid)
         now = p.chain_time()
         if t.status == TaskStatus.SUBMITTED:
+            # the latest round's outcome (one read, only once a round may exist: challenged by the pool, or at the
+            # window's end); None: never challenged
+            last = self._round_outcome(sid) if d.get("pool_challenged") or now >= d["window_end"] else None
             if now >= d["window_end"]:
-                self.state.put(KIND, sid, "unchallenged")
-                log.error("canary %d: its window closed unchallenged (no honest validator challenged it and "
-                          "trainer.canary has no challenger key): its attesters go unpunished", sid)
-            elif self.challenger is not None and not d.get("pool_challenged") and now >= d["submitted_at"] + (
-                    self.cfg.challenge_after * (d["window_end"] - d["submitted_at"])):
-                # once per canary: after a rejected round the task is Submitted again, and re-challenging on
-                # every pass would spend a bond a round until the window closes
+                self._close_unslashed(sid, last)
+            elif self.challenger is not None and now >= d["submitted_at"] + (
+                    self.cfg.challenge_after * (d["window_end"] - d["submitted_at"])) and (
+                    not d.get("pool_challenged")
+                    or (last == "no_quorum" and int(d.get("pool_rounds", 1)) < MAX_POOL_ROUNDS)):
+                # once per canary, unless its last round missed the quorum (no outcome: reopened, a bounded number
+                # of times); after a rejected round the task is Submitted again, and re-challenging on every pass
+                # would spend a bond a round until the window closes
                 self._challenge(sid, d)
         elif t.status == TaskStatus.CHALLENGED:
             if p.challenge_info(sid).resolvable:
                 try:
-                    upheld = self.worker.resolve(sid)
-                    log.info("canary %d: resolved its challenge: %s", sid, "upheld" if upheld else "rejected")
+                    self.worker.resolve(sid)
                 except ContractRevert as exc:  # someone resolved it first
                     log.info("canary %d: resolve: %s", sid, exc.name)
+                log.info("canary %d: its challenge round resolved: %s", sid, self._round_outcome(sid))
         elif t.status == TaskStatus.UPHELD:
             self._slash_attesters(sid, d)
             if now >= d["window_end"]:
                 self.state.put(KIND, sid, "closed", {"task_status": "upheld"})
         else:
             self.state.put(KIND, sid, "closed", {"task_status": t.status.name.lower()})
+
+    def _round_outcome(self, sid: int) -> str | None:
+        """The outcome of canary `sid`'s latest challenge round (`upheld`, `rejected`, `no_quorum`), kept in its
+        record's `rounds`; None when it was never challenged or its round is still open."""
+        info = self.t.protocol.challenge_info(sid)
+        if info.status not in (ChallengeStatus.UPHELD, ChallengeStatus.REJECTED, ChallengeStatus.NO_QUORUM):
+            return None
+        outcome = info.status.name.lower()
+        rec = self.state.record(KIND, sid)
+        rounds = dict((rec or {}).get("data", {}).get("rounds", {}))
+        if rounds.get(str(info.round)) != outcome:
+            rounds[str(info.round)] = outcome
+            self.state.put(KIND, sid, rec["status"] if rec else "submitted", {"rounds": rounds})
+        return outcome
+
+    def _close_unslashed(self, sid: int, last: str | None) -> None:
+        """Canary `sid`'s window closed while it is Submitted (never upheld): say why, by its last round."""
+        if last == "no_quorum":  # no outcome: neither a catch nor a miss
+            self.state.put(KIND, sid, "inconclusive", {"task_status": "submitted", "outcome": last})
+            log.warning("canary %d: its window closed after challenge rounds that missed the pool's quorum of %d: "
+                        "inconclusive, nobody slashed (honest validators must vote on a pool whose quorum > 1)",
+                        sid, self.t.pool.params.quorum)
+        elif last == "rejected":
+            self.state.put(KIND, sid, "closed", {"task_status": "submitted", "outcome": last})
+            log.error("canary %d: its window closed after a rejected challenge: validators voted known-bad work "
+                      "down; its attesters go unpunished", sid)
+        else:
+            self.state.put(KIND, sid, "unchallenged")
+            log.error("canary %d: its window closed unchallenged (no honest validator challenged it and "
+                      "trainer.canary has no challenger key): its attesters go unpunished", sid)
 
     def _submit(self, sid: int) -> None:
         """Generate, store and submit canary `sid` (again after a restart: the chain says whether it was sent)."""
@@ -379,12 +435,14 @@ class CanaryInjector:
         cid = self.t.ipfs.add(json.dumps(evidence).encode(), pin=True)
         bond = self.t.pool.params.challenge_bond
         self._top_up(self.challenger, Role.VALIDATOR, extra=bond)
+        rounds = int(d.get("pool_rounds", 0)) if d.get("pool_challenged") else 0
         try:
             self.challenger.challenge(sid, cid)
+            rounds += 1
         except ContractRevert as exc:
             if exc.name != "TaskLedgerAlreadyChallenged":
                 raise
-        self.state.put(KIND, sid, "submitted", {"pool_challenged": True})
+        self.state.put(KIND, sid, "submitted", {"pool_challenged": True, "pool_rounds": max(rounds, 1)})
         log.warning("canary %d: nobody challenged it by %.0f%% of its window: challenged by the pool's %s",
                     sid, 100 * self.cfg.challenge_after, self.challenger.address)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from intellect.agents.roles._runtime import StateCursorStore, bare_hex
 from intellect.agents.roles._state import StateStore
+from intellect.agents.roles.attester_slash import mark_upheld
 from intellect.sdk import IntellectError, TaskStatus
 
 __all__ = ["CURSOR", "assigned_slots", "left_out", "lookup_submission", "record_event", "record_submission"]
@@ -45,7 +46,8 @@ def record_submission(state: StateStore, pool_id: int, e: Any) -> None:
 def record_event(state: StateStore, pool_id: int, e: Any) -> None:
     """The follower's events: a TaskClaimed and a WorkSubmitted of this pool are recorded (the claim's seed and
     block give the submission's assigned validators); a ChallengeResolved upholding one of its recorded
-    submissions marks it `rejected` (whatever its status but consumed)."""
+    submissions marks it `rejected` (whatever its status but consumed) and its attesters for slashing
+    (`attester_slash.mark_upheld`)."""
     if e.event == "WorkSubmitted":
         record_submission(state, pool_id, e)
     elif e.event == "TaskClaimed" and int(e.args["poolId"]) == pool_id:  # its seed and block: the assignment
@@ -53,6 +55,7 @@ def record_event(state: StateStore, pool_id: int, e: Any) -> None:
             "seed": bare_hex(e.args["seed"]), "block": e.block_number, "node": e.args["node"]})
     elif e.event == "ChallengeResolved" and e.args["upheld"]:
         left_out(state, int(e.args["challengeId"]), TaskStatus.UPHELD)
+        mark_upheld(state, int(e.args["challengeId"]))  # its attesters are slashed (`attester_slash`, issue 33)
 
 
 def left_out(state: StateStore, sid: int, status: Any) -> None:

@@ -9,6 +9,8 @@
            the claim's seed and the validators' stakes before the claim's block, not chosen by the
            worker), fresh (policy ≥ t − async_level) and not challenged (re-checked on-chain right
            before training) → GRPO step → publish t+1
+           and: a challenge of one of its submissions upheld → slash that submission's attesters with their
+           signatures (`attester_slash`, issue 33)
 
 Crash safety: the chosen batch is recorded (`plan`) before training; the checkpoint dir is
 written atomically; on restart the trainer resumes from its newest local checkpoint, publishes
@@ -36,6 +38,7 @@ from intellect.agents.roles.attestation_intake import (
     record_used_attestations,
     same_operator,
 )
+from intellect.agents.roles.attester_slash import slash_upheld_attesters
 from intellect.agents.roles.canary import CanaryInjector
 from intellect.agents.roles.checkpoint_publish import (
     base_model,
@@ -379,6 +382,7 @@ class Trainer(Agent):
                     pull_attestations(self.directory, self.state, self.accept_attestation)
                     record_used_attestations(self.protocol, self.state, self.pool_id, assigned=self._assigned,
                                              metrics=self.metrics)
+                    slash_upheld_attesters(self.protocol, self.state, self.metrics, canaries=bool(self.canary))
                     sweep_stored(self)  # unpin pushed files never submitted or out of their window
                     last_pull = time.monotonic()
                 if self.gt.step >= self.cfg.trainer.max_steps:

@@ -10,9 +10,14 @@ is exactly 1 / (n·S + 1) with S honest submissions per round.
 Next to each measured profit per submission it prints the closed form (r attester reward, s attesterSlash,
 k check cost, w worker slash, H = 2 honest validators, c measured):
 
-    lazy   = (1 - c)·r - c·s                         (paid for every good submission, slashed for every canary)
-    honest = (1 - c)·r - k [+ c·w / (2H)]            (paid for the good ones, checks all; + challenger share)
+    lazy   = (1 - c)·m·r - c·s                       (paid for its slots of good work, slashed for every canary)
+    honest = (1 - c)·m·r - k [+ c·w / (2H)]          (paid for its slots of the good ones, checks all; + share)
     idle   = 0
+
+with m = K / V the expected slots a validator holds per submission (issue 33: attesters are paid per assigned
+slot; K = quorum + 1 = 2 slots drawn by stake among the V equally staked validators, the pool's challenger key
+included): the measured figures equal the closed form in expectation, no longer to the digit (before slots,
+m = 1: every attester was recorded once per submission, and they matched exactly)
 
 so lazy earns less than honest above c* = k / s (since issue 33 for either challenger: the worker slash goes
 wholly to the treasury, so the bracketed challenger share is 0; before, k / (s + w / (2H)) when validators challenged),
@@ -45,14 +50,16 @@ log = logging.getLogger("economics.canary_sweep")
 HONEST_VALIDATORS = 2  # simulate.Sim plays two honest validator nodes
 
 
-def predicted(c: float, r: float, s: float, k: float, w: float, challenger: str) -> dict[str, float]:
-    """The closed form per submission of the pool (see the module docstring)."""
+def predicted(c: float, r: float, s: float, k: float, w: float, challenger: str, m: float = 1.0) -> dict[str, float]:
+    """The closed form per submission of the pool (see the module docstring); `m`: expected slots per validator."""
     share = 0.0  # issue 33: the worker slash goes wholly to the treasury, no challenger share (was c·w / (2H))
-    return {"honest": (1 - c) * r - k + share, "lazy": (1 - c) * r - c * s, "idle": 0.0}
+    return {"honest": (1 - c) * m * r - k + share, "lazy": (1 - c) * m * r - c * s, "idle": 0.0}
 
 
-def break_even(r: float, s: float, k: float, w: float, challenger: str) -> dict[str, float]:
-    """c above which lazy < honest, lazy < 0; and below which honest > idle (1.0: always)."""
+def break_even(r: float, s: float, k: float, w: float, challenger: str, m: float = 1.0) -> dict[str, float]:
+    """c above which lazy < honest, lazy < 0; and below which honest > idle (1.0: always); r paid per slot, `m`
+    expected slots per validator and submission."""
+    r = m * r
     bonus = 0.0  # issue 33: no challenger share of the worker slash (was w / (2H) when validators challenge)
     # honest > idle  <=>  r - k + c·(bonus - r) > 0
     idle = 1.0 if bonus >= r and r > k else ((r - k) / (r - bonus) if r > bonus else (1.0 if r > k else 0.0))
@@ -68,13 +75,14 @@ def one(every: int, min_rounds: int, challenger: str, base: simulate.Params) -> 
     s = sim.book.attesterSlash() / sim.TOKEN
     w = sim.ledger.pool(sim.pool)["params"]["slashAmount"] / sim.TOKEN
     c = simulate.canary_share(result)
+    m = sim.k_slots / (len(sim.validators) + (sim.pool_challenger is not None))  # every validator stakes the same
     rows = {r["strategy"]: r for r in result["rows"] if r["role"] == "validator"}
     return {"every": every, "rounds": rounds, "challenger": challenger, "c": c,
             "canaries": result["stats"].get("canaries", 0), "submissions": result["stats"]["submissions"],
             "sim": {k: rows[k]["per_submission"] for k in ("honest", "lazy", "idle")},
             "per_day": {k: rows[k]["per_day"] for k in ("honest", "lazy", "idle")},
-            "formula": predicted(c, p.attester_reward, s, p.check_cost, w, challenger),
-            "break_even": break_even(p.attester_reward, s, p.check_cost, w, challenger),
+            "formula": predicted(c, p.attester_reward, s, p.check_cost, w, challenger, m),
+            "break_even": break_even(p.attester_reward, s, p.check_cost, w, challenger, m), "slots_per_validator": m,
             "honest_strictly_best": rows["honest"]["honest_strictly_best"],
             "books_balanced_rounds": result["stats"].get("rounds with the books balanced to the wei", 0),
             "slash": {"attester": s, "worker": w}}

@@ -27,8 +27,12 @@ what is simulated (TOPLOC and the acceptance rule are tested elsewhere). One rou
 - the trainer (pool owner) submits `--canaries` canaries (known-bad work) from a staked worker node of its own
   in every `--canary-every`-th round (a round is one trainer step: `trainer.canary.every_n_steps`; 0 = none),
   or in a round with probability `--canary-rate` (`trainer.canary.rate`, drawn from a generator seeded by
-  `--seed`; overrides `--canary-every` when > 0); records the attestations it received (AttesterBook,
-  `--attester-reward` each), slashes every attester of upheld work with the attestation it holds. Who opens
+  `--seed`; overrides `--canary-every` when > 0); records the attestations of each submission's assigned slots
+  (AttesterBook, `--attester-reward` per slot: the agents' rule, `intellect.agents.roles.assignment.Assigner`,
+  draws k = quorum + 1 slots by stake from the claim's seed, with replacement, leaving out the worker's operator;
+  an assigned validator that attested is listed once per slot it holds, as the trainer's
+  `record_used_attestations` does; issue 33), slashes every attester of upheld work, assigned or not, with the
+  attestation it holds. Who opens
   the canary's challenge: `--canary-challenger validators` (the honest validators, who check every submission
   and so find it first: they collect the challenger's half of the canary worker's slash) or `pool` (the
   pool's own validator key, as `trainer.canary.challenger_*` does when nobody else did: the trainer collects
@@ -36,7 +40,8 @@ what is simulated (TOPLOC and the acceptance rule are tested elsewhere). One rou
 - validators (100 INTL stake each; `--validators` picks them, `honest` required): `honest` (two nodes: check every submission, attest the good, challenge
   the bad, alternating who challenges, the other votes with the truth, report losing voters); `lazy` (attests
   everything, checks nothing); `malicious` (checks, challenges one good submission per round, votes against
-  the truth on every challenge); `idle` (nothing);
+  the truth on every challenge); `idle` (nothing); `assigned` (checks only the submissions it holds a slot of,
+  the only ones it can be paid for since issue 33, attests the good ones, votes the truth on challenges of them);
 - the chain moves past the vote period (anyone resolves), past the window (workers and attesters claim, void
   submissions are voided, attester rewards of upheld work released) and past the lease (expired leases freed).
   A node slashed below the minimum stake tops its stake up from its owner's balance (so every strategy keeps
@@ -56,9 +61,9 @@ validator checks. Per day = profit / chain seconds elapsed x 86,400. Gas is not 
 Usage:
     .venv/bin/python bench/economics/simulate.py [--rounds 16] [--tasks 2] [--seed 1] [--json out.json]
         [--small-tps 32] [--class-history 4]
-        [--unit-cost 0.5] [--check-cost 1.6] [--attester-reward 2] [--canaries 1] [--canary-every 1]
+        [--unit-cost 0.5] [--check-cost 1.6] [--attester-reward 4] [--canaries 1] [--canary-every 1]
         [--canary-rate 0] [--canary-challenger validators|pool] [--workers honest,cheater-10,...]
-        [--validators honest,lazy,malicious,idle]
+        [--validators honest,lazy,malicious,idle,spot-2,spot-4,spot-8,assigned]
 """
 
 from __future__ import annotations
@@ -95,7 +100,7 @@ PROOFS = "0x" + "11" * 32
 WORKERS = ("honest", "cheater-10", "cheater-50", "cheater-100", "cherry-picker", "overstated", "overstated-patient",
            "sybil")
 CHEAT_RATE = {"cheater-10": 0.1, "cheater-50": 0.5, "cheater-100": 1.0}
-VALIDATORS = ("honest", "lazy", "malicious", "idle", "spot-2", "spot-4", "spot-8")
+VALIDATORS = ("honest", "lazy", "malicious", "idle", "spot-2", "spot-4", "spot-8", "assigned")
 SYBIL_KEYS = 4  # the sybil worker's keys (one operator, one gpu-small GPU, the minimum stake on each key)
 GENESIS_TIME = 1_700_000_000  # anvil --timestamp of the CLI's chain: block hashes (claim seeds) follow from the seed
 SMALL = ("RTX4090", 24, 1)  # gpu-small: the hardware every worker really has
@@ -110,7 +115,7 @@ class Params:
     unit_cost: float = 0.5
     cheat_cost: float = 0.0
     check_cost: float = 1.6
-    attester_reward: float = 2.0
+    attester_reward: float = 4.0  # per slot; > k / ((1 - b)·E[slots | assigned]) ≈ 2.0-2.6 (docs/economics.md)
     canaries: int = 1  # canaries in a round that has them
     canary_every: int = 1  # a canary round every n rounds (trainer.canary.every_n_steps; 0: no canaries)
     canary_rate: float = 0.0  # > 0: a canary round with this probability instead (trainer.canary.rate)
@@ -153,6 +158,8 @@ class Sub:
     attesters: list[Player] = field(default_factory=list)
     node: Any = None  # the key that claimed and submitted it
     seen_bad: set[int] = field(default_factory=set)  # ids of the validators that found it bad
+    slots: dict[str, int] = field(default_factory=dict)  # validator node address -> slots recorded (paid) for it
+    assigned: list[str] = field(default_factory=list)  # its slots (validators, lower case; one may hold several)
 
 
 class Sim:
@@ -215,7 +222,8 @@ class Sim:
         self.trainer_start = self.trainer_wealth()
         self.t0 = self.now()
         self.classes = self._budget_classes(d)
-        self.reserved_attestations = 0  # recorded attester rewards not yet claimed or released
+        self.reserved_attestations = 0  # recorded attester rewards (one per slot) not yet claimed or released
+        self.claims: dict[int, tuple[bytes, int, str]] = {}  # task -> (seed, claim block, node): its assignment
         self.book_lines: list[str] = []
 
     def _budget_classes(self, d: Any) -> Any:
@@ -230,6 +238,12 @@ class Sim:
         dep = Deployment.model_validate({"chainId": self.chain.id, "blockNumber": 0, "defaultPoolId": self.pool,
                                          "contracts": {k: {"address": c.address} for k, c in names.items()}})
         proto = Protocol(Web3(Web3.HTTPProvider(self.web3.provider.endpoint_uri)), dep)
+        from intellect.agents.roles.assignment import Assigner
+        from intellect.verifier.assignment import assignment_size, effective_quorum
+
+        quorum = effective_quorum(None, int(self.ledger.pool(self.pool)["params"]["quorum"]), self.chain.id)
+        self.k_slots = assignment_size(quorum)
+        self.assigner = Assigner(proto, k=self.k_slots, quorum=quorum)  # the trainer's and validators' rule
         cfg = SimpleNamespace(worker=SimpleNamespace(group_size=GROUP, problems_per_task=PROBLEMS),
                               tasks=SimpleNamespace(budgets=BUDGETS, class_history=self.p.class_history,
                                                     class_lease_share=None))
@@ -346,14 +360,17 @@ class Sim:
                 pl.counts["top-ups"] += 1
 
     # ---------------------------------------------------------------- worker moves
-    def seed_factor(self, receipt: Any, tid: int, node: Any) -> float:
-        """The task's seed (keccak(abi.encode(claimBlockHash, node, taskId))) mapped to a compute-cost
-        factor in [0.5, 1.5): how expensive its problems are for this node (expectation 1)."""
+    def claim_seed(self, receipt: Any, tid: int, node: Any) -> bytes:
+        """The task's seed: keccak(abi.encode(claimBlockHash, node, taskId))."""
         from eth_abi import encode
 
         bh = self.web3.eth.get_block(receipt.block_number)["hash"]
-        seed = int.from_bytes(self.keccak(encode(["bytes32", "address", "uint256"], [bh, node.address, tid])), "big")
-        return 0.5 + (seed % 1000) / 1000
+        return bytes(self.keccak(encode(["bytes32", "address", "uint256"], [bh, node.address, tid])))
+
+    def seed_factor(self, receipt: Any, tid: int, node: Any) -> float:
+        """The task's seed mapped to a compute-cost factor in [0.5, 1.5): how expensive its problems are for this
+        node (expectation 1)."""
+        return 0.5 + (int.from_bytes(self.claim_seed(receipt, tid, node), "big") % 1000) / 1000
 
     def at(self, t: int) -> int:
         """Stamp the next block at planned time `t` (or one second after the latest block, if that is later:
@@ -366,7 +383,11 @@ class Sim:
         if t is not None:
             self.at(t)
         rc = self.tx(self.ledger.claimTask, self.pool, sender=pl.node)
-        return None if rc is None else (int(rc.return_value), rc)
+        if rc is None:
+            return None
+        tid = int(rc.return_value)
+        self.claims[tid] = (self.claim_seed(rc, tid, pl.node), int(rc.block_number), pl.node.address)
+        return tid, rc
 
     def submit(self, pl: Player, tid: int, units: int, bad: bool, subs: list[Sub], t: int | None = None) -> None:
         if t is not None:
@@ -500,10 +521,17 @@ class Sim:
         honest = [v for v in self.validators if v.strategy == "honest"]
         lazy, malicious = (next((v for v in self.validators if v.strategy == s), None) for s in ("lazy", "malicious"))
         spots = [v for v in self.validators if v.strategy.startswith("spot-")]
+        assigned = next((v for v in self.validators if v.strategy == "assigned"), None)
+        for sub in subs:  # each submission's slots (the agents' rule): who is paid for attesting it
+            sub.assigned = [a.lower() for a in self.assigner.for_claim(*self.claims[sub.sid]) or []]
         for v in self.validators:  # who checks pays for it (a spot checker 1/N of a full check)
             if v.strategy in ("honest", "malicious") or v in spots:
                 v.cost += p.check_cost * len(subs) / v.spot()
                 v.counts["checked"] += len(subs)
+        mine = {s.sid for s in subs if assigned and assigned.node.address.lower() in s.assigned}
+        if assigned:  # checks only what it holds a slot of
+            assigned.cost += p.check_cost * len(mine)
+            assigned.counts["checked"] += len(mine)
         for sub in subs:  # what each spot checker finds: a bad row among N rows with probability 1/N
             for v in spots:
                 if sub.bad and (not self.one_bad_row(sub) or v.rng.random() < 1 / v.spot()):
@@ -511,13 +539,22 @@ class Sim:
                     v.counts["bad found"] += 1
                 elif sub.bad:
                     v.counts["bad missed"] += 1
-        # attestations the trainer receives and records
+        # attestations the trainer receives; it records (pays) those of the submission's assigned slots, a
+        # validator once per slot it holds (adjacent), as `record_used_attestations` does
         for sub in subs:
             sub.attesters = ([lazy] if lazy else []) + ([] if sub.bad else honest) + [
-                v for v in spots if id(v) not in sub.seen_bad]
-            if sub.attesters and self.tx(self.book.recordAttestations, sub.sid, [v.node for v in sub.attesters],
-                                         sender=self.admin):
-                self.reserved_attestations += len(sub.attesters)
+                v for v in spots if id(v) not in sub.seen_bad] + ([assigned] if sub.sid in mine and not sub.bad else [])
+            attested = {v.node.address.lower(): v for v in sub.attesters}
+            slots = sub.assigned
+            self.stats["slots assigned"] += len(slots)
+            listed = sorted(a for a in slots if a in attested)[:16]
+            if listed and self.tx(self.book.recordAttestations, sub.sid, [attested[a].node for a in listed],
+                                  sender=self.admin):
+                self.reserved_attestations += len(listed)
+                self.stats["slots recorded (paid)"] += len(listed)
+                for a in listed:
+                    sub.slots[attested[a].node.address] = sub.slots.get(attested[a].node.address, 0) + 1
+                    attested[a].counts["slots recorded"] += 1
         # challenges: every bad submission by an honest validator (a canary by the pool's key with
         # --canary-challenger pool), one good one by the malicious validator
         challenged: list[tuple[Sub, Player]] = []
@@ -537,6 +574,8 @@ class Sim:
                 self.tx(self.ledger.vote, sub.sid, not sub.bad, sender=malicious.node)
             for v in spots:  # a challenge names its bad row (evidence): checking that one row, it votes the truth
                 self.tx(self.ledger.vote, sub.sid, sub.bad, sender=v.node)
+            if assigned and sub.sid in mine:  # it checked this one
+                self.tx(self.ledger.vote, sub.sid, sub.bad, sender=assigned.node)
         self.advance(self.vote_s + 1)
         for sub, _ in challenged:
             self.tx(self.ledger.resolve, sub.sid, sender=self.admin)
@@ -554,7 +593,8 @@ class Sim:
                     if self.tx(self.book.slashAttester, sub.sid, v.node, *self.attestation(v, sub.sid),
                                sender=self.admin):
                         v.counts["attester slashes"] += 1
-                        self.reserved_attestations -= reserved  # the slash releases its reward to the pool
+                        # the slash releases its reward (every slot of it) to the pool
+                        self.reserved_attestations -= sub.slots.get(v.node.address, 0) if reserved else 0
         self.advance(self.window_s + 1)
         for sub in subs:
             status = self.ledger.task(sub.sid)["status"]
@@ -565,12 +605,13 @@ class Sim:
             status = self.ledger.task(sub.sid)["status"]
             for v in sub.attesters:
                 if self.book.recorded(sub.sid, v.node):
+                    held = sub.slots[v.node.address]  # recorded per slot: one reward each
                     if status in (4, 6):  # Upheld, Voided: the reward goes back to the pool
                         if self.tx(self.book.releaseAttesterReward, sub.sid, v.node, sender=self.admin):
-                            self.reserved_attestations -= 1
+                            self.reserved_attestations -= held
                     elif self.tx(self.book.claimAttesterReward, sub.sid, v.node, sender=v.node):
-                        v.counts["attester rewards"] += 1
-                        self.reserved_attestations -= 1
+                        v.counts["attester rewards (slots paid)"] += held
+                        self.reserved_attestations -= held
         self.advance(max(0, self.lease_s - self.window_s - self.vote_s) + 5)
         for tid in expiring:
             self.tx(self.ledger.expireLease, tid, sender=self.admin)
