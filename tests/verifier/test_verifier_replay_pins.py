@@ -67,6 +67,8 @@ def test_gumbel_sample_refuses_logits_that_are_not_one_row_per_seed() -> None:
         gumbel_sample(torch.zeros(3), [1, 2, 3], [0, 0, 0], 1.0)
     with pytest.raises(ValueError, match=re.escape("logits must be (B, V) with B = 2 seeds, got (3, 4)")):
         gumbel_sample(torch.zeros(3, 4), [1, 2], [0, 0], 1.0)
+    with pytest.raises(ValueError, match=re.escape("2 seeds but 3 positions")):
+        gumbel_sample(torch.zeros(2, 4), [1, 2], [0, 1, 2], 1.0)
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
