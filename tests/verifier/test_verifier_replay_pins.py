@@ -7,11 +7,14 @@ from __future__ import annotations
 import hashlib
 import re
 
+import numpy as np
 import pytest
 import torch
 
 from intellect.verifier.replay import (
     SEED_DOMAIN,
+    gumbel_noise,
+    gumbel_noise_many,
     gumbel_sample,
     masked_scores,
     problem_seed,
@@ -110,3 +113,40 @@ def test_top_p_of_one_keeps_every_token_even_of_negligible_mass() -> None:
     logits = torch.tensor([[0.0, -200.0, -200.0, 5.0]])
     assert bool(torch.isfinite(masked_scores(logits, 1.0, top_p=1.0)).all())
     assert int(torch.isfinite(masked_scores(logits, 1.0, top_p=0.999)).sum()) == 2
+
+
+def test_noise_takes_any_u64_seed_and_refuses_what_is_outside_naming_it() -> None:
+    """The noise's seed is any u64 (a sample seed is 63 bits, a problem seed up to 2^62 + index): 2^64 − 1 works,
+    2^64 and −1 are refused with the range; a negative position and an empty vocabulary likewise."""
+    top = (1 << 64) - 1
+    assert gumbel_noise_many(top, [0, 1], 4).shape == (2, 4)
+    assert torch.equal(gumbel_noise_many(top, [1], 4)[0], gumbel_noise(top, 1, 4))
+    with pytest.raises(ValueError, match=re.escape(f"seeds must be in [0, 2^64), got {1 << 64} .. {1 << 64}")):
+        gumbel_noise_many(1 << 64, [0], 4)
+    with pytest.raises(ValueError, match=re.escape("seeds must be in [0, 2^64), got -1 .. -1")):
+        gumbel_noise_many(-1, [0], 4)
+    with pytest.raises(ValueError, match=re.escape("positions must be >= 0, got -1")):
+        gumbel_noise_many(5, [0, -1], 4)
+    with pytest.raises(ValueError, match=re.escape("vocab_size must be positive, got 0")):
+        gumbel_noise_many(5, [0], 0)
+    one = gumbel_noise_many(5, [0, 1], 1)  # a one-token vocabulary is a vocabulary
+    assert one.shape == (2, 1) and bool(torch.isfinite(one).all())
+
+
+def test_gumbel_sample_rows_of_a_batch_use_their_own_u64_seeds_exactly() -> None:
+    """Row b of a batch draws with seeds[b] exactly, for any u64 seed: 2^63 + 1 next to 5 (a mixed list must not be
+    rounded through float64, which would make it 2^63). Flat logits over 1,000 tokens: the draw is the noise's argmax."""
+    logits = torch.zeros(2, 1000)
+    big = (1 << 63) + 1
+    together = gumbel_sample(logits, [big, 5], [0, 0], 1.0).tolist()
+    alone = [int(gumbel_sample(logits[:1], [big], [0], 1.0)[0]), int(gumbel_sample(logits[1:], [5], [0], 1.0)[0])]
+    assert together == alone
+    assert together[0] == int(torch.argmax(gumbel_noise(big, 0, 1000)))
+    assert together[0] != int(gumbel_sample(logits[:1], [1 << 63], [0], 1.0)[0])
+
+
+def test_gumbel_sample_takes_the_seeds_as_a_numpy_array_too() -> None:
+    logits = torch.zeros(2, 1000)
+    big = (1 << 63) + 1
+    as_list = gumbel_sample(logits, [big, 5], [0, 3], 1.0)
+    assert torch.equal(gumbel_sample(logits, np.array([big, 5], dtype=np.uint64), [0, 3], 1.0), as_list)
