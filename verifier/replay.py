@@ -124,8 +124,11 @@ def _vocab_hash(vocab_size: int) -> np.ndarray:
 
 
 def _position_keys(seeds: Sequence[int] | np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """(P,) uint32 keys of (seeds[r], positions[r]) (a single seed broadcasts)."""
-    sd = np.asarray([int(x) for x in np.atleast_1d(seeds)], dtype=object)
+    """(P,) uint32 keys of (seeds[r], positions[r]) (a single seed broadcasts; `seeds` is 1-D).
+
+    The seeds are read as Python ints one by one: `np.atleast_1d` on a list that mixes a seed ≥ 2^63 with smaller
+    ones would infer float64 and round the large seed (2^63 + 1 became 2^63)."""
+    sd = np.asarray([int(x) for x in seeds], dtype=object)
     if sd.size and (min(sd) < 0 or max(sd) >= 1 << 64):
         raise ValueError(f"seeds must be in [0, 2^64), got {min(sd)} .. {max(sd)}")
     if positions.size and int(positions.min()) < 0:
