@@ -258,6 +258,7 @@ def _q(xs: list[float], q: float) -> float:
 
 def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int = 0) -> dict[str, Any]:
     from intellect.verifier.evidence import (
+        DEFAULT_RULES,
         EXP_EDGES,
         MARGIN_EDGES,
         PUBLISHED_MARGIN_COUNTS,
@@ -426,6 +427,26 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
                             f"held-out half) | {len(hf)} / {len(hf)} | false flags: {flags_x}; ambiguous: {amb_x}; "
                             f"all {len(hf) + len(hs)} honest: rejected by `mixed` {rej_all}, largest LLR out of "
                             f"sample {max(ls_all, default=0.0):.1f} | — |")
+            # every honest submission of the pair, in order, under the rules the code ships (`DEFAULT_RULES`: the
+            # tiny model's calibration): for another model, whether that calibration covers it
+            evs = WorkerEvidence(worker="0x0", compute_class="cpu-bf16")
+            flags_s, first_flag = 0, None
+            ls_s = [llr(d, rules=DEFAULT_RULES) for d in hf + hs]
+            for i, x in enumerate(ls_s):
+                if evs.add(i, x, DEFAULT_RULES):
+                    flags_s += 1
+                    first_flag = i + 1 if first_flag is None else first_flag
+                    evs = WorkerEvidence(worker="0x0", compute_class="cpu-bf16")
+            amb_s = sum(1 for d, x in zip(hf + hs, ls_s, strict=True)
+                        if d["verdicts"]["mixed"] is None and x >= DEFAULT_RULES.ambiguous_llr)
+            honest_rows[-1]["shipped_rules"] = {"submissions": len(ls_s), "flags": flags_s, "first_flag": first_flag,
+                                                "ambiguous": amb_s, "llr_p50": _q(ls_s, 0.5),
+                                                "llr_max": max(ls_s, default=0.0)}
+            md_lines.append(f"| {worker} | **honest**, all, under the rules the code ships (`DEFAULT_RULES`) | "
+                            f"{len(ls_s)} / {len(ls_s)} | false flags: {flags_s}"
+                            + (f" (first after {first_flag} submissions)" if first_flag else "")
+                            + f"; ambiguous: {amb_s}; LLR p50 {_q(ls_s, 0.5):.1f}, max "
+                              f"{max(ls_s, default=0.0):.1f} | — |")
         md_lines.append("")
         t = [d["verify_s"] for d in lines if d["model"] == model and d["case"] == "honest"]
         e = [d["evidence_s"] for d in lines if d["model"] == model and d["case"] == "honest"]
