@@ -24,6 +24,13 @@ drawn (fixed seed) from its submissions, the submissions until flagged (median, 
     nice -n 10 python bench/verifier/bench_evidence.py collect --out runs/evidence --submissions 150 \
         --attack-every 2 --max-seconds 720
     python bench/verifier/bench_evidence.py analyse --out runs/evidence --md runs/evidence/report.md
+
+`--submissions N` is N submission indices, each judged once per pair: N honest submissions per pair. Attack rounds
+can run beside an honest-only collection: `collect --out OTHER --attack-every M --attacks-only` (the same seeds; no
+honest line written), then append OTHER/submissions.jsonl to the honest run's. `analyse` also judges the
+calibration half by rules calibrated on the held-out half (every honest submission out of sample once) and every
+honest submission under the rules the code ships (`DEFAULT_RULES`: for another model, whether that calibration
+covers it). `export --model smollm2 --calib-share 0 --dest …` writes another model's streams, all held out.
 """
 
 from __future__ import annotations
