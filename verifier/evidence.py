@@ -385,8 +385,8 @@ PUBLISHED_MARGIN_COUNTS: dict[str, tuple[int, ...]] = {
 }
 BENCH_MARGIN_COUNTS: dict[str, tuple[int, ...]] = {
     # the calibration half of `bench/verifier/bench_evidence.py collect` (tests/verifier/data/evidence_streams.json)
-    "cpu-fp32": (6898, 0, 0, 0, 0, 0, 0, 0, 0),
-    "cpu-bf16": (6893, 4, 1, 0, 0, 0, 0, 0, 0),
+    "cpu-fp32": (93842, 0, 0, 0, 0, 0, 0, 0, 0),
+    "cpu-bf16": (93776, 39, 27, 0, 0, 0, 0, 0, 0),
 }
 HONEST_MARGIN_COUNTS: dict[str, tuple[int, ...]] = {
     c: tuple(a + b for a, b in zip(PUBLISHED_MARGIN_COUNTS[c], BENCH_MARGIN_COUNTS[c], strict=True))
@@ -394,8 +394,8 @@ HONEST_MARGIN_COUNTS: dict[str, tuple[int, ...]] = {
 """Honest tokens per replay-margin bin (`MARGIN_EDGES`), by compute class: §1.2's run plus this bench's half."""
 HONEST_EXP_COUNTS: dict[str, tuple[int, ...]] = {
     # chunks per exponent-mismatch bin (`EXP_EDGES`): the calibration half of `bench_evidence.py collect`
-    "cpu-fp32": (395, 0, 0, 0, 0, 0, 0, 0, 0),
-    "cpu-bf16": (36, 138, 110, 102, 9, 0, 0, 0, 0),
+    "cpu-fp32": (4932, 3, 1, 0, 0, 0, 0, 0, 0),
+    "cpu-bf16": (473, 1682, 1550, 1097, 134, 0, 0, 0, 0),
 }
 
 

@@ -24,6 +24,13 @@ drawn (fixed seed) from its submissions, the submissions until flagged (median, 
     nice -n 10 python bench/verifier/bench_evidence.py collect --out runs/evidence --submissions 150 \
         --attack-every 2 --max-seconds 720
     python bench/verifier/bench_evidence.py analyse --out runs/evidence --md runs/evidence/report.md
+
+`--submissions N` is N submission indices, each judged once per pair: N honest submissions per pair. Attack rounds
+can run beside an honest-only collection: `collect --out OTHER --attack-every M --attacks-only` (the same seeds; no
+honest line written), then append OTHER/submissions.jsonl to the honest run's. `analyse` also judges the
+calibration half by rules calibrated on the held-out half (every honest submission out of sample once) and every
+honest submission under the rules the code ships (`DEFAULT_RULES`: for another model, whether that calibration
+covers it). `export --model smollm2 --calib-share 0 --dest …` writes another model's streams, all held out.
 """
 
 from __future__ import annotations
@@ -126,7 +133,7 @@ def _line(case: str, worker: str, model: str, k: int, samples: list[tuple], budg
 
 
 def collect(out: Path, submissions: int, attack_every: int, models: list[str], max_seconds: float,
-            seed: int = 0) -> None:
+            seed: int = 0, attacks_only: bool = False) -> None:
     from intellect.agents.engines import SamplingParams, TransformersEngine
     from intellect.agents.models import load_model, tiny_model_dir
     from intellect.agents.tasks import synthetic_task_set
@@ -177,9 +184,11 @@ def collect(out: Path, submissions: int, attack_every: int, models: list[str], m
                         log.warning("time budget of %.0f s spent; rerun the same command to go on", max_seconds)
                         return
                     want_attacks = attack_every > 0 and k % attack_every == 0
+                    if attacks_only and not want_attacks:
+                        continue
                     cases = ["honest"] + ([*(f"{n}, proven with the real model" for n in cheap),
                                            *(f"{n}, its own proofs" for n in cheap), *STEER] if want_attacks else [])
-                    if all((model_name, worker, c, k) in done for c in cases):
+                    if all((model_name, worker, c, k) in done for c in cases if not (attacks_only and c == "honest")):
                         continue
                     if worker not in engines:
                         engines[worker] = TransformersEngine(dtype=dtype, max_batch_size=8)
@@ -202,7 +211,8 @@ def collect(out: Path, submissions: int, attack_every: int, models: list[str], m
                         f.flush()
                         done.add((model_name, worker, case, k))
 
-                    emit("honest", honest, None)
+                    if not attacks_only:
+                        emit("honest", honest, None)
                     if not want_attacks:
                         continue
                     prover = provers[worker]
@@ -255,6 +265,7 @@ def _q(xs: list[float], q: float) -> float:
 
 def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int = 0) -> dict[str, Any]:
     from intellect.verifier.evidence import (
+        DEFAULT_RULES,
         EXP_EDGES,
         MARGIN_EDGES,
         PUBLISHED_MARGIN_COUNTS,
@@ -286,22 +297,25 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
     md_lines: list[str] = []
     for model in sorted({k[0] for k in by}):
         # calibration: the first `calib_share` of each pair's honest submissions; the rest are held out
-        calib_m, calib_e, held = {}, {}, {}
+        calib_m, calib_e, held, first, swap_m, swap_e = {}, {}, {}, {}, {}, {}
         for worker in WORKERS:
             hs = by.get((model, worker, "honest"), [])
             n = int(len(hs) * calib_share)
             calib_m[worker], calib_e[worker] = counts(hs[:n])
-            held[worker] = hs[n:]
+            held[worker], first[worker] = hs[n:], hs[:n]
+            swap_m[worker], swap_e[worker] = counts(hs[n:])  # the cross-check: the halves' roles swapped
         # the rules the code ships when these data are the calibration: §1.2's published token counts + this run's
         # calibration half (`evidence.HONEST_*_COUNTS`); the pool's default class is the most tolerant one, bf16
         pub = PUBLISHED_MARGIN_COUNTS if model == "tiny" else {w: (0,) * len(MARGIN_EDGES) for w in WORKERS}
         rules = default_rules({w: [a + b for a, b in zip(pub[w], calib_m[w], strict=True)] for w in WORKERS},
                               {w: calib_e[w] for w in WORKERS}, default_class="cpu-bf16")
+        swapped = default_rules({w: [a + b for a, b in zip(pub[w], swap_m[w], strict=True)] for w in WORKERS},
+                                {w: swap_e[w] for w in WORKERS}, default_class="cpu-bf16")
 
         cache: dict[tuple[int, str | None], float] = {}
 
         def llr(d: dict[str, Any], cls: str | None = None, rules: Any = rules, cache: dict = cache) -> float:
-            key = (id(d), cls)
+            key = (id(d), cls, id(rules))
             if key not in cache:
                 mc, ec = counts([d])
                 cache[key] = submission_llr(Observations(counts={"replay_margin": tuple(mc),
@@ -396,11 +410,50 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
                 if ev32.add(i, llr(d, "cpu-fp32"), rules):
                     flags32 += 1
                     ev32 = WorkerEvidence(worker="0x0", compute_class="cpu-fp32")
+            # the cross-check: the calibration half judged by rules calibrated on the held-out half, so that every
+            # honest submission is judged out of sample once; rejections (no calibration involved) over all of them
+            hf = first[worker]
+            evx = WorkerEvidence(worker="0x0", compute_class="cpu-bf16")
+            flags_x = 0
+            for i, d in enumerate(hf):
+                if evx.add(i, llr(d, rules=swapped), swapped):
+                    flags_x += 1
+                    evx = WorkerEvidence(worker="0x0", compute_class="cpu-bf16")
+            amb_x = sum(1 for d in hf if d["verdicts"]["mixed"] is None and llr(d, rules=swapped) >= swapped.ambiguous_llr)
+            rej_all = sum(1 for d in hf + hs if d["verdicts"]["mixed"] is not None)
+            ls_all = [llr(d) for d in hs] + [llr(d, rules=swapped) for d in hf]
             honest_rows.append({"pair": worker, "held_out": len(hs), "flags": flags, "flags_fp32_class": flags32,
                                 "ambiguous": amb,
-                                "rejected": rej, "max_statistic_llr": max((llr(d) for d in hs), default=0.0)})
+                                "rejected": rej, "max_statistic_llr": max((llr(d) for d in hs), default=0.0),
+                                "swapped": {"judged": len(hf), "flags": flags_x, "ambiguous": amb_x},
+                                "all": {"submissions": len(hf) + len(hs), "rejected_mixed": rej_all,
+                                        "max_llr_out_of_sample": max(ls_all, default=0.0)}})
             md_lines.append(f"| {worker} | **honest** (held out, one history in order) | {len(hs)} / {len(hs)} | "
                             f"false flags: {flags} (`cpu-fp32` class: {flags32}); ambiguous: {amb}; rejected: {rej} | — |")
+            md_lines.append(f"| {worker} | **honest**, cross-check (calibration half judged by rules calibrated on the "
+                            f"held-out half) | {len(hf)} / {len(hf)} | false flags: {flags_x}; ambiguous: {amb_x}; "
+                            f"all {len(hf) + len(hs)} honest: rejected by `mixed` {rej_all}, largest LLR out of "
+                            f"sample {max(ls_all, default=0.0):.1f} | — |")
+            # every honest submission of the pair, in order, under the rules the code ships (`DEFAULT_RULES`: the
+            # tiny model's calibration): for another model, whether that calibration covers it
+            evs = WorkerEvidence(worker="0x0", compute_class="cpu-bf16")
+            flags_s, first_flag = 0, None
+            ls_s = [llr(d, rules=DEFAULT_RULES) for d in hf + hs]
+            for i, x in enumerate(ls_s):
+                if evs.add(i, x, DEFAULT_RULES):
+                    flags_s += 1
+                    first_flag = i + 1 if first_flag is None else first_flag
+                    evs = WorkerEvidence(worker="0x0", compute_class="cpu-bf16")
+            amb_s = sum(1 for d, x in zip(hf + hs, ls_s, strict=True)
+                        if d["verdicts"]["mixed"] is None and x >= DEFAULT_RULES.ambiguous_llr)
+            honest_rows[-1]["shipped_rules"] = {"submissions": len(ls_s), "flags": flags_s, "first_flag": first_flag,
+                                                "ambiguous": amb_s, "llr_p50": _q(ls_s, 0.5),
+                                                "llr_max": max(ls_s, default=0.0)}
+            md_lines.append(f"| {worker} | **honest**, all, under the rules the code ships (`DEFAULT_RULES`) | "
+                            f"{len(ls_s)} / {len(ls_s)} | false flags: {flags_s}"
+                            + (f" (first after {first_flag} submissions)" if first_flag else "")
+                            + f"; ambiguous: {amb_s}; LLR p50 {_q(ls_s, 0.5):.1f}, max "
+                              f"{max(ls_s, default=0.0):.1f} | — |")
         md_lines.append("")
         t = [d["verify_s"] for d in lines if d["model"] == model and d["case"] == "honest"]
         e = [d["evidence_s"] for d in lines if d["model"] == model and d["case"] == "honest"]
@@ -438,7 +491,9 @@ def export(out: Path, dest: Path, calib_share: float, model: str = "tiny") -> No
 
     lines = [json.loads(ln) for ln in (out / "submissions.jsonl").read_text().splitlines() if ln.strip()]
     lines = [d for d in lines if d["model"] == model]
-    doc: dict[str, Any] = {"source": "bench/verifier/bench_evidence.py collect (tiny model, CPU fp32 validator)",
+    if not lines:
+        raise SystemExit(f"no submissions of model {model!r} in {out / 'submissions.jsonl'}")
+    doc: dict[str, Any] = {"source": f"bench/verifier/bench_evidence.py collect ({model} model, CPU fp32 validator)",
                            "calib_share": calib_share, "calibration": {}, "cases": {}}
     for worker in WORKERS:
         hs = sorted((d for d in lines if d["worker"] == worker and d["case"] == "honest"), key=lambda d: d["k"])
@@ -470,6 +525,9 @@ def main() -> None:
     c.add_argument("--models", default="tiny", help="comma-separated: tiny, smollm2")
     c.add_argument("--max-seconds", type=float, default=720.0)
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--attacks-only", action="store_true",
+                   help="only the attack rounds (their honest draw is computed, not stored): to run beside an "
+                        "honest-only collection into another --out, whose lines are appended to it afterwards")
     a = sub.add_parser("analyse")
     a.add_argument("--out", type=Path, default=Path("runs/evidence"))
     a.add_argument("--calib-share", type=float, default=0.5)
@@ -479,13 +537,15 @@ def main() -> None:
     x.add_argument("--out", type=Path, default=Path("runs/evidence"))
     x.add_argument("--dest", type=Path, default=Path("tests/verifier/data/evidence_streams.json"))
     x.add_argument("--calib-share", type=float, default=0.5)
+    x.add_argument("--model", default="tiny", help="whose submissions (tiny: the data the tests read)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
     if args.cmd == "collect":
-        collect(args.out, args.submissions, args.attack_every, args.models.split(","), args.max_seconds, args.seed)
+        collect(args.out, args.submissions, args.attack_every, args.models.split(","), args.max_seconds, args.seed,
+                args.attacks_only)
     elif args.cmd == "export":
-        export(args.out, args.dest, args.calib_share)
+        export(args.out, args.dest, args.calib_share, args.model)
     else:
         analyse(args.out, args.calib_share, args.runs, args.md)
 

@@ -35,7 +35,9 @@ CHEAT = "4-bit copy, proven with the real model"
 
 def _stream() -> list[dict[str, list[int]]]:
     doc = json.loads(DATA.read_text())
-    return [s["counts"] for s in doc["cases"][CHEAT] if s["mixed_ok"]]
+    # the cheat's least conspicuous measured submissions first (the story below: one alone stays under h, two cross it)
+    return sorted((s["counts"] for s in doc["cases"][CHEAT] if s["mixed_ok"]),
+                  key=lambda c: submission_llr(Observations(counts={k: tuple(v) for k, v in c.items()}), DEFAULT_RULES))
 
 
 class _MeasuredValidator(Validator):

@@ -158,3 +158,28 @@ def test_verdict_three_way_keeps_old_callers_working():
     assert Verdict.model_validate(amb.model_dump()).outcome == "ambiguous"
     with pytest.raises(ValueError, match="outcome"):
         Verdict(submission_id=4, accepted=True, outcome="ambiguous")
+
+
+SMOLLM2 = Path(__file__).parent / "data" / "evidence_streams_smollm2.json"
+
+
+@pytest.mark.parametrize("pair", ["cpu-bf16", "cpu-fp32"])
+def test_default_stays_track_because_the_shipped_calibration_does_not_cover_smollm2(pair):
+    """Why `validator.evidence` defaults to `track` (docs/benchmarks-verifier.md §1.3): the shipped honest histograms
+    are the tiny model's CPU pairs, and MEASURED honest SmolLM2 submissions (`bench_evidence.py collect --models
+    smollm2`, exported with `--calib-share 0`: every one held out) judged by them, in order, flag an honest bf16 worker
+    within a few submissions; an honest fp32 worker is not flagged. Enforcing these rules on a SmolLM2 pool would
+    challenge honest bf16 workers, so the default must not enforce them."""
+    from intellect.agents.config import ValidatorSettings
+
+    doc = json.loads(SMOLLM2.read_text())
+    subs = doc["cases"][f"honest {pair}"]
+    assert all(s["mixed_ok"] for s in subs)  # every one passes its per-submission bounds
+    llrs = [submission_llr(Observations(counts={k: tuple(v) for k, v in s["counts"].items()}), DEFAULT_RULES)
+            for s in subs]
+    ev = WorkerEvidence(worker="0x" + "55" * 20, compute_class="cpu-bf16")
+    flagged = any(ev.add(i, x, DEFAULT_RULES) for i, x in enumerate(llrs))
+    assert flagged == (pair == "cpu-bf16"), (pair, llrs)
+    assert ValidatorSettings().evidence == "track"
+    # under `track` an ambiguous verdict is attested, and under either mode it never slashes
+    assert not Verdict(submission_id=1, accepted=False, outcome="ambiguous", reason="evidence_high", llr=9.0).slashable
