@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,8 +158,6 @@ class WorkHistory:
         with self._lock:
             self._scan_to(block)
             keys = self._keys_of(node.lower(), block)
-            # (pos, task id, lease expiry, key): the leases of the node under every key it held up to `block`
-            claims = sorted((*c, k) for k in keys for c in self._claims.get(k, []))
             wipes = {k: [(pos, b) for pos, b in self._wipes.get(k, []) if pos[0] <= block] for k in keys}
         wipe_times = {k: [(pos, self.time_of(b)) for pos, b in w] for k, w in wipes.items()}
         with self._lock:
@@ -166,7 +165,7 @@ class WorkHistory:
         finished_at = self.time_of(fin) if fin is not None else None
         out: list[LeaseOutcome] = []
         with self._lock:
-            for pos, task_id, expiry, k in reversed(claims):
+            for pos, task_id, expiry, k in self._newest_first(keys):
                 if pos[0] > block:
                     continue
                 o = self._outcome(task_id, expiry, block, now, wipe_times[k], finished_at)
@@ -175,6 +174,15 @@ class WorkHistory:
                     if limit is not None and len(out) >= limit:
                         break
         return out[::-1]
+
+    def _newest_first(self, keys: list[str]) -> Iterator[tuple[Pos, int, int, str]]:
+        """(pos, task id, lease expiry, key): the leases claimed under `keys` (newest key first, `_keys_of`), newest
+        first, read lazily: a walk that stops after `limit` outcomes reads no more of them. Each key's list is in
+        chain order, and a retired key claims nothing after its rotation (the stake manager makes it ineligible), so
+        each older key's claims all precede the newer key's (call with the lock held)."""
+        for k in keys:
+            for pos, task_id, expiry in reversed(self._claims.get(k, [])):
+                yield pos, task_id, expiry, k
 
     def _keys_of(self, key: str, block: int) -> list[str]:
         """`key` and the keys it was rotated from up to `block`, newest first (call with the lock held)."""
