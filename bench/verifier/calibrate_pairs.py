@@ -48,7 +48,13 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibrate_steering import honest_submission, quantised, smaller, steered  # issue 22's attack models
+from calibrate_steering import (  # issue 22's attack models
+    honest_submission,
+    own_submission,
+    quantised,
+    smaller,
+    steered,
+)
 
 log = logging.getLogger("bench.verifier.calibrate_pairs")
 
@@ -210,13 +216,7 @@ def run(submissions: int, attack_every: int, workers: list[str], seed: int = 0, 
             if k % attack_every == 0:
                 honest_ids = [list(h[1]) for h in honest]
                 for name, eng in cheaters.items():
-                    own, comps = [], []
-                    for base, a, _ in bases:
-                        params = SamplingParams(max_tokens=a.target_len, temperature=1.0, seed=base,
-                                                capture_proofs=True)
-                        gens = eng.generate([prompt_text(task_set[a.task_id], a.target_len)] * GROUP, params)
-                        own += [(list(g.prompt_ids), list(g.completion_ids), list(g.proofs)) for g in gens]
-                        comps += [list(g.completion_ids) for g in gens]
+                    own, comps = own_submission(eng, task_set, bases)
                     judge(f"{name}, its own proofs", [(*o, s) for o, s in zip(own, seeds, strict=True)], budgets,
                           mbt, honest_ids=honest_ids)
                     judge(f"{name}, proven with the real model", proven(prompts, comps, seeds), budgets, mbt,

@@ -115,6 +115,21 @@ def honest_submission(engine: Any, task_set: Any, assigned: list[Any], claim: by
     return honest, prompts, seeds, budgets, bases
 
 
+def own_submission(engine: Any, task_set: Any, bases: list[tuple]) -> tuple[list, list]:
+    """A cheap copy's own submission for the same problems and seeds as `honest_submission`'s `bases`: returns
+    ((prompt, completion, proofs) per sample, the completions), the proofs built from the copy's own states."""
+    from intellect.agents.engines import SamplingParams
+    from intellect.verifier.submission import prompt_text
+
+    own, comps = [], []
+    for base, a, _ in bases:
+        params = SamplingParams(max_tokens=a.target_len, temperature=1.0, seed=base, capture_proofs=True)
+        gens = engine.generate([prompt_text(task_set[a.task_id], a.target_len)] * GROUP, params)
+        own += [(list(g.prompt_ids), list(g.completion_ids), list(g.proofs)) for g in gens]
+        comps += [list(g.completion_ids) for g in gens]
+    return own, comps
+
+
 def run(submissions: int, attack_every: int = 2, seed: int = 0, max_seconds: float | None = None,
         worker_dtype: str = "float32") -> dict[str, Any]:
     from intellect.agents.engines import TransformersEngine

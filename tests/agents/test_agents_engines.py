@@ -87,6 +87,12 @@ def test_generate_proofs_verify_against_prefill(engine: TransformersEngine, tiny
 def test_engine_load_bad_dir_raises(tmp_path: Path) -> None:
     with pytest.raises(EngineError, match=r"no config\.json"):
         TransformersEngine(tmp_path)
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(EngineError, match=r"unreadable config\.json"):
+        TransformersEngine(tmp_path)
+    (tmp_path / "config.json").write_text("[1, 2]")
+    with pytest.raises(EngineError, match=r"config\.json is not a JSON object"):
+        TransformersEngine(tmp_path)
     with pytest.raises(EngineError, match="no checkpoint loaded"):
         TransformersEngine().generate(["x"], SamplingParams())
 
