@@ -284,6 +284,15 @@ class ValidatorSettings(_Section):
     holds ambiguous submissions (no attestation, no challenge) and challenges a flagged worker; `off` keeps nothing.
     The shipped honest calibration is the tiny model's (docs/benchmarks-verifier.md §1.3): enforce it only on a pool
     whose model and compute classes it was calibrated on (honest SmolLM2 bf16 flips are noisier)."""
+    check: Literal["assigned", "all"] = "assigned"
+    """Which submissions this validator checks (issue 33). `assigned` (default): those the chain assigned to it (it
+    holds a slot of), every one with a challenge round open or ended without outcome inside its window (so that it
+    votes, and challenges again, with a verdict of its own), those whose claim has no slots, and those whose
+    assignment it cannot read yet once their window nears its end; the others are left `unassigned` (not in
+    `backlog`) unless a challenge of them opens. Attesters are paid per assigned slot and the worker's slash goes
+    to the treasury, so checking the others costs the check and earns nothing: a validator checking all of them
+    loses money where checking its slots earns (docs/economics.md, "Validators check their slots"). `all`: every
+    submission, assigned ones first (a volunteer)."""
     slash_losing_voters: bool = True
     """After a challenge this validator opened or voted on resolves, slash (`AttesterBook.slashVoter`, each once)
     every validator whose vote in its latest round was on the losing side (`intellect.agents.roles.accountability`;

@@ -166,18 +166,21 @@ class StateStore:
         return [{"id": r[0], "status": r[1], "data": _decode(r[2]), "updated_at": r[3]} for r in rows]
 
     def latest(self, kind: str, limit: int, *, status: str | None = None,
-               not_status: str | None = None) -> list[dict[str, Any]]:
-        """The newest `limit` records of `kind` (of `status`, or of any status but `not_status`), newest
+               not_status: str | tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+        """The newest `limit` records of `kind` (of `status`, or of any status but `not_status`'s), newest
         first: a backwards walk of `records_by_time` / `records_by_status_time`, so it costs the `limit`
         rows (plus, with `not_status`, the skipped ones), never the whole history. What `/status` lists."""
         if limit < 1:
             return []
+        args: tuple[Any, ...]
         if status is not None:
             sql, args = ("SELECT id, status, data, updated_at FROM records WHERE kind = ? AND status = ? "
                          "ORDER BY updated_at DESC LIMIT ?"), (kind, status, int(limit))
         elif not_status is not None:
-            sql, args = ("SELECT id, status, data, updated_at FROM records WHERE kind = ? AND status != ? "
-                         "ORDER BY updated_at DESC, CAST(id AS INTEGER) DESC LIMIT ?"), (kind, not_status, int(limit))
+            skip = (not_status,) if isinstance(not_status, str) else tuple(not_status)
+            sql = ("SELECT id, status, data, updated_at FROM records WHERE kind = ? AND status NOT IN "
+                   f"({', '.join('?' * len(skip))}) ORDER BY updated_at DESC, CAST(id AS INTEGER) DESC LIMIT ?")
+            args = (kind, *skip, int(limit))
         else:
             sql, args = ("SELECT id, status, data, updated_at FROM records WHERE kind = ? "
                          "ORDER BY updated_at DESC, CAST(id AS INTEGER) DESC LIMIT ?"), (kind, int(limit))

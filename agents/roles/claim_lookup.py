@@ -21,7 +21,7 @@ from intellect.verifier.assignment import assignment_size, effective_quorum
 from intellect.verifier.isolation import ParseUnavailable
 from intellect.verifier.submission import Rejection
 
-__all__ = ["assigned_to", "claim_block", "claim_class", "claim_seed", "missing_claim_event", "validator_assigner"]
+__all__ = ["assigned_to", "assignment_of", "claim_block", "claim_class", "claim_seed", "missing_claim_event", "validator_assigner"]
 
 log = logging.getLogger(__name__)
 
@@ -82,23 +82,31 @@ def validator_assigner(protocol: Any, pool_quorum: int, assigned_validators: int
     return Assigner(protocol, k=assignment_size(quorum, assigned_validators), quorum=quorum)
 
 
-def assigned_to(state: Any, sid: int, address: str, assigner: Callable[[], Assigner]) -> bool:
-    """Whether the chain assigned submission `sid` to the validator `address` (`intellect.verifier.assignment`: only
-    assigned validators' attestations count towards the trainer's quorum). Kept in the state store's `assignment`
-    record once known; False while unknown (the claim's validator set not readable yet). `assigner` makes (or
-    returns the kept) `Assigner`; it is asked only when the store does not know."""
+def assignment_of(state: Any, sid: int, address: str, assigner: Callable[[], Assigner]) -> list[str] | None:
+    """The validators (lower-case; one may hold several slots) the chain assigned to submission `sid`
+    (`intellect.verifier.assignment`: only their attestations count towards the trainer's quorum, and only they are
+    paid for it); empty when its claim had fewer than `quorum` eligible validators; None while unknown (the claim's
+    validator set not readable yet: asked again on the next call). Kept in the state store's `assignment` record
+    (with `mine`: whether `address` is among them) once known; `assigner` makes (or returns the kept) `Assigner`,
+    asked only when the store does not know."""
     rec = state.record("assignment", sid)
     if rec is not None:
-        return bool(rec["data"]["mine"])
+        return list(rec["data"]["validators"])
     try:
         c = (state.record("claim", sid) or {}).get("data", {})
         claim = (bytes.fromhex(c["seed"]), int(c["block"]), c["node"]) if "block" in c else None
         validators = assigner().for_task(sid, claim)
     except IntellectError as exc:
         log.debug("submission %d: assignment not readable yet: %s", sid, exc)
-        return False
+        return None
     if validators is None:
-        return False
-    mine = address.lower() in validators
-    state.put("assignment", sid, "assigned", {"validators": validators, "mine": mine})
-    return mine
+        return None
+    validators = [v.lower() for v in validators]
+    state.put("assignment", sid, "assigned", {"validators": validators, "mine": address.lower() in validators})
+    return validators
+
+
+def assigned_to(state: Any, sid: int, address: str, assigner: Callable[[], Assigner]) -> bool:
+    """Whether the chain assigned submission `sid` to the validator `address` (`assignment_of`); False while
+    unknown."""
+    return address.lower() in (assignment_of(state, sid, address, assigner) or [])

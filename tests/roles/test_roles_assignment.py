@@ -1,4 +1,5 @@
-"""A validator checks the submissions the chain assigned to it first (issue 22), and still checks the others."""
+"""A validator checks the submissions the chain assigned to it first (issue 22); only those unless it volunteers
+(`validator.check`, issue 33)."""
 
 from __future__ import annotations
 
@@ -52,19 +53,26 @@ def test_validator_dispatches_its_assigned_submissions_first(devnet, tmp_path):
                      if 0 < sum(v.address.lower() in p for p in picks.values()) < len(claims))
     mine = [sid for sid, p in picks.items() if me.address.lower() in p]
 
-    # the validator agent of that account, connected, not started: its dispatcher hands the executor the queue
-    val = Validator(role_config(devnet, "validator", tmp_path / "v", index, {"validator.concurrency": "8"}))
-    val.connect()
-    val._executor = _Executor()
+    # the validator agent of that account, connected, not started: its dispatcher hands the executor the queue;
+    # a volunteer (`validator.check: all`) checks its assigned submissions first, then every other one; the
+    # default (`assigned`, issue 33: paid per slot) only its own, the others left `unassigned`
     others = [c.task_id for c in claims if c.task_id not in mine]
     by_id = {c.task_id: c for c in claims}
-    for sid in others + mine:  # queued in this order (as the event follower records them, claims first)
-        c = by_id[sid]
-        val.state.put("claim", sid, "claimed", {"seed": c.seed.hex(), "block": c.block_number, "node": w.address})
-        val.state.put("submission", sid, "queued", {"node": w.address})
-    val._dispatch()
-    assert val._executor.order == mine + others  # assigned first, then every other one, each in queue order
-    assert all(val.state.record("assignment", sid)["data"]["mine"] == (sid in mine) for sid in picks)
+    for check, expected in (("all", mine + others), ("assigned", mine)):
+        val = Validator(role_config(devnet, "validator", tmp_path / check, index,
+                                    {"validator.concurrency": "8", "validator.check": check}))
+        val.connect()
+        val._executor = _Executor()
+        for sid in others + mine:  # queued in this order (as the event follower records them, claims first)
+            c = by_id[sid]
+            val.state.put("claim", sid, "claimed", {"seed": c.seed.hex(), "block": c.block_number, "node": w.address})
+            val.state.put("submission", sid, "queued", {"node": w.address})
+        val._dispatch()
+        assert val._executor.order == expected, check  # each in queue order
+        assert all(val.state.record("assignment", sid)["data"]["mine"] == (sid in mine) for sid in picks)
+        assert {int(r["id"]) for r in val.state.records("submission", "unassigned")} == \
+            (set(others) if check == "assigned" else set())
+        val.state.close()
 
     # the lookup itself: kept once known, asked of the chain only then
     assigner = validator_assigner(me, me.pool(pool_id).params.quorum, None)
@@ -77,7 +85,6 @@ def test_validator_dispatches_its_assigned_submissions_first(devnet, tmp_path):
 
     assert [assigned_to(fresh, sid, me.address, no_chain) for sid in picks] == [sid in mine for sid in picks]
     fresh.close()
-    val.state.close()
 
 
 def test_dev_chain_fallback_is_the_same_whenever_a_party_asks(devnet):
