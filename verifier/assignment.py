@@ -37,8 +37,9 @@ validator sent a valid accepting attestation) are all of its k slots, or are at 
 trainer has waited `wait_s` since it first saw the submission without the submission being challenged on-chain
 (the trainer re-checks the chain status right before training). A stake share s therefore gets junk into a step
 at once only when it holds all k slots (probability s**k: 0.28 % at s = 23 %, k = 4), and otherwise only if no
-honest validator, assigned or not, challenges within `wait_s`: every honest validator had the time to object, none
-could be shut out by being outnumbered or outrun. Honest work whose every slot attests trains at once; honest
+honest validator challenges within `wait_s` (the validator agents check their own slots and every challenged
+submission, `validator.check`: so at least one honest slot holder online): every honest validator had the time to
+object, none could be shut out by being outnumbered or outrun. Honest work whose every slot attests trains at once; honest
 work with a slow or offline slot waits `wait_s` (docs/security.md, bench/security/assignment_capture.py).
 
 The quorum itself (`effective_quorum`) is the pool's on-chain rule, never below `NON_DEV_MIN_QUORUM` off

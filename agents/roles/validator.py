@@ -18,7 +18,7 @@ round_actions`, issue 33). Submissions are checked concurrently; `/metrics` has 
 Which submissions (`validator.check`, issue 33): attesters are paid per assigned slot and a worker's slash goes to
 the treasury, so by default (`assigned`) it checks those the chain assigned to it, those with a challenge round open
 or ended without outcome (a `ChallengeOpened` queues an `unassigned` one again), those nobody holds a slot of, and
-those whose assignment stays unreadable until their window nears its end (`_to_check`); `all` checks every one.
+those whose assignment stays unreadable until their window nears its end (`check_scope`); `all` checks every one.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from intellect.agents.hardware import resolve
+from intellect.agents.roles import check_scope
 from intellect.agents.roles import evidence as worker_evidence
 from intellect.agents.roles._inflight import InFlightChecks
 from intellect.agents.roles._runtime import (
@@ -51,13 +52,7 @@ from intellect.agents.roles.checkpoints import (
     fetch_checkpoint,
     load_checkpoint,
 )
-from intellect.agents.roles.claim_lookup import (
-    assigned_to,
-    assignment_of,
-    claim_class,
-    claim_seed,
-    validator_assigner,
-)
+from intellect.agents.roles.claim_lookup import claim_class, claim_seed, validator_assigner
 from intellect.agents.roles.pool_rules import apply_pool_rules
 from intellect.sdk import EventStream, IntellectError, IpfsError
 from intellect.verifier.evidence import rules_for_profile
@@ -175,9 +170,7 @@ class Validator(Agent):
                                                           "evidence_cid": a["evidenceCid"], "node": a["node"],
                                                           "mine": mine, "voted": False, "voters_slashed": False,
                                                           "round": rnd, "own": sorted({*own, rnd} if mine else set(own))})
-            if self.state.record("submission", cid)["status"] == "unassigned":  # type: ignore[index]
-                log.info("submission %d: challenged; checked so that this validator votes", cid)
-                self.state.put("submission", cid, "queued", {"retry_at": 0})
+            check_scope.requeue_challenged(self.state, cid)  # an `unassigned` one is checked now: it votes
         elif e.event == "ChallengeResolved":
             cid = int(a["challengeId"])
             if self.state.record("challenge", cid) is not None:
@@ -338,21 +331,10 @@ class Validator(Agent):
             self.state.put(worker_evidence.KIND, ev.worker.lower(), "challenged", {"challenged": target})
 
     def vote_of(self, challenge: dict[str, Any], sub: dict[str, Any]) -> bool | None:
-        """How this validator votes on an open challenge (None: not now): `evidence.vote_on_challenge`. A challenge
-        with an evidence claim whose cited submissions this validator left `unassigned` queues them (its vote
-        needs its own verdict of each)."""
+        """How this validator votes on an open challenge (None: not now): `evidence.vote_on_challenge`."""
         vote = worker_evidence.vote_on_challenge(self.state, self.evidence_rules, self.ipfs, challenge, sub)
-        if vote is None and challenge.get("evidence_cid") and self.ipfs is not None:
-            try:
-                claim = worker_evidence.claim_of(self.ipfs.cat(challenge["evidence_cid"], max_size=1 << 20))
-            except Exception:  # not retrievable: vote_on_challenge logged it
-                claim = None
-            for c in claim.cited if claim is not None else []:
-                rec = self.state.record("submission", c.submission_id)
-                if rec is not None and rec["status"] == "unassigned":
-                    log.info("submission %d: cited by the evidence of challenge %s; checked so that this validator "
-                             "votes", c.submission_id, challenge.get("evidence_cid"))
-                    self.state.put("submission", c.submission_id, "queued", {"retry_at": 0, "cited": True})
+        if vote is None:  # an evidence claim's cited submissions it left `unassigned` are checked now
+            check_scope.requeue_cited(self.state, self.ipfs, challenge, worker_evidence.claim_of)
         return vote
 
     def _attest(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
@@ -414,10 +396,8 @@ class Validator(Agent):
                     log.error("verifying submission %d failed: %r", sid, exc)
         now = time.time()
         queued = self.state.records("submission", "queued")
-        if self.cfg.validator.check == "assigned":  # what it is paid to check, and what it must vote on
-            queued = [r for r in queued if int(r["id"]) in self._inflight or r["data"].get("retry_at", 0) > now
-                      or self._to_check(int(r["id"]), r["data"])]
-        queued.sort(key=lambda r: not self._assigned_to_me(int(r["id"])))  # assigned ones first (stable)
+        queued = check_scope.select(self.state, queued, self.cfg.validator.check, self.protocol, self._claim_assigner,
+                                    margin=max(60, self.pool.params.window_length // 10), now=now, busy=self._inflight)
         suspects = self._checks.suspects()
         waiting = [r for r in queued if int(r["id"]) in suspects and r["data"].get("retry_at", 0) <= now]
         if waiting or suspects & set(self._inflight):  # a check that ended the process before runs alone
@@ -430,46 +410,6 @@ class Validator(Agent):
                 break
             self._inflight[sid] = self._executor.submit(self._process, sid)
         self.metrics.set("backlog", self.state.count("submission", "queued"))
-
-    def _assigned_to_me(self, sid: int) -> bool:
-        """Whether the chain assigned submission `sid` to this validator (`claim_lookup.assigned_to`): those are
-        checked first."""
-        return assigned_to(self.state, sid, self.protocol.address, self._claim_assigner)
-
-    def _to_check(self, sid: int, sub: dict[str, Any]) -> bool:
-        """Under `validator.check: assigned`, whether queued submission `sid` is checked now: it holds a slot of it
-        (paid per slot), a challenge round of it is open or ended without outcome (`_disputed`: its vote, or its
-        next round, needs a verdict), its claim has no slots (nobody is paid to check it, and an unchallenged
-        submission is paid after its window), or its assignment is still unreadable while its window nears its end
-        (checked rather than left unjudged). Otherwise its status becomes `unassigned` (a `ChallengeOpened` queues it
-        again), or, while the assignment is unreadable, it waits (`retry_at`, backoff) and is asked again."""
-        if self._disputed(sid) or sub.get("cited"):
-            return True
-        slots = assignment_of(self.state, sid, self.protocol.address, self._claim_assigner)
-        if slots is not None:
-            if not slots or self.protocol.address.lower() in slots:
-                return True
-            self.state.put("submission", sid, "unassigned", {"retry_at": 0})
-            if self._disputed(sid):  # a ChallengeOpened the follower handled meanwhile found it still queued
-                self.state.put("submission", sid, "queued")
-                return True
-            log.debug("submission %d: not assigned to this validator; left unchecked unless challenged", sid)
-            return False
-        window_left = int(sub.get("window_end", 0)) - self.protocol.chain_time()
-        if window_left <= max(60, self.pool.params.window_length // 10):
-            log.info("submission %d: its assignment is still unreadable and its window ends in %d s: checked", sid,
-                     window_left)
-            return True
-        tries = int(sub.get("assignment_tries", 0)) + 1
-        self.state.put("submission", sid, "queued",
-                       {"assignment_tries": tries, "retry_at": time.time() + min(5 * tries, 60)})
-        return False
-
-    def _disputed(self, sid: int) -> bool:
-        """Whether submission `sid` has a challenge round open, or one that ended Rejected or NoQuorum (another may
-        follow inside the window): an honest validator votes it, and re-challenges, from its own verdict."""
-        rec = self.state.record("challenge", sid)
-        return rec is not None and rec["status"] in ("open", "rejected", "no_quorum")
 
     def _claim_assigner(self) -> Assigner:
         if self._assigner is None:
@@ -519,10 +459,8 @@ class Validator(Agent):
             "verdicts": [{"submission_id": int(r["id"]), "status": r["status"],
                           "reason": (r["data"].get("verdict") or {}).get("reason") or r["data"].get("given_up"),
                           "node": r["data"].get("node")}
-                         for r in self.state.latest("submission", n, not_status=("queued", "unassigned"))],
-            "verdicts_total": self.state.count("submission") - self.state.count("submission", "queued")
-            - self.state.count("submission", "unassigned"),
-            "unassigned": self.state.count("submission", "unassigned"),
+                         for r in self.state.latest("submission", n, not_status=check_scope.UNJUDGED)],
+            "verdicts_total": self.state.count("submission") - check_scope.unjudged(self.state),
             "challenges": [{"challenge_id": int(r["id"]), "status": r["status"],
                             "evidence_cid": r["data"].get("evidence_cid"), "mine": bool(r["data"].get("mine"))}
                            for r in self.state.latest("challenge", n)],

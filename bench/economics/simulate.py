@@ -33,15 +33,24 @@ what is simulated (TOPLOC and the acceptance rule are tested elsewhere). One rou
   an assigned validator that attested is listed once per slot it holds, as the trainer's
   `record_used_attestations` does; issue 33), slashes every attester of upheld work, assigned or not, with the
   attestation it holds. Who opens
-  the canary's challenge: `--canary-challenger validators` (the honest validators, who check every submission
-  and so find it first: they collect the challenger's half of the canary worker's slash) or `pool` (the
-  pool's own validator key, as `trainer.canary.challenger_*` does when nobody else did: the trainer collects
-  it; the honest validators vote with the truth);
-- validators (100 INTL stake each; `--validators` picks them, `honest` required): `honest` (two nodes: check every submission, attest the good, challenge
-  the bad, alternating who challenges, the other votes with the truth, report losing voters); `lazy` (attests
-  everything, checks nothing); `malicious` (checks, challenges one good submission per round, votes against
-  the truth on every challenge); `idle` (nothing); `assigned` (checks only the submissions it holds a slot of,
-  the only ones it can be paid for since issue 33, attests the good ones, votes the truth on challenges of them);
+  the canary's challenge: `--canary-challenger validators` (the validators that find it: an honest node holding
+  a slot of it, else the volunteer if one plays, else nobody) or `pool` (the pool's own validator key, as
+  `trainer.canary.challenger_*` does when nobody else did); either way the challenger collects nothing (since
+  issue 33 the worker slash goes wholly to the treasury, the bond comes back when upheld), and the honest
+  validators vote with the truth;
+- validators (100 INTL stake each; `--validators` picks them, `honest` required): `honest` (two nodes, playing
+  what the validator agent does by default, `validator.check: assigned`: each checks the submissions it holds a
+  slot of (k each), attests the good, challenges the bad ones (alternating when both hold a slot), and checks
+  (k for each one it holds no slot of) and votes the truth on every challenge opened; the first reports losing
+  voters); `volunteer` (one node, `validator.check: all`, the honest play before: checks every submission,
+  attests every good one, challenges bad work no honest node holds a slot of, votes the truth on every
+  challenge); `lazy` (attests everything, checks nothing); `malicious` (checks, challenges one good submission
+  per round, votes against the truth on every challenge); `idle` (nothing); `assigned` (checks only the
+  submissions it holds a slot of, attests the good ones, votes the truth on challenges of them, challenges
+  nothing: honest minus the votes on challenges of work it holds no slot of); `spot-N` (checks 1 row of N of
+  every submission, attests what it did not find bad, votes the truth on every challenge: a challenge names its
+  bad row). Bad work no honest node holds a slot of is challenged only by the volunteer (or the pool's key, for
+  a canary): without them nobody does;
 - the chain moves past the vote period (anyone resolves), past the window (workers and attesters claim, void
   submissions are voided, attester rewards of upheld work released) and past the lease (expired leases freed).
   A node slashed below the minimum stake tops its stake up from its owner's balance (so every strategy keeps
@@ -63,7 +72,7 @@ Usage:
         [--small-tps 32] [--class-history 4]
         [--unit-cost 0.5] [--check-cost 1.6] [--attester-reward 4] [--canaries 1] [--canary-every 1]
         [--canary-rate 0] [--canary-challenger validators|pool] [--workers honest,cheater-10,...]
-        [--validators honest,lazy,malicious,idle,spot-2,spot-4,spot-8,assigned]
+        [--validators honest,lazy,malicious,idle,spot-2,spot-4,spot-8,assigned,volunteer]
 """
 
 from __future__ import annotations
@@ -100,7 +109,7 @@ PROOFS = "0x" + "11" * 32
 WORKERS = ("honest", "cheater-10", "cheater-50", "cheater-100", "cherry-picker", "overstated", "overstated-patient",
            "sybil")
 CHEAT_RATE = {"cheater-10": 0.1, "cheater-50": 0.5, "cheater-100": 1.0}
-VALIDATORS = ("honest", "lazy", "malicious", "idle", "spot-2", "spot-4", "spot-8", "assigned")
+VALIDATORS = ("honest", "lazy", "malicious", "idle", "spot-2", "spot-4", "spot-8", "assigned", "volunteer")
 SYBIL_KEYS = 4  # the sybil worker's keys (one operator, one gpu-small GPU, the minimum stake on each key)
 GENESIS_TIME = 1_700_000_000  # anvil --timestamp of the CLI's chain: block hashes (claim seeds) follow from the seed
 SMALL = ("RTX4090", 24, 1)  # gpu-small: the hardware every worker really has
@@ -519,19 +528,23 @@ class Sim:
         self.stats["submissions"] += len(subs)
         self.rng.shuffle(subs)
         honest = [v for v in self.validators if v.strategy == "honest"]
-        lazy, malicious = (next((v for v in self.validators if v.strategy == s), None) for s in ("lazy", "malicious"))
+        lazy, malicious, volunteer = (next((v for v in self.validators if v.strategy == s), None)
+                                      for s in ("lazy", "malicious", "volunteer"))
         spots = [v for v in self.validators if v.strategy.startswith("spot-")]
         assigned = next((v for v in self.validators if v.strategy == "assigned"), None)
         for sub in subs:  # each submission's slots (the agents' rule): who is paid for attesting it
             sub.assigned = [a.lower() for a in self.assigner.for_claim(*self.claims[sub.sid]) or []]
-        for v in self.validators:  # who checks pays for it (a spot checker 1/N of a full check)
-            if v.strategy in ("honest", "malicious") or v in spots:
+        for v in self.validators:  # who checks every submission pays for it (a spot checker 1/N of a full check)
+            if v.strategy in ("volunteer", "malicious") or v in spots:
                 v.cost += p.check_cost * len(subs) / v.spot()
                 v.counts["checked"] += len(subs)
-        mine = {s.sid for s in subs if assigned and assigned.node.address.lower() in s.assigned}
-        if assigned:  # checks only what it holds a slot of
-            assigned.cost += p.check_cost * len(mine)
-            assigned.counts["checked"] += len(mine)
+        # the honest nodes and the `assigned` one check only what they hold a slot of (validator.check: assigned)
+        slot_of = {id(v): {s.sid for s in subs if v.node.address.lower() in s.assigned}
+                   for v in [*honest, *([assigned] if assigned else [])]}
+        for v in [*honest, *([assigned] if assigned else [])]:
+            v.cost += p.check_cost * len(slot_of[id(v)])
+            v.counts["checked"] += len(slot_of[id(v)])
+        mine = slot_of[id(assigned)] if assigned else set()
         for sub in subs:  # what each spot checker finds: a bad row among N rows with probability 1/N
             for v in spots:
                 if sub.bad and (not self.one_bad_row(sub) or v.rng.random() < 1 / v.spot()):
@@ -542,8 +555,10 @@ class Sim:
         # attestations the trainer receives; it records (pays) those of the submission's assigned slots, a
         # validator once per slot it holds (adjacent), as `record_used_attestations` does
         for sub in subs:
-            sub.attesters = ([lazy] if lazy else []) + ([] if sub.bad else honest) + [
-                v for v in spots if id(v) not in sub.seen_bad] + ([assigned] if sub.sid in mine and not sub.bad else [])
+            checkers = [v for v in honest if sub.sid in slot_of[id(v)]] + ([volunteer] if volunteer else []) + (
+                [assigned] if sub.sid in mine else [])
+            sub.attesters = ([lazy] if lazy else []) + ([] if sub.bad else checkers) + [
+                v for v in spots if id(v) not in sub.seen_bad]
             attested = {v.node.address.lower(): v for v in sub.attesters}
             slots = sub.assigned
             self.stats["slots assigned"] += len(slots)
@@ -555,21 +570,31 @@ class Sim:
                 for a in listed:
                     sub.slots[attested[a].node.address] = sub.slots.get(attested[a].node.address, 0) + 1
                     attested[a].counts["slots recorded"] += 1
-        # challenges: every bad submission by an honest validator (a canary by the pool's key with
-        # --canary-challenger pool), one good one by the malicious validator
+        # challenges: a bad submission by an honest node that holds a slot of it (alternating when both do), else by
+        # the volunteer (it checks everything), else by nobody (a canary by the pool's key with --canary-challenger
+        # pool); one good one by the malicious validator
         challenged: list[tuple[Sub, Player]] = []
         for i, sub in enumerate(s for s in subs if s.bad):
+            holders = [v for v in honest[i % len(honest):] + honest[:i % len(honest)] if sub.sid in slot_of[id(v)]]
             who = (self.pool_challenger if self.pool_challenger and sub.player is self.canary
-                   else honest[i % len(honest)])
+                   else holders[0] if holders else volunteer)
+            if who is None:
+                self.stats["bad work challenged by nobody (no honest slot, no volunteer)"] += 1
+                continue
             if self.tx(self.ledger.challenge, sub.sid, "evidence", sender=who.node):
                 challenged.append((sub, who))
         good = [s for s in subs if not s.bad and s.player.role == "worker"]
         if malicious and good and self.tx(self.ledger.challenge, good[0].sid, "fabricated", sender=malicious.node):
             challenged.append((good[0], malicious))
         for sub, challenger in challenged:
-            for v in honest:
+            for v in honest:  # every open round gets its vote: checked first when it holds no slot of the work
                 if v is not challenger:
+                    if sub.sid not in slot_of[id(v)]:
+                        v.cost += p.check_cost
+                        v.counts["checked for a vote"] += 1
                     self.tx(self.ledger.vote, sub.sid, sub.bad, sender=v.node)
+            if volunteer and volunteer is not challenger:
+                self.tx(self.ledger.vote, sub.sid, sub.bad, sender=volunteer.node)
             if malicious and challenger is not malicious:
                 self.tx(self.ledger.vote, sub.sid, not sub.bad, sender=malicious.node)
             for v in spots:  # a challenge names its bad row (evidence): checking that one row, it votes the truth
@@ -826,8 +851,13 @@ def run(p: Params) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     d = Params()
+    helps = {"workers": f"comma-separated worker strategies, 'honest' required; known: {', '.join(WORKERS)}",
+             "validators": "comma-separated validator strategies, 'honest' required (two nodes playing the agent's "
+                           "validator.check: assigned); 'volunteer' is the agent's validator.check: all (one node); "
+                           f"known: {', '.join(VALIDATORS)}"}
     for name, value in d.__dict__.items():
-        ap.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
+        ap.add_argument("--" + name.replace("_", "-"), type=type(value), default=value,
+                        help=helps.get(name, "").replace("%", "%%") or None)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--seeds", default=None,
                     help="several seeds ('1-10', '1,3'): a fresh chain each, then every strategy's mean and 95 %% CI")

@@ -41,11 +41,18 @@ def test_one_round_balances_and_pays_by_strategy(simulate, module_isolation):
     # issue 33's strategies: the sybil's one GPU over 4 keys claims no more work than honest's one key
     sybil = rows["worker", "sybil"]
     assert sybil["tokens"] <= honest["tokens"] and "bad" not in sybil["counts"]
-    # spot checkers pay 1/N of a check and find a one-bad-row submission with probability 1/N
+    # spot checkers pay 1/N of a check of every submission (the volunteer's) and find a one-bad-row submission
+    # with probability 1/N
     for n in (2, 4, 8):
         spot = rows["validator", f"spot-{n}"]
-        assert spot["cost"] == pytest.approx(rows["validator", "honest"]["cost"] / n)
+        assert spot["cost"] == pytest.approx(rows["validator", "volunteer"]["cost"] / n)
         assert spot["counts"].get("bad found", 0) + spot["counts"].get("bad missed", 0) >= 3
+    # the honest validator plays the agent (validator.check: assigned): each of its 2 nodes checks the submissions it
+    # holds a slot of, and those of the challenges it votes on without holding one; never all of them
+    hv, k = rows["validator", "honest"], simulate.Params.check_cost
+    checks = hv["counts"]["checked"] + hv["counts"].get("checked for a vote", 0)
+    assert hv["cost"] == pytest.approx(k * checks / 2) and checks < 2 * result["stats"]["submissions"]
+    assert hv["counts"].get("checked for a vote", 0) >= 1  # the malicious challenge of good work it holds no slot of
     # the front-running pool owner: both defunds refused while leases were open, the announced one a lease later
     assert result["stats"]["front-run defunds refused (unannounced)"] == 1
     assert result["stats"]["front-run defunds refused (announced the same second)"] == 1

@@ -160,8 +160,12 @@ def test_lazy_validator_attests_a_canary_and_is_slashed_while_the_honest_one_is_
     swarm.wait(lambda: attested_by(lazy_node), 120, "the lazy validator's attestation of the canary at the trainer")
     assert p.task(sid).status == TaskStatus.SUBMITTED  # unchallenged yet: only the exclusion keeps it out
 
-    # 2. an honest validator checks it, rejects it and challenges it; the vote period ends; it is upheld
-    honest = swarm.add("honest", "validator", 6).start()
+    # 2. an honest validator checks it, rejects it and challenges it; the vote period ends; it is upheld. It joins
+    #    after the canary's claim, so it holds no slot of it (the lazy one holds both): it checks it as a volunteer
+    #    (`validator.check: all`); an honest validator of the default `assigned` checks only its slots and what is
+    #    challenged, and a canary only lazy validators were assigned is then the pool challenger's to open
+    #    (test_pool_challenges_an_unchallenged_canary_and_slashes_its_attester)
+    honest = swarm.add("honest", "validator", 6, {"validator": {"check": "all"}}).start()
     swarm.wait(lambda: p.task(sid).status == TaskStatus.CHALLENGED, 180, "the honest validator's challenge")
     honest_node = honest.status()["node"].lower()
     assert p.challenge_info(sid).challenger.lower() == honest_node

@@ -114,8 +114,9 @@ def test_assigned_validator_checks_its_slots_and_every_challenged_submission(dev
     for sid in (good_other, bad_other, *rest):
         assert agent.state.record("submission", sid)["status"] == "unassigned"
         assert agent.state.record("attestation", sid) is None
-    assert agent.status()["backlog"] == 0 and agent.status()["unassigned"] == 2 + len(rest)
-    assert {v["submission_id"] for v in agent.status()["verdicts"]} == set(mine)  # only what it judged
+    doc = agent.status()
+    assert doc["backlog"] == 0 and agent.state.count("submission", "unassigned") == 2 + len(rest)
+    assert {v["submission_id"] for v in doc["verdicts"]} == set(mine) and doc["verdicts_total"] == len(mine)
     _run_checks(agent)
     assert sorted(agent.checked) == sorted(mine)  # left alone on later passes
 
