@@ -23,6 +23,11 @@ so lazy earns less than honest above c* = k / s (since issue 33 for either chall
 wholly to the treasury, so the bracketed challenger share is 0; before, k / (s + w / (2H)) when validators challenged),
 and loses outright above r / (r + s); honest beats idle while (1 - c)·r + c·w / (2H) > k.
 
+Since `simulate.py`'s honest validator plays the agent's `validator.check: assigned` (it checks its slots and votes
+every challenge: docs/economics.md, "Validators check their slots"), the honest closed form above is that of a
+validator checking every submission (simulate.py's `volunteer`), and the measured honest row no longer follows it:
+not re-derived (with validators challenging, a canary no honest node holds a slot of is challenged by nobody).
+
 Usage:
     nice -n 10 .venv/bin/python bench/economics/canary_sweep.py [--every 0,10,9,6,5,4,1] [--min-rounds 30]
         [--challengers validators,pool] [--json out.json]
