@@ -85,6 +85,8 @@ def select(state: Any, queued: list[dict[str, Any]], check: str, protocol: Any, 
         queued = [r for r in queued if int(r["id"]) in busy or r["data"].get("retry_at", 0) > now
                   or to_check(state, int(r["id"]), r["data"], me=me, assigner=assigner, chain_time=chain_time,
                               margin=margin)]
+        # `to_check` read every assignment it could: the order asks the store only (an unreadable one waits)
+        return sorted(queued, key=lambda r: not (state.record("assignment", r["id"]) or {}).get("data", {}).get("mine"))
     return sorted(queued, key=lambda r: not assigned_to(state, int(r["id"]), me, assigner))
 
 
