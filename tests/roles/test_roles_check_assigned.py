@@ -174,3 +174,40 @@ def test_unreadable_assignment_waits_and_is_checked_before_the_window_ends(devne
     assert agent.state.record("submission", c.task_id)["status"] == "accepted"
     agent._executor.shutdown(wait=True)
     agent.state.close()
+
+
+def test_evidence_claim_queues_the_cited_submissions_it_left_unassigned(devnet, tmp_path):
+    """A challenge of a flagged worker (issue 35) carries an evidence claim citing several of its submissions; a voter
+    recomputes it from its own verdicts of each. Those it left `unassigned` are checked once it has judged the
+    challenged one, and then it votes."""
+    from intellect.agents.roles.challenges import Evidence
+    from intellect.agents.roles.evidence import EVIDENCE_REASON
+    from intellect.verifier.evidence import Cited, EvidenceClaim
+
+    nodes, _mine, (cited, target, *_rest) = _setup(devnet)
+    agent = _agent(devnet, tmp_path / "v", VALIDATORS[0], bad=set())
+    _follow(agent)
+    _run_checks(agent)
+    assert {agent.state.record("submission", s)["status"] for s in (cited, target)} == {"unassigned"}
+    agent.checked.clear()  # its own slots' checks
+    worker = devnet.protocol(1).address
+    claim = EvidenceClaim(worker=worker, rules="0" * 64, compute_class="cpu", statistic=9.0, threshold=5.0,
+                          cited=(Cited(submission_id=cited, llr=4.0), Cited(submission_id=target, llr=5.0)))
+    doc = Evidence(submission_id=target, rollouts_cid="bafkreicited", node=worker, reason=EVIDENCE_REASON,
+                   detail="flagged", stats={"evidence": claim.model_dump(by_alias=True, mode="json")},
+                   validator=nodes[VALIDATORS[1]].address, checked_at=0.0)
+    evidence_cid = agent.ipfs.add(doc.model_dump_json(by_alias=True).encode())
+    nodes[VALIDATORS[1]].challenge(target, evidence_cid)
+
+    _follow(agent)  # the challenged one is queued and checked; the vote pass then finds the other cited one unjudged
+    _run_checks(agent)
+    assert agent.checked == [target] and agent.state.record("submission", target)["status"] == "accepted"
+    agent._votes_and_resolutions()
+    assert agent.protocol.vote_of(target, agent.protocol.address)[0] == 0  # not yet: `cited` has no verdict here
+    assert agent.state.record("submission", cited)["status"] == "queued"
+    _run_checks(agent)
+    assert agent.checked == [target, cited]
+    agent._votes_and_resolutions()
+    assert agent.protocol.vote_of(target, agent.protocol.address)[0] == 1  # voted in round 1, from its own verdicts
+    agent._executor.shutdown(wait=True)
+    agent.state.close()
