@@ -15,8 +15,8 @@ subclassing `Worker`, overriding one hook (`engine_checkpoint`, `generate_rollou
 
 Validators (a `Validator` subclass each):
 
-- `lazy`: attests every submission of the pool without fetching or checking it (saves every check),
-  never challenges and never votes. What the trainer's canaries (`trainer.canary`) are there to
+- `lazy`: attests every submission it would check (`validator.check`: by default those it holds a slot of)
+  without fetching or checking it (saves every check), never challenges and never votes. What the trainer's canaries (`trainer.canary`) are there to
   catch: its signed attestation of a canary is what `AttesterBook.slashAttester` slashes it with.
 """
 
