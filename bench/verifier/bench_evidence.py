@@ -25,6 +25,9 @@ drawn (fixed seed) from its submissions, the submissions until flagged (median, 
         --attack-every 2 --max-seconds 720
     python bench/verifier/bench_evidence.py analyse --out runs/evidence --md runs/evidence/report.md
 
+`--cheat '4-bit copy, proven' --cheat 'full budget'` judges only the cheat cases whose name contains one of those
+strings (the larger model's attack rounds, where each cheat costs minutes).
+
 `--submissions N` is N submission indices, each judged once per pair: N honest submissions per pair. Attack rounds
 can run beside an honest-only collection: `collect --out OTHER --attack-every M --attacks-only` (the same seeds; no
 honest line written), then append OTHER/submissions.jsonl to the honest run's. `analyse` also judges the
@@ -133,7 +136,8 @@ def _line(case: str, worker: str, model: str, k: int, samples: list[tuple], budg
 
 
 def collect(out: Path, submissions: int, attack_every: int, models: list[str], max_seconds: float,
-            seed: int = 0, attacks_only: bool = False) -> None:
+            seed: int = 0, attacks_only: bool = False, cheats: list[str] | None = None) -> None:
+    """`cheats`: judge only the cheat cases whose name contains one of these strings (None: every cheat)."""
     from intellect.agents.engines import TransformersEngine
     from intellect.agents.models import load_model, tiny_model_dir
     from intellect.agents.tasks import synthetic_task_set
@@ -155,6 +159,10 @@ def collect(out: Path, submissions: int, attack_every: int, models: list[str], m
     log.info("resuming with %d judged submissions in %s", len(done), path)
     t_start = time.perf_counter()
     task_set = synthetic_task_set(64, seed)
+
+    def wanted(case: str) -> bool:
+        return case == "honest" or cheats is None or any(c in case for c in cheats)
+
     with path.open("a") as f:
         for model_name in models:
             if model_name == "tiny":
@@ -167,8 +175,10 @@ def collect(out: Path, submissions: int, attack_every: int, models: list[str], m
             tok = TransformersEngine(ckpt).tokenizer
             eos = eos_token_ids(validator, tok)
             tmp = Path(tempfile.mkdtemp(prefix="bench-evidence-"))
-            cheap = {"4-bit copy": quantised(real32, 4), "int8 copy": quantised(real32, 8),
-                     "weights + 1 % noise": noisy(real32)}
+            makers = {"4-bit copy": lambda m: quantised(m, 4), "int8 copy": lambda m: quantised(m, 8),
+                      "weights + 1 % noise": noisy}
+            cheap = {n: make(real32) for n, make in makers.items()
+                     if attack_every > 0 and any(wanted(f"{n}, {w}") for w in ("its own proofs", "proven with the real model"))}
             dirs = {}
             for name, m in cheap.items():
                 d = tmp / name.replace(" ", "_").replace("%", "pct")
@@ -185,8 +195,9 @@ def collect(out: Path, submissions: int, attack_every: int, models: list[str], m
                     want_attacks = attack_every > 0 and k % attack_every == 0
                     if attacks_only and not want_attacks:
                         continue
-                    cases = ["honest"] + ([*(f"{n}, proven with the real model" for n in cheap),
-                                           *(f"{n}, its own proofs" for n in cheap), *STEER] if want_attacks else [])
+                    cases = [c for c in ["honest"] + ([*(f"{n}, proven with the real model" for n in cheap),
+                                                       *(f"{n}, its own proofs" for n in cheap), *STEER]
+                                                      if want_attacks else []) if wanted(c)]
                     if all((model_name, worker, c, k) in done for c in cases if not (attacks_only and c == "honest")):
                         continue
                     if worker not in engines:
@@ -223,19 +234,21 @@ def collect(out: Path, submissions: int, attack_every: int, models: list[str], m
                                                                                   strict=True)]
 
                     for name, d in dirs.items():
-                        if all((model_name, worker, f"{name}, {w}", k) in done
-                               for w in ("proven with the real model", "its own proofs")):
+                        variants = [f"{name}, {w}" for w in ("its own proofs", "proven with the real model")]
+                        if all((model_name, worker, c, k) in done or not wanted(c) for c in variants):
                             continue
                         if (worker, name) not in engines:
                             engines[(worker, name)] = TransformersEngine(dtype=dtype, max_batch_size=8)
                             engines[(worker, name)].load(d)
                         eng = engines[(worker, name)]
                         own, comps = own_submission(eng, task_set, bases)
-                        emit(f"{name}, its own proofs", [(*o, s) for o, s in zip(own, seeds, strict=True)])
-                        emit(f"{name}, proven with the real model", proven(comps))
+                        if wanted(variants[0]):
+                            emit(variants[0], [(*o, s) for o, s in zip(own, seeds, strict=True)])
+                        if wanted(variants[1]):
+                            emit(variants[1], proven(comps))
                     th = PROFILES["mixed"]
                     for case, kk in STEER.items():
-                        if (model_name, worker, case, k) in done:
+                        if (model_name, worker, case, k) in done or not wanted(case):
                             continue
                         comps = steered_k(prover, prompts, budgets, seeds, kk, th.max_replay_margin or 1.0,
                                           th.replay_tie_margin, eos)
@@ -518,6 +531,9 @@ def main() -> None:
     c.add_argument("--models", default="tiny", help="comma-separated: tiny, smollm2")
     c.add_argument("--max-seconds", type=float, default=720.0)
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--cheat", action="append", default=None,
+                   help="judge only the cheat cases whose name contains this (repeatable: --cheat '4-bit copy, "
+                        "proven' --cheat 'full budget'); default every cheat")
     c.add_argument("--attacks-only", action="store_true",
                    help="only the attack rounds (their honest draw is computed, not stored): to run beside an "
                         "honest-only collection into another --out, whose lines are appended to it afterwards")
@@ -536,7 +552,7 @@ def main() -> None:
     torch.set_num_threads(1)
     if args.cmd == "collect":
         collect(args.out, args.submissions, args.attack_every, args.models.split(","), args.max_seconds, args.seed,
-                args.attacks_only)
+                args.attacks_only, args.cheat)
     elif args.cmd == "export":
         export(args.out, args.dest, args.calib_share, args.model)
     else:
