@@ -46,7 +46,7 @@ from intellect.agents.roles.checkpoints import (
     load_checkpoint,
 )
 from intellect.agents.roles.claim_lookup import assigned_to, claim_class, claim_seed, validator_assigner
-from intellect.agents.roles.pool_rules import apply_pool_rules
+from intellect.agents.roles.pool_rules import apply_pool_rules, pool_evidence_rules
 from intellect.sdk import EventStream, IntellectError, IpfsError
 from intellect.verifier.evidence import rules_for_profile
 from intellect.verifier.isolation import ParseUnavailable
@@ -99,6 +99,8 @@ class Validator(Agent):
         # the pool's rules before registering and staking: a contradicting configuration stops here
         self.refresh_ipfs_peers()
         self.rules = apply_pool_rules(self.cfg, self.pool.params.rules_cid, self.ipfs, self.pool_id)
+        # the profile may have come from the rules just now; a pool calibrated on its model names its own
+        self.evidence_rules = pool_evidence_rules(self.rules, self.ipfs, self.cfg.validator.toploc_profile)
         self.ensure_node(stake_amount=v.stake_amount, auto_stake=v.auto_stake)
         self.refresh_ipfs_peers()
         self.task_set = load_task_set(self.cfg.tasks, self.rules.taskset_cid if self.rules else

@@ -478,23 +478,62 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
     return report
 
 
-def export(out: Path, dest: Path, calib_share: float, model: str = "tiny") -> None:
-    """Test data: the binned observations of every measured submission (per case, pair `cpu-bf16` and `cpu-fp32`),
-    honest ones split into the calibration share (whose summed counts are the shipped honest histograms,
-    `intellect.verifier.evidence.HONEST_*_COUNTS`) and the held-out rest."""
+def write_rules(out: Path, dest: Path, model: str, calib_share: float = 1.0) -> Any:
+    """The evidence rules a pool on `model` publishes (`intellect pool create --evidence-rules DEST`): the honest
+    histograms of the first `calib_share` of each pair's honest submissions (all by default; for the tiny model plus
+    §1.2's published token counts, as the shipped rules are made), the default class the most tolerant (bf16)."""
+    from intellect.verifier.evidence import (
+        MARGIN_EDGES,
+        PUBLISHED_MARGIN_COUNTS,
+        EvidenceRules,
+        default_rules,
+    )
+
+    lines = [json.loads(ln) for ln in (out / "submissions.jsonl").read_text().splitlines() if ln.strip()]
+    margins, exps, used = {}, {}, {}
+    for worker in WORKERS:
+        hs = sorted((d for d in lines if d["model"] == model and d["worker"] == worker and d["case"] == "honest"),
+                    key=lambda d: d["k"])
+        hs = hs[:int(len(hs) * calib_share)]
+        if not hs:
+            raise SystemExit(f"no honest {worker} submissions of model {model!r} in {out / 'submissions.jsonl'}")
+        cal = [_binned(d) for d in hs]
+        pub = PUBLISHED_MARGIN_COUNTS[worker] if model == "tiny" else (0,) * len(MARGIN_EDGES)
+        margins[worker] = [pub[b] + sum(c["replay_margin"][b] for c in cal) for b in range(len(pub))]
+        exps[worker] = [sum(c["toploc_exp_mismatches"][b] for c in cal) for b in range(len(cal[0]["toploc_exp_mismatches"]))]
+        used[worker] = len(hs)
+    rules = default_rules(margins, exps, default_class="cpu-bf16")
+    data = rules.to_bytes()
+    assert EvidenceRules.from_bytes(data) == rules
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(data)
+    log.info("%s: evidence rules of model %s from %s honest submissions per pair; digest %s, h = %.2f", dest, model,
+             used, rules.digest(), rules.threshold)
+    return rules
+
+
+def _binned(d: dict[str, Any]) -> dict[str, list[int]]:
+    """One judged submission's observations binned as `intellect.verifier.evidence.observe` bins them."""
     import bisect
 
     from intellect.verifier.evidence import EXP_EDGES, MARGIN_EDGES
 
-    def binned(d: dict[str, Any]) -> dict[str, list[int]]:
-        mc, ec = [0] * len(MARGIN_EDGES), [0] * len(EXP_EDGES)
-        mc[0] += d["replayed"] - len(d["margins"])
-        for m in d["margins"]:
-            mc[min(bisect.bisect_left(MARGIN_EDGES, m), len(MARGIN_EDGES) - 1)] += 1
-        for e in d["exp"]:
-            ec[min(bisect.bisect_left(EXP_EDGES, float(e)), len(EXP_EDGES) - 1)] += 1
-        return {"replay_margin": mc, "toploc_exp_mismatches": ec}
+    mc, ec = [0] * len(MARGIN_EDGES), [0] * len(EXP_EDGES)
+    mc[0] += d["replayed"] - len(d["margins"])
+    for m in d["margins"]:
+        mc[min(bisect.bisect_left(MARGIN_EDGES, m), len(MARGIN_EDGES) - 1)] += 1
+    for e in d["exp"]:
+        ec[min(bisect.bisect_left(EXP_EDGES, float(e)), len(EXP_EDGES) - 1)] += 1
+    return {"replay_margin": mc, "toploc_exp_mismatches": ec}
 
+
+def export(out: Path, dest: Path, calib_share: float, model: str = "tiny") -> None:
+    """Test data: the binned observations of every measured submission (per case, pair `cpu-bf16` and `cpu-fp32`),
+    honest ones split into the calibration share (whose summed counts are the shipped honest histograms,
+    `intellect.verifier.evidence.HONEST_*_COUNTS`) and the held-out rest."""
+    from intellect.verifier.evidence import EXP_EDGES, MARGIN_EDGES
+
+    binned = _binned
     lines = [json.loads(ln) for ln in (out / "submissions.jsonl").read_text().splitlines() if ln.strip()]
     lines = [d for d in lines if d["model"] == model]
     if not lines:
@@ -547,12 +586,19 @@ def main() -> None:
     x.add_argument("--dest", type=Path, default=Path("tests/verifier/data/evidence_streams.json"))
     x.add_argument("--calib-share", type=float, default=0.5)
     x.add_argument("--model", default="tiny", help="whose submissions (tiny: the data the tests read)")
+    r = sub.add_parser("rules", help="write the evidence rules a pool on this model publishes")
+    r.add_argument("--out", type=Path, default=Path("runs/evidence"))
+    r.add_argument("--model", default="smollm2")
+    r.add_argument("--calib-share", type=float, default=1.0, help="share of each pair's honest submissions used")
+    r.add_argument("--dest", type=Path, required=True)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
     if args.cmd == "collect":
         collect(args.out, args.submissions, args.attack_every, args.models.split(","), args.max_seconds, args.seed,
                 args.attacks_only, args.cheat)
+    elif args.cmd == "rules":
+        write_rules(args.out, args.dest, args.model, args.calib_share)
     elif args.cmd == "export":
         export(args.out, args.dest, args.calib_share, args.model)
     else:
