@@ -269,7 +269,11 @@ def _q(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))]
 
 
-def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int = 0) -> dict[str, Any]:
+def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int = 0,
+            weights: dict[str, float] | None = None) -> dict[str, Any]:
+    """`weights`: `default_rules`' cheat-alternative shares (`margin_weight`, `exp_weight`) of the rules calibrated
+    here (None: its defaults, the shipped rules')."""
+    weights = weights or {}
     from intellect.verifier.evidence import (
         DEFAULT_RULES,
         EXP_EDGES,
@@ -314,9 +318,9 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
         # calibration half (`evidence.HONEST_*_COUNTS`); the pool's default class is the most tolerant one, bf16
         pub = PUBLISHED_MARGIN_COUNTS if model == "tiny" else {w: (0,) * len(MARGIN_EDGES) for w in WORKERS}
         rules = default_rules({w: [a + b for a, b in zip(pub[w], calib_m[w], strict=True)] for w in WORKERS},
-                              {w: calib_e[w] for w in WORKERS}, default_class="cpu-bf16")
+                              {w: calib_e[w] for w in WORKERS}, default_class="cpu-bf16", **weights)
         swapped = default_rules({w: [a + b for a, b in zip(pub[w], swap_m[w], strict=True)] for w in WORKERS},
-                                {w: swap_e[w] for w in WORKERS}, default_class="cpu-bf16")
+                                {w: swap_e[w] for w in WORKERS}, default_class="cpu-bf16", **weights)
 
         cache: dict[tuple[int, str | None], float] = {}
 
@@ -478,7 +482,8 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
     return report
 
 
-def write_rules(out: Path, dest: Path, model: str, calib_share: float = 1.0) -> Any:
+def write_rules(out: Path, dest: Path, model: str, calib_share: float = 1.0,
+                weights: dict[str, float] | None = None) -> Any:
     """The evidence rules a pool on `model` publishes (`intellect pool create --evidence-rules DEST`): the honest
     histograms of the first `calib_share` of each pair's honest submissions (all by default; for the tiny model plus
     §1.2's published token counts, as the shipped rules are made), the default class the most tolerant (bf16)."""
@@ -502,7 +507,7 @@ def write_rules(out: Path, dest: Path, model: str, calib_share: float = 1.0) -> 
         margins[worker] = [pub[b] + sum(c["replay_margin"][b] for c in cal) for b in range(len(pub))]
         exps[worker] = [sum(c["toploc_exp_mismatches"][b] for c in cal) for b in range(len(cal[0]["toploc_exp_mismatches"]))]
         used[worker] = len(hs)
-    rules = default_rules(margins, exps, default_class="cpu-bf16")
+    rules = default_rules(margins, exps, default_class="cpu-bf16", **(weights or {}))
     data = rules.to_bytes()
     assert EvidenceRules.from_bytes(data) == rules
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -591,6 +596,11 @@ def main() -> None:
     r.add_argument("--model", default="smollm2")
     r.add_argument("--calib-share", type=float, default=1.0, help="share of each pair's honest submissions used")
     r.add_argument("--dest", type=Path, required=True)
+    for sp in (a, r):
+        sp.add_argument("--margin-weight", type=float, default=None,
+                        help="δ of the replay margins in the calibrated rules (default: default_rules', 0.01)")
+        sp.add_argument("--exp-weight", type=float, default=None,
+                        help="δ of TOPLOC's exponent mismatches (default: default_rules', 0.05)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
@@ -598,11 +608,15 @@ def main() -> None:
         collect(args.out, args.submissions, args.attack_every, args.models.split(","), args.max_seconds, args.seed,
                 args.attacks_only, args.cheat)
     elif args.cmd == "rules":
-        write_rules(args.out, args.dest, args.model, args.calib_share)
+        write_rules(args.out, args.dest, args.model, args.calib_share, _weights(args))
     elif args.cmd == "export":
         export(args.out, args.dest, args.calib_share, args.model)
     else:
-        analyse(args.out, args.calib_share, args.runs, args.md)
+        analyse(args.out, args.calib_share, args.runs, args.md, weights=_weights(args))
+
+
+def _weights(args: argparse.Namespace) -> dict[str, float]:
+    return {k: v for k, v in (("margin_weight", args.margin_weight), ("exp_weight", args.exp_weight)) if v is not None}
 
 
 if __name__ == "__main__":
