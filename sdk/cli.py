@@ -418,6 +418,36 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
     return str(cid)
 
 
+EVIDENCE_RULES_SCHEMA = "intellect.evidence-rules/v1"
+MAX_EVIDENCE_RULES_BYTES = 256 * 1024  # the verifier's limit (`intellect.verifier.evidence`); a real one is ~3 KB
+
+
+def _evidence_rules_cid(store: Any, path_or_cid: str | None, dry_run: bool) -> str | None:
+    """`pool create --evidence-rules`: a rules file (as `bench_evidence.py rules` writes it) is added to `store`
+    byte for byte (only its CID computed on a dry run); anything else is taken as a CID. The file's schema and size
+    are checked here; its content is validated by every validator that reads it (`EvidenceRules.from_bytes`)."""
+    if path_or_cid is None:
+        return None
+    path = Path(path_or_cid)
+    if not path.is_file():
+        return path_or_cid
+    data = path.read_bytes()
+    if len(data) > MAX_EVIDENCE_RULES_BYTES:
+        raise PoolRulesError(f"--evidence-rules {path}: {len(data)} bytes, over the {MAX_EVIDENCE_RULES_BYTES} "
+                             f"validators read")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise PoolRulesError(f"--evidence-rules {path}: not a JSON document: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("schema") != EVIDENCE_RULES_SCHEMA:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise PoolRulesError(f"--evidence-rules {path}: schema {str(got)[:80]!r}, expected {EVIDENCE_RULES_SCHEMA!r} "
+                             f"(write one with `bench/verifier/bench_evidence.py rules`)")
+    cid = compute_cid(data) if dry_run else store.add(data)
+    click.echo(f"evidence rules {path}: {cid}", err=True)
+    return str(cid)
+
+
 @pool.command("create", short_help="Publish a pool's rules to IPFS and create the pool on-chain.")
 @click.option("--rules", "rules_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A rules document (JSON) to start from; the options below override its fields.")
@@ -444,6 +474,9 @@ def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) 
 @click.option("--temperature", type=float, default=None, help="Sampling temperature.")
 @click.option("--toploc-profile", type=click.Choice(["mixed", "fp32", "reference"]), default=None,
               help="verification profile (default mixed: bf16 and fp32 workers; fp32: exact, all nodes in fp32)")
+@click.option("--evidence-rules", default=None,
+              help="Per-worker evidence rules calibrated on this pool's model (intellect.evidence-rules/v1): a file "
+                   "(added to IPFS) or its CID (default: the rules shipped for the TOPLOC profile).")
 @click.option("--max-units", type=int, default=None,
               help="Most work units (completion tokens) per submission (default: largest budget × group × problems).")
 @click.option("--trainer", "trainer_addr", default=None, help="Trainer address (default: this account).")
@@ -471,7 +504,7 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
                 chat_template: str | None, group_size: int | None, problems_per_task: int | None,
                 budgets: tuple[str, ...], length_alpha: float | None, length_scope: str | None,
                 problem_order: str | None, temperature: float | None, toploc_profile: str | None,
-                max_units: int | None, trainer_addr: str | None, reward_per_unit: str,
+                evidence_rules: str | None, max_units: int | None, trainer_addr: str | None, reward_per_unit: str,
                 challenge_bond: str, slash_amount: str, window: int | None, vote_period: int | None,
                 lease: int | None, async_level: int,
                 quorum: int | None, assigned_validators: int | None, fund_amount: str | None, ipfs_spec: str,
@@ -508,6 +541,9 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
     hcid = _taskset_cid(store, heldout, "held-out set", dry_run)
     if hcid is not None:
         doc["heldout_cid"] = hcid
+    ecid = _evidence_rules_cid(store, evidence_rules, dry_run)
+    if ecid is not None:
+        doc["evidence_rules_cid"] = ecid
     given = {**doc, "model": doc["model"].get("family"), "budgets": (doc.get("budgets") or {}).get("cpu")}
     missing = [opt for key, opt in _REQUIRED_RULES if given.get(key) is None]
     if missing:

@@ -135,6 +135,11 @@ class PoolRules(_Strict):
     class_lease_share: float | None = Field(None, gt=0, le=1)
     """A class is earned at the rate that finishes its full-length submission in this share of the lease.
     None: 0.5. Left out of the canonical document when None."""
+    evidence_rules_cid: str | None = Field(None, min_length=1, max_length=128)
+    """CID of the pool's per-worker evidence rules (`intellect.evidence-rules/v1`, `intellect.verifier.evidence`):
+    the honest distributions calibrated on this pool's model, which validators judge every worker's history by
+    (`bench/verifier/bench_evidence.py rules` writes one; `pool create --evidence-rules`). None: the rules shipped
+    for `toploc_profile` (calibrated on the tiny model). Left out of the canonical document when None."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -218,7 +223,7 @@ class PoolRules(_Strict):
 
     def to_bytes(self) -> bytes:
         """Canonical JSON (sorted keys, no spaces): the same rules always give the same CID."""
-        optional = ("assigned_validators", "class_history", "class_lease_share")
+        optional = ("assigned_validators", "class_history", "class_lease_share", "evidence_rules_cid")
         exclude = {name for name in optional if getattr(self, name) is None}
         if self.length_scope == "all":
             exclude.add("length_scope")  # a document without the field means `all` (`from_bytes`)

@@ -19,18 +19,14 @@
 # `make lock` the install refuses until `make lock-trl` re-resolves it (the pins might no longer fit).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+TAG=bootstrap-trl
+# shellcheck source=tools/bootstrap-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bootstrap-common.sh"
 VENV="$ROOT/.venv-trl"
 STAMP="$VENV/.bootstrap-trl-stamp"
 LOCK="$ROOT/requirements-trl.lock"
-PYTHON="${PYTHON:-python3.11}"
-command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 TRL_VERSION="1.16.0"
 WHEELS="${INTELLECT_TORCH_WHEELS:-/opt/wheels}"
-
-log() { printf '\033[1;34m[bootstrap-trl]\033[0m %s\n' "$*" >&2; }
-die() { printf '\033[1;31m[bootstrap-trl] error:\033[0m %s\n' "$*" >&2; exit 1; }
 
 main_lock_sha() { sha256sum requirements.lock | cut -d' ' -f1; }
 
@@ -71,18 +67,12 @@ recorded="$(sed -n 's/^# main-lock-sha256: \([0-9a-f]\{64\}\)$/\1/p' "$LOCK")"
 [[ "$recorded" == "$(main_lock_sha)" ]] \
   || die "requirements-trl.lock was resolved against another requirements.lock: run 'make lock-trl' and commit it"
 
-want="$(cat tools/bootstrap-trl.sh requirements.lock requirements-trl.lock pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
+want="$(cat tools/bootstrap-trl.sh tools/bootstrap-common.sh requirements.lock requirements-trl.lock pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/python" ]]; then
   exit 0
 fi
 
-"$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
-  || die "Python 3.11 is required (found $("$PYTHON" --version 2>&1)); set PYTHON=/path/to/python3.11"
-if [[ ! -x "$VENV/bin/python" ]]; then
-  log "creating $VENV"
-  "$PYTHON" -m venv "$VENV"
-fi
-PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+make_venv "$VENV"
 log "installing requirements.lock + requirements-trl.lock (hash-checked, no resolution)"
 # one pip command: the two locks together are the whole environment (torch from /opt/wheels, pip's find-links)
 "${PIP[@]}" install -q --require-hashes --no-deps --find-links "$WHEELS" -r requirements.lock -r requirements-trl.lock

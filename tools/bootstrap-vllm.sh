@@ -19,33 +19,22 @@
 # Idempotent; when nothing it depends on changed it finishes in well under a second.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+TAG=bootstrap-vllm
+# shellcheck source=tools/bootstrap-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bootstrap-common.sh"
 VENV="$ROOT/.venv-vllm"
 STAMP="$VENV/.bootstrap-vllm-stamp"
-PYTHON="${PYTHON:-python3.11}"
-command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 TORCH_VERSION="2.13.0"
 VLLM_VERSION="0.32.0"
 
-log() { printf '\033[1;34m[bootstrap-vllm]\033[0m %s\n' "$*" >&2; }
-die() { printf '\033[1;31m[bootstrap-vllm] error:\033[0m %s\n' "$*" >&2; exit 1; }
-
 VLLM_DEVICE="${VLLM_DEVICE:-cpu}"
 [[ "$VLLM_DEVICE" == cpu || "$VLLM_DEVICE" == cuda ]] || die "VLLM_DEVICE must be cpu or cuda (got $VLLM_DEVICE)"
-want="$( (cat tools/bootstrap-vllm.sh pyproject.toml setup.py; echo "$VLLM_DEVICE") | sha256sum | cut -d' ' -f1)"
+want="$( (cat tools/bootstrap-vllm.sh tools/bootstrap-common.sh pyproject.toml setup.py; echo "$VLLM_DEVICE") | sha256sum | cut -d' ' -f1)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/python" ]]; then
   exit 0
 fi
 
-"$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
-  || die "Python 3.11 is required (found $("$PYTHON" --version 2>&1)); set PYTHON=/path/to/python3.11"
-
-if [[ ! -x "$VENV/bin/python" ]]; then
-  log "creating $VENV"
-  "$PYTHON" -m venv "$VENV"
-fi
-PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+make_venv "$VENV"
 "${PIP[@]}" install -q --upgrade pip setuptools wheel
 
 if [[ "$VLLM_DEVICE" == cuda ]]; then

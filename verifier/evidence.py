@@ -44,12 +44,14 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from intellect.sdk import ConfigError, SchemaVersionError
 from intellect.verifier.toploc import PROFILE_ALIASES, PROFILES, ChunkStats, VerificationResult
 
 __all__ = [
@@ -57,10 +59,12 @@ __all__ = [
     "CLAIM_SCHEMA",
     "DEFAULT_RULES",
     "FP32_RULES",
+    "MAX_RULES_BYTES",
     "Cited",
     "Component",
     "EvidenceClaim",
     "EvidenceRules",
+    "EvidenceRulesError",
     "Observations",
     "WorkerEvidence",
     "default_rules",
@@ -72,6 +76,12 @@ __all__ = [
 
 CALIBRATION_SCHEMA = "intellect.evidence-rules/v1"
 CLAIM_SCHEMA = "intellect.evidence-claim/v1"
+MAX_RULES_BYTES = 256 * 1024
+"""Largest evidence-rules document read (the shipped ones are ~3 KB); a pool's names it by CID (`PoolRules`)."""
+
+
+class EvidenceRulesError(ConfigError):
+    """An evidence-rules document that is too large, not JSON, or breaks the rules' own constraints."""
 
 ComponentName = Literal["replay_margin", "toploc_exp_mismatches"]
 
@@ -200,7 +210,38 @@ class EvidenceRules(BaseModel):
 
     def digest(self) -> str:
         """sha256 of the canonical JSON: the rules a claim was computed under."""
-        return "0x" + hashlib.sha256(self.model_dump_json(by_alias=True).encode()).hexdigest()
+        return "0x" + hashlib.sha256(self.to_bytes()).hexdigest()
+
+    def to_bytes(self) -> bytes:
+        """The canonical JSON document (sorted keys, no spaces: the same rules always give the same bytes, digest
+        and CID, whatever order their classes were listed in): what a pool publishes and names in its rules."""
+        doc = self.model_dump(mode="json", by_alias=True)
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, source: str = "evidence rules") -> EvidenceRules:
+        """Read a published document (`source` names it in errors): over `MAX_RULES_BYTES`, not JSON, NaN or
+        infinite numbers, another schema, or rules that break their own constraints are refused by name."""
+        if len(data) > MAX_RULES_BYTES:
+            raise EvidenceRulesError(f"{source}: {len(data)} bytes, over the {MAX_RULES_BYTES} an evidence-rules "
+                                     f"document may have")
+
+        def no_constant(name: str) -> float:
+            raise ValueError(f"{name} is not a number an evidence rule may hold")
+
+        try:
+            doc = json.loads(bytes(data).decode("utf-8"), parse_constant=no_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise EvidenceRulesError(f"{source}: not a JSON document: {exc}") from None
+        if not isinstance(doc, dict):
+            raise EvidenceRulesError(f"{source}: an evidence-rules document is a JSON object, got "
+                                     f"{type(doc).__name__}")
+        if doc.get("schema") != CALIBRATION_SCHEMA:
+            raise SchemaVersionError(source, str(doc.get("schema"))[:80], CALIBRATION_SCHEMA)
+        try:
+            return cls.model_validate(doc)
+        except ValueError as exc:  # pydantic's ValidationError is one
+            raise EvidenceRulesError(f"{source}: {str(exc)[:600]}") from None
 
 
 class Observations(BaseModel):

@@ -7,7 +7,7 @@ holds no slot of costs the check and earns nothing (docs/economics.md, "Validato
 - the chain assigned it to this validator (it holds a slot of it: paid for it);
 - a challenge round of it is open, or ended Rejected or NoQuorum inside its window (`disputed`): its vote, or its
   next round, needs a verdict of its own (issue 33: honest agents vote every open round they have a verdict for);
-- an evidence claim it must vote on cites it (`requeue_cited`, flag `cited`);
+- an evidence claim it must vote on cites it (`vote_of`, `requeue_cited`, flag `cited`);
 - its claim has no slots (fewer than `quorum` eligible validators: nobody is paid to check it, and unchallenged
   work is paid after its window);
 - its assignment is still unreadable (`claim_lookup.assignment_of` is None) while its window nears its end: checked
@@ -27,8 +27,9 @@ from typing import Any
 
 from intellect.agents.roles.assignment import Assigner
 from intellect.agents.roles.claim_lookup import assigned_to, assignment_of
+from intellect.agents.roles.evidence import claim_of, vote_on_challenge
 
-__all__ = ["UNJUDGED", "disputed", "requeue_challenged", "requeue_cited", "select", "to_check", "unjudged"]
+__all__ = ["UNJUDGED", "disputed", "requeue_challenged", "requeue_cited", "select", "to_check", "unjudged", "vote_of"]
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +100,19 @@ def requeue_challenged(state: Any, sid: int) -> None:
         state.put("submission", sid, "queued", {"retry_at": 0})
 
 
-def requeue_cited(state: Any, ipfs: Any, challenge: dict[str, Any], claim_of: Callable[[bytes], Any]) -> None:
-    """A challenge whose evidence (`claim_of` its document: an evidence claim, issue 35, or None) cites submissions
-    this validator left `unassigned`: they are queued (flag `cited`), its vote needing its own verdict of each."""
+def vote_of(state: Any, rules: Any, ipfs: Any, challenge: dict[str, Any], sub: dict[str, Any]) -> bool | None:
+    """How a validator votes on an open challenge (its `challenge` record's data; `sub` the challenged submission's
+    record), None: not now (`evidence.vote_on_challenge` under the evidence `rules`); while it is None, the cited
+    submissions of an evidence claim left `unassigned` are queued (`requeue_cited`)."""
+    vote = vote_on_challenge(state, rules, ipfs, challenge, sub)
+    if vote is None:
+        requeue_cited(state, ipfs, challenge)
+    return vote
+
+
+def requeue_cited(state: Any, ipfs: Any, challenge: dict[str, Any]) -> None:
+    """A challenge whose evidence is an evidence claim (issue 35, `evidence.claim_of`) citing submissions this
+    validator left `unassigned`: they are queued (flag `cited`), its vote needing its own verdict of each."""
     cid = challenge.get("evidence_cid")
     if not cid or ipfs is None:
         return

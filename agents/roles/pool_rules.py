@@ -17,11 +17,13 @@ from typing import Any
 
 from intellect.agents.config import AgentConfig
 from intellect.agents.roles._runtime import AgentError
-from intellect.sdk import ContentTooLargeError
+from intellect.sdk import ContentTooLargeError, IntellectError
 from intellect.sdk.ipfs import compute_cid
 from intellect.sdk.poolrules import MAX_RULES_BYTES, PoolRules, conflicts
+from intellect.verifier.evidence import MAX_RULES_BYTES as MAX_EVIDENCE_RULES_BYTES
+from intellect.verifier.evidence import EvidenceRules, rules_for_profile
 
-__all__ = ["apply_pool_rules", "explicit_rule_settings", "fetch_pool_rules"]
+__all__ = ["apply_pool_rules", "explicit_rule_settings", "fetch_pool_rules", "pool_evidence_rules"]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,25 @@ def apply_pool_rules(cfg: AgentConfig, pool_cid: str | None, ipfs: Any, pool_id:
              rules.group_size, rules.problems_per_task, rules.budgets, rules.length_alpha, rules.length_scope,
              rules.sampler.temperature, rules.toploc_profile, rules.model.chat_template)
     return rules
+
+
+def pool_evidence_rules(rules: PoolRules | None, ipfs: Any, profile: str) -> EvidenceRules:
+    """The evidence rules a validator judges the pool's workers by: the document the pool's rules name
+    (`evidence_rules_cid`: calibrated on the pool's model), else the rules shipped for `profile`. A named document
+    that cannot be fetched or read stops the agent with an `AgentError` naming it (judging by other rules than
+    the pool's would flag or clear workers the other validators do not)."""
+    cid = rules.evidence_rules_cid if rules is not None else None
+    if cid is None:
+        return rules_for_profile(profile)
+    source = f"the pool's evidence rules {cid}"
+    try:
+        data = ipfs.cat(cid, max_size=MAX_EVIDENCE_RULES_BYTES)
+        ev = EvidenceRules.from_bytes(data, source=source)
+    except IntellectError as exc:
+        raise AgentError(f"cannot use {source}: {exc}") from None
+    log.info("evidence rules from the pool: %s (digest %s, classes %s, h = %.1f)", cid, ev.digest(),
+             ", ".join(ev.classes()), ev.threshold)
+    return ev
 
 
 def rules_tokenizer(rules: Any, tokenizer: Any) -> Any:

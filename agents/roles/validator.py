@@ -53,7 +53,7 @@ from intellect.agents.roles.checkpoints import (
     load_checkpoint,
 )
 from intellect.agents.roles.claim_lookup import claim_class, claim_seed, validator_assigner
-from intellect.agents.roles.pool_rules import apply_pool_rules
+from intellect.agents.roles.pool_rules import apply_pool_rules, pool_evidence_rules
 from intellect.sdk import EventStream, IntellectError, IpfsError
 from intellect.verifier.evidence import rules_for_profile
 from intellect.verifier.isolation import ParseUnavailable
@@ -106,6 +106,8 @@ class Validator(Agent):
         # the pool's rules before registering and staking: a contradicting configuration stops here
         self.refresh_ipfs_peers()
         self.rules = apply_pool_rules(self.cfg, self.pool.params.rules_cid, self.ipfs, self.pool_id)
+        # the profile may have come from the rules just now; a pool calibrated on its model names its own
+        self.evidence_rules = pool_evidence_rules(self.rules, self.ipfs, self.cfg.validator.toploc_profile)
         self.ensure_node(stake_amount=v.stake_amount, auto_stake=v.auto_stake)
         self.refresh_ipfs_peers()
         self.task_set = load_task_set(self.cfg.tasks, self.rules.taskset_cid if self.rules else
@@ -331,11 +333,8 @@ class Validator(Agent):
             self.state.put(worker_evidence.KIND, ev.worker.lower(), "challenged", {"challenged": target})
 
     def vote_of(self, challenge: dict[str, Any], sub: dict[str, Any]) -> bool | None:
-        """How this validator votes on an open challenge (None: not now): `evidence.vote_on_challenge`."""
-        vote = worker_evidence.vote_on_challenge(self.state, self.evidence_rules, self.ipfs, challenge, sub)
-        if vote is None:  # an evidence claim's cited submissions it left `unassigned` are checked now
-            check_scope.requeue_cited(self.state, self.ipfs, challenge, worker_evidence.claim_of)
-        return vote
+        """How this validator votes on an open challenge (None: not now): `check_scope.vote_of`."""
+        return check_scope.vote_of(self.state, self.evidence_rules, self.ipfs, challenge, sub)
 
     def _attest(self, sid: int, sub: dict[str, Any], verdict: Verdict) -> None:
         keep_attestation(self.protocol, self.state, sid, sub, verdict)

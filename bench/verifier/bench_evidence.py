@@ -25,6 +25,9 @@ drawn (fixed seed) from its submissions, the submissions until flagged (median, 
         --attack-every 2 --max-seconds 720
     python bench/verifier/bench_evidence.py analyse --out runs/evidence --md runs/evidence/report.md
 
+`--cheat '4-bit copy, proven' --cheat 'full budget'` judges only the cheat cases whose name contains one of those
+strings (the larger model's attack rounds, where each cheat costs minutes).
+
 `--submissions N` is N submission indices, each judged once per pair: N honest submissions per pair. Attack rounds
 can run beside an honest-only collection: `collect --out OTHER --attack-every M --attacks-only` (the same seeds; no
 honest line written), then append OTHER/submissions.jsonl to the honest run's. `analyse` also judges the
@@ -133,7 +136,8 @@ def _line(case: str, worker: str, model: str, k: int, samples: list[tuple], budg
 
 
 def collect(out: Path, submissions: int, attack_every: int, models: list[str], max_seconds: float,
-            seed: int = 0, attacks_only: bool = False) -> None:
+            seed: int = 0, attacks_only: bool = False, cheats: list[str] | None = None) -> None:
+    """`cheats`: judge only the cheat cases whose name contains one of these strings (None: every cheat)."""
     from intellect.agents.engines import TransformersEngine
     from intellect.agents.models import load_model, tiny_model_dir
     from intellect.agents.tasks import synthetic_task_set
@@ -155,6 +159,10 @@ def collect(out: Path, submissions: int, attack_every: int, models: list[str], m
     log.info("resuming with %d judged submissions in %s", len(done), path)
     t_start = time.perf_counter()
     task_set = synthetic_task_set(64, seed)
+
+    def wanted(case: str) -> bool:
+        return case == "honest" or cheats is None or any(c in case for c in cheats)
+
     with path.open("a") as f:
         for model_name in models:
             if model_name == "tiny":
@@ -167,8 +175,10 @@ def collect(out: Path, submissions: int, attack_every: int, models: list[str], m
             tok = TransformersEngine(ckpt).tokenizer
             eos = eos_token_ids(validator, tok)
             tmp = Path(tempfile.mkdtemp(prefix="bench-evidence-"))
-            cheap = {"4-bit copy": quantised(real32, 4), "int8 copy": quantised(real32, 8),
-                     "weights + 1 % noise": noisy(real32)}
+            makers = {"4-bit copy": lambda m: quantised(m, 4), "int8 copy": lambda m: quantised(m, 8),
+                      "weights + 1 % noise": noisy}
+            cheap = {n: make(real32) for n, make in makers.items()
+                     if attack_every > 0 and any(wanted(f"{n}, {w}") for w in ("its own proofs", "proven with the real model"))}
             dirs = {}
             for name, m in cheap.items():
                 d = tmp / name.replace(" ", "_").replace("%", "pct")
@@ -185,8 +195,9 @@ def collect(out: Path, submissions: int, attack_every: int, models: list[str], m
                     want_attacks = attack_every > 0 and k % attack_every == 0
                     if attacks_only and not want_attacks:
                         continue
-                    cases = ["honest"] + ([*(f"{n}, proven with the real model" for n in cheap),
-                                           *(f"{n}, its own proofs" for n in cheap), *STEER] if want_attacks else [])
+                    cases = [c for c in ["honest"] + ([*(f"{n}, proven with the real model" for n in cheap),
+                                                       *(f"{n}, its own proofs" for n in cheap), *STEER]
+                                                      if want_attacks else []) if wanted(c)]
                     if all((model_name, worker, c, k) in done for c in cases if not (attacks_only and c == "honest")):
                         continue
                     if worker not in engines:
@@ -223,19 +234,21 @@ def collect(out: Path, submissions: int, attack_every: int, models: list[str], m
                                                                                   strict=True)]
 
                     for name, d in dirs.items():
-                        if all((model_name, worker, f"{name}, {w}", k) in done
-                               for w in ("proven with the real model", "its own proofs")):
+                        variants = [f"{name}, {w}" for w in ("its own proofs", "proven with the real model")]
+                        if all((model_name, worker, c, k) in done or not wanted(c) for c in variants):
                             continue
                         if (worker, name) not in engines:
                             engines[(worker, name)] = TransformersEngine(dtype=dtype, max_batch_size=8)
                             engines[(worker, name)].load(d)
                         eng = engines[(worker, name)]
                         own, comps = own_submission(eng, task_set, bases)
-                        emit(f"{name}, its own proofs", [(*o, s) for o, s in zip(own, seeds, strict=True)])
-                        emit(f"{name}, proven with the real model", proven(comps))
+                        if wanted(variants[0]):
+                            emit(variants[0], [(*o, s) for o, s in zip(own, seeds, strict=True)])
+                        if wanted(variants[1]):
+                            emit(variants[1], proven(comps))
                     th = PROFILES["mixed"]
                     for case, kk in STEER.items():
-                        if (model_name, worker, case, k) in done:
+                        if (model_name, worker, case, k) in done or not wanted(case):
                             continue
                         comps = steered_k(prover, prompts, budgets, seeds, kk, th.max_replay_margin or 1.0,
                                           th.replay_tie_margin, eos)
@@ -256,7 +269,11 @@ def _q(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))]
 
 
-def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int = 0) -> dict[str, Any]:
+def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int = 0,
+            weights: dict[str, float] | None = None) -> dict[str, Any]:
+    """`weights`: `default_rules`' cheat-alternative shares (`margin_weight`, `exp_weight`) of the rules calibrated
+    here (None: its defaults, the shipped rules')."""
+    weights = weights or {}
     from intellect.verifier.evidence import (
         DEFAULT_RULES,
         EXP_EDGES,
@@ -301,9 +318,9 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
         # calibration half (`evidence.HONEST_*_COUNTS`); the pool's default class is the most tolerant one, bf16
         pub = PUBLISHED_MARGIN_COUNTS if model == "tiny" else {w: (0,) * len(MARGIN_EDGES) for w in WORKERS}
         rules = default_rules({w: [a + b for a, b in zip(pub[w], calib_m[w], strict=True)] for w in WORKERS},
-                              {w: calib_e[w] for w in WORKERS}, default_class="cpu-bf16")
+                              {w: calib_e[w] for w in WORKERS}, default_class="cpu-bf16", **weights)
         swapped = default_rules({w: [a + b for a, b in zip(pub[w], swap_m[w], strict=True)] for w in WORKERS},
-                                {w: swap_e[w] for w in WORKERS}, default_class="cpu-bf16")
+                                {w: swap_e[w] for w in WORKERS}, default_class="cpu-bf16", **weights)
 
         cache: dict[tuple[int, str | None], float] = {}
 
@@ -465,23 +482,63 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
     return report
 
 
-def export(out: Path, dest: Path, calib_share: float, model: str = "tiny") -> None:
-    """Test data: the binned observations of every measured submission (per case, pair `cpu-bf16` and `cpu-fp32`),
-    honest ones split into the calibration share (whose summed counts are the shipped honest histograms,
-    `intellect.verifier.evidence.HONEST_*_COUNTS`) and the held-out rest."""
+def write_rules(out: Path, dest: Path, model: str, calib_share: float = 1.0,
+                weights: dict[str, float] | None = None) -> Any:
+    """The evidence rules a pool on `model` publishes (`intellect pool create --evidence-rules DEST`): the honest
+    histograms of the first `calib_share` of each pair's honest submissions (all by default; for the tiny model plus
+    §1.2's published token counts, as the shipped rules are made), the default class the most tolerant (bf16)."""
+    from intellect.verifier.evidence import (
+        MARGIN_EDGES,
+        PUBLISHED_MARGIN_COUNTS,
+        EvidenceRules,
+        default_rules,
+    )
+
+    lines = [json.loads(ln) for ln in (out / "submissions.jsonl").read_text().splitlines() if ln.strip()]
+    margins, exps, used = {}, {}, {}
+    for worker in WORKERS:
+        hs = sorted((d for d in lines if d["model"] == model and d["worker"] == worker and d["case"] == "honest"),
+                    key=lambda d: d["k"])
+        hs = hs[:int(len(hs) * calib_share)]
+        if not hs:
+            raise SystemExit(f"no honest {worker} submissions of model {model!r} in {out / 'submissions.jsonl'}")
+        cal = [_binned(d) for d in hs]
+        pub = PUBLISHED_MARGIN_COUNTS[worker] if model == "tiny" else (0,) * len(MARGIN_EDGES)
+        margins[worker] = [pub[b] + sum(c["replay_margin"][b] for c in cal) for b in range(len(pub))]
+        exps[worker] = [sum(c["toploc_exp_mismatches"][b] for c in cal) for b in range(len(cal[0]["toploc_exp_mismatches"]))]
+        used[worker] = len(hs)
+    rules = default_rules(margins, exps, default_class="cpu-bf16", **(weights or {}))
+    data = rules.to_bytes()
+    assert EvidenceRules.from_bytes(data) == rules
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(data)
+    log.info("%s: evidence rules of model %s from %s honest submissions per pair; digest %s, h = %.2f", dest, model,
+             used, rules.digest(), rules.threshold)
+    return rules
+
+
+def _binned(d: dict[str, Any]) -> dict[str, list[int]]:
+    """One judged submission's observations binned as `intellect.verifier.evidence.observe` bins them."""
     import bisect
 
     from intellect.verifier.evidence import EXP_EDGES, MARGIN_EDGES
 
-    def binned(d: dict[str, Any]) -> dict[str, list[int]]:
-        mc, ec = [0] * len(MARGIN_EDGES), [0] * len(EXP_EDGES)
-        mc[0] += d["replayed"] - len(d["margins"])
-        for m in d["margins"]:
-            mc[min(bisect.bisect_left(MARGIN_EDGES, m), len(MARGIN_EDGES) - 1)] += 1
-        for e in d["exp"]:
-            ec[min(bisect.bisect_left(EXP_EDGES, float(e)), len(EXP_EDGES) - 1)] += 1
-        return {"replay_margin": mc, "toploc_exp_mismatches": ec}
+    mc, ec = [0] * len(MARGIN_EDGES), [0] * len(EXP_EDGES)
+    mc[0] += d["replayed"] - len(d["margins"])
+    for m in d["margins"]:
+        mc[min(bisect.bisect_left(MARGIN_EDGES, m), len(MARGIN_EDGES) - 1)] += 1
+    for e in d["exp"]:
+        ec[min(bisect.bisect_left(EXP_EDGES, float(e)), len(EXP_EDGES) - 1)] += 1
+    return {"replay_margin": mc, "toploc_exp_mismatches": ec}
 
+
+def export(out: Path, dest: Path, calib_share: float, model: str = "tiny") -> None:
+    """Test data: the binned observations of every measured submission (per case, pair `cpu-bf16` and `cpu-fp32`),
+    honest ones split into the calibration share (whose summed counts are the shipped honest histograms,
+    `intellect.verifier.evidence.HONEST_*_COUNTS`) and the held-out rest."""
+    from intellect.verifier.evidence import EXP_EDGES, MARGIN_EDGES
+
+    binned = _binned
     lines = [json.loads(ln) for ln in (out / "submissions.jsonl").read_text().splitlines() if ln.strip()]
     lines = [d for d in lines if d["model"] == model]
     if not lines:
@@ -518,6 +575,9 @@ def main() -> None:
     c.add_argument("--models", default="tiny", help="comma-separated: tiny, smollm2")
     c.add_argument("--max-seconds", type=float, default=720.0)
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--cheat", action="append", default=None,
+                   help="judge only the cheat cases whose name contains this (repeatable: --cheat '4-bit copy, "
+                        "proven' --cheat 'full budget'); default every cheat")
     c.add_argument("--attacks-only", action="store_true",
                    help="only the attack rounds (their honest draw is computed, not stored): to run beside an "
                         "honest-only collection into another --out, whose lines are appended to it afterwards")
@@ -531,16 +591,32 @@ def main() -> None:
     x.add_argument("--dest", type=Path, default=Path("tests/verifier/data/evidence_streams.json"))
     x.add_argument("--calib-share", type=float, default=0.5)
     x.add_argument("--model", default="tiny", help="whose submissions (tiny: the data the tests read)")
+    r = sub.add_parser("rules", help="write the evidence rules a pool on this model publishes")
+    r.add_argument("--out", type=Path, default=Path("runs/evidence"))
+    r.add_argument("--model", default="smollm2")
+    r.add_argument("--calib-share", type=float, default=1.0, help="share of each pair's honest submissions used")
+    r.add_argument("--dest", type=Path, required=True)
+    for sp in (a, r):
+        sp.add_argument("--margin-weight", type=float, default=None,
+                        help="δ of the replay margins in the calibrated rules (default: default_rules', 0.01)")
+        sp.add_argument("--exp-weight", type=float, default=None,
+                        help="δ of TOPLOC's exponent mismatches (default: default_rules', 0.05)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
     if args.cmd == "collect":
         collect(args.out, args.submissions, args.attack_every, args.models.split(","), args.max_seconds, args.seed,
-                args.attacks_only)
+                args.attacks_only, args.cheat)
+    elif args.cmd == "rules":
+        write_rules(args.out, args.dest, args.model, args.calib_share, _weights(args))
     elif args.cmd == "export":
         export(args.out, args.dest, args.calib_share, args.model)
     else:
-        analyse(args.out, args.calib_share, args.runs, args.md)
+        analyse(args.out, args.calib_share, args.runs, args.md, weights=_weights(args))
+
+
+def _weights(args: argparse.Namespace) -> dict[str, float]:
+    return {k: v for k, v in (("margin_weight", args.margin_weight), ("exp_weight", args.exp_weight)) if v is not None}
 
 
 if __name__ == "__main__":

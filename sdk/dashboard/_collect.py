@@ -3,7 +3,7 @@
 `ChainIndex` keeps every protocol event of one deployment, scanned incrementally (only blocks
 past the last scan are fetched; a reorg under the last scanned block makes it rescan from the
 deployment block). `collect()` derives the state from those events alone — the contracts emit
-an event for every state change: node records (NodeRegistered/Updated/Exited), stake
+an event for every state change: node records (NodeRegistered/Updated/Exited/KeyRotated), stake
 (StakeUpdated, ChallengeLockUpdated), task status (WorkSubmitted → ChallengeOpened →
 ChallengeResolved → RewardClaimed / SubmissionVoided), wipes (WorkerWiped bumps the worker's
 slash epoch: every earlier unpaid submission is void), challenge tallies (VoteCast) — plus one
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 # events the dashboard reads (all from the four protocol contracts)
 EVENTS = [
-    "NodeRegistered", "NodeUpdated", "NodeExited",
+    "NodeRegistered", "NodeUpdated", "NodeExited", "NodeKeyRotated",
     "Staked", "StakeUpdated", "ChallengeLockUpdated", "Slashed", "UnstakeRequested", "Withdrawn",
     "PoolCreated", "CheckpointPublished", "TaskClaimed", "WorkSubmitted",
     "ChallengeOpened", "VoteCast", "ChallengeResolved", "RewardClaimed", "SubmissionVoided", "WorkerWiped",
@@ -281,6 +281,17 @@ def _nodes(scan: _Scan) -> dict[str, NodeView]:
         nv = nodes.get(e.args["node"].lower())
         if nv is not None:
             nv.status = "exited"
+    for e in by["NodeKeyRotated"]:  # the new key takes over owner, role, hardware, endpoint and registration time
+        old, new = e.args["oldNode"], e.args["newNode"]
+        ov = nodes.get(old.lower())
+        if ov is None:
+            continue
+        active, unbonding = stake.get(new.lower(), (0, 0))
+        nodes[new.lower()] = ov.model_copy(update={
+            "address": new, "status": "active", "stake_active": active, "stake_unbonding": unbonding,
+            "stake_deposited": deposited[new.lower()], "open_challenges": locks.get(new.lower(), 0),
+            "rotated_from": old, "rotated_to": None})
+        ov.status, ov.rotated_to = "rotated", new
 
     for e in by["NodeRegistered"]:
         a = e.args
@@ -294,6 +305,9 @@ def _nodes(scan: _Scan) -> dict[str, NodeView]:
         add(e.args["node"], e, "withdrawn", f"{_tok(e.args['amount'])} to {e.args['to']}")
     for e in by["NodeExited"]:
         add(e.args["node"], e, "exited")
+    for e in by["NodeKeyRotated"]:
+        add(e.args["oldNode"], e, "key rotated", f"to {e.args['newNode']} by its owner {e.args['owner']}")
+        add(e.args["newNode"], e, "key rotated", f"from {e.args['oldNode']}: stake and record moved here")
     for e in by["TaskClaimed"]:
         a = e.args
         add(a["node"], e, "task", f"task {a['taskId']} of pool {a['poolId']}, seed 0x{str(a['seed'])[:16]}…",

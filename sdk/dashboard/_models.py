@@ -42,7 +42,7 @@ class PathEvent(_View):
 
     kind: str
     """registered, staked, task, proof, challenged, vote, verdict, reward, slash, wiped, checkpoint,
-    unstake, withdrawn, exited."""
+    unstake, withdrawn, exited, key rotated."""
     time: int
     block: int
     tx: str = ""
@@ -82,6 +82,10 @@ class NodeView(_View):
     challenges_opened: int = 0
     """As a validator: challenges it opened."""
     votes_cast: int = 0
+    rotated_to: str | None = None
+    """The key this node moved to (`NodeRegistry.rotateKey`, issue 36): its stake and record went with it."""
+    rotated_from: str | None = None
+    """The key this node was before its last rotation (None for a key registered as itself)."""
     agent_url: str | None = None
     agent_asked: bool = False
     """Its `/status` was asked this refresh (pools' trainers and nodes staked at least `LISTING_FLOOR`, the most

@@ -62,7 +62,7 @@ function dur(s){s=Math.max(0,Math.round(s));if(s<60)return s+" s";if(s<3600)retu
   return Math.floor(s/3600)+" h "+Math.floor(s%3600/60)+" min"}
 function when(t){return new Date(t*1000).toISOString().replace("T"," ").slice(0,19)+" UTC"}
 const VERDICT={"paid":"b-ok","accepted":"b-ok","in window":"b-info","challenged":"b-warn","slashed":"b-bad",
-  "wiped":"b-bad","voided":"b-dim","open":"b-warn","upheld":"b-bad","rejected":"b-ok","no quorum":"b-warn","active":"b-ok","exited":"b-dim"};
+  "wiped":"b-bad","voided":"b-dim","open":"b-warn","upheld":"b-bad","rejected":"b-ok","no quorum":"b-warn","active":"b-ok","exited":"b-dim","rotated":"b-dim"};
 const badge=(t,c)=>`<span class="badge ${c||VERDICT[t]||"b-dim"}">${esc(t)}</span>`;
 function nodeLink(snap,a){const n=(snap.nodes||[]).find(x=>x.address.toLowerCase()===String(a).toLowerCase());
   const label=n?`${n.role} ${short(a)}`:short(a);return `<a href="/node/${esc(a)}" title="${esc(a)}">${esc(label)}</a>`}
@@ -154,7 +154,8 @@ function render(s){
     <tr><th>stake deposited</th><td>${tok(n.stake_deposited)}</td><th>stake now</th><td id="stake-now">${tok(n.stake_active)}${n.stake_unbonding?" (+ "+tok(n.stake_unbonding)+" unbonding)":""}</td></tr>
     <tr><th>submissions</th><td>${n.submissions} (${n.accepted} accepted, ${n.pending} in window)</td><th>challenged / upheld</th><td>${n.challenged} / ${n.upheld}</td></tr>
     <tr><th>slashed</th><td>${tok(n.slashed)}</td><th>rewards claimed</th><td>${tok(n.rewards_claimed)} (${tok(n.rewards_claimable)} claimable)</td></tr>
-    <tr><th>challenges opened</th><td>${n.challenges_opened}</td><th>votes cast</th><td>${n.votes_cast}</td></tr></table></section>
+    <tr><th>challenges opened</th><td>${n.challenges_opened}</td><th>votes cast</th><td>${n.votes_cast}</td></tr>
+    ${n.rotated_to||n.rotated_from?`<tr><th>key rotated to</th><td class="mono">${n.rotated_to?esc(n.rotated_to):"–"}</td><th>rotated from</th><td class="mono">${n.rotated_from?esc(n.rotated_from):"–"}</td></tr>`:""}</table></section>
     <section><h2>Path <small>registered → task → proof → verdict → reward / slash</small></h2><div class="stages">${stageHtml}</div>
     <ol class="path">${path.map(e=>`<li class="k-${esc(e.kind)} o-${esc(e.outcome||"none")}" data-kind="${esc(e.kind)}"><b>${esc(e.kind)}</b>
       ${e.outcome?badge(e.outcome,e.outcome==="upheld"?"b-bad":"b-ok"):""} <span class="dim">${when(e.time)} · block ${e.block}</span><br>

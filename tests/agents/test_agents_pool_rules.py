@@ -11,7 +11,7 @@ from intellect.agents.config import load_config
 from intellect.agents.roles._runtime import AgentError
 from intellect.agents.roles.pool_rules import apply_pool_rules, explicit_rule_settings, fetch_pool_rules
 from intellect.agents.tasks import synthetic_task_set
-from intellect.sdk.ipfs import EmbeddedIpfs
+from intellect.sdk.ipfs import EmbeddedIpfs, compute_cid
 from intellect.sdk.poolrules import PoolRules
 
 
@@ -93,3 +93,26 @@ def test_a_pool_naming_a_bare_task_set_has_no_rules(tmp_path: Path) -> None:
     assert fetch_pool_rules(cid, ipfs) is None
     cfg = load_config(None, role="worker")
     assert apply_pool_rules(cfg, cid, ipfs, pool_id=1) is None and cfg.worker.group_size == 4
+
+
+def test_validator_judges_by_the_evidence_rules_the_pool_names(tmp_path: Path) -> None:
+    """Issue 35, rules per model: a pool names evidence rules calibrated on its model (by CID); a validator takes
+    them, and the profile's shipped rules when the pool names none. A named document it cannot read stops it."""
+    from intellect.agents.roles.pool_rules import pool_evidence_rules
+    from intellect.verifier.evidence import DEFAULT_RULES, FP32_RULES, default_rules
+
+    ipfs = EmbeddedIpfs(tmp_path / "ipfs")
+    _, plain = _publish(ipfs)
+    assert pool_evidence_rules(plain, ipfs, "fp32") == FP32_RULES
+    assert pool_evidence_rules(None, ipfs, "mixed") == DEFAULT_RULES
+    own = default_rules({"cpu-bf16": (900, 60, 40, 9, 3, 0, 0, 0, 0), "cpu-fp32": (1000, 0, 0, 0, 0, 0, 0, 0, 0)},
+                        {"cpu-bf16": (50, 40, 30, 20, 10, 0, 0, 0, 0), "cpu-fp32": (150, 0, 0, 0, 0, 0, 0, 0, 0)})
+    _, named = _publish(ipfs, evidence_rules_cid=ipfs.add(own.to_bytes()))
+    got = pool_evidence_rules(named, ipfs, "fp32")
+    assert got == own and got.digest() == own.digest() and got != FP32_RULES
+    _, wrong = _publish(ipfs, evidence_rules_cid=ipfs.add(b'{"schema": "intellect.poolrules/v1"}'))
+    with pytest.raises(AgentError, match=r"evidence rules .*intellect\.evidence-rules/v1"):
+        pool_evidence_rules(wrong, ipfs, "mixed")
+    _, missing = _publish(ipfs, evidence_rules_cid=compute_cid(b"nobody stored this"))
+    with pytest.raises(AgentError, match="cannot use the pool's evidence rules"):
+        pool_evidence_rules(missing, ipfs, "mixed")

@@ -61,11 +61,13 @@ def _follow(agent: Validator) -> None:
 
 
 def _run_checks(agent: Validator) -> None:
-    """One dispatcher pass, then every check it started to its end (and the pass that collects them)."""
+    """Dispatcher passes, each check they start run to its end, until a pass starts none (a pass starts at most
+    2 x `validator.concurrency`)."""
     agent._dispatch()
-    for fut in list(agent._inflight.values()):
-        fut.result(timeout=60)
-    agent._dispatch()
+    while agent._inflight:
+        for fut in list(agent._inflight.values()):
+            fut.result(timeout=60)
+        agent._dispatch()
 
 
 def _submissions(devnet, pool_id: int, me: str, others: list[str]) -> tuple[list[int], list[int]]:

@@ -277,3 +277,32 @@ def test_cli_pool_create_fund_defund_show(net: Devnet, tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["budget"] == 60 * 10**18, out
     code, out = _run([*chain, "--json", "pool", "fund", str(pool_id), "5"])
     assert code == 0 and json.loads(out)["budget"] == 65 * 10**18, out
+
+
+def test_evidence_rules_cid_is_optional_and_left_out_when_none(tmp_path: Path) -> None:
+    """A pool names its evidence rules by CID (issue 35: calibrated on its model); a document without the field
+    keeps its bytes and CID, one with it reads it back."""
+    without = PoolRules.build(GOOD)
+    assert "evidence_rules_cid" not in json.loads(without.to_bytes())
+    with_ = PoolRules.build({**GOOD, "evidence_rules_cid": compute_cid(b"rules")})
+    assert with_.cid() != without.cid()
+    assert PoolRules.from_bytes(with_.to_bytes()).evidence_rules_cid == compute_cid(b"rules")
+
+
+def test_cli_pool_create_evidence_rules_file(tmp_path: Path) -> None:
+    """`pool create --evidence-rules FILE` adds the file to IPFS and names its CID in the rules; a file of another
+    schema is refused by name, before anything is published."""
+    base = ["--json", "pool", "create", "--dry-run", "--taskset", compute_cid(b"t"), "--model-family", "smollm2-135m",
+            "--group-size", "4", "--problems-per-task", "2", "--budget", "cpu=64", "--length-alpha", "0.001",
+            "--ipfs", f"embedded:{tmp_path / 'ipfs'}"]
+    good = tmp_path / "smollm2-evidence.json"
+    good.write_bytes(json.dumps({"schema": "intellect.evidence-rules/v1", "components": []}).encode())
+    code, out = _run([*base, "--evidence-rules", str(good)])
+    assert code == 0, out
+    assert json.loads(out)["rules"]["evidence_rules_cid"] == compute_cid(good.read_bytes())
+    bad = tmp_path / "poolrules.json"
+    bad.write_text(json.dumps({"schema": POOLRULES_SCHEMA}))
+    code, out = _run([*base, "--evidence-rules", str(bad)])
+    assert code != 0 and "--evidence-rules" in out and "intellect.evidence-rules/v1" in out, out
+    code, out = _run([*base, "--evidence-rules", compute_cid(b"published elsewhere")])
+    assert code == 0 and compute_cid(b"published elsewhere") in out, out
