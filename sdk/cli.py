@@ -535,15 +535,11 @@ def pool_create(ctx: _Ctx, rules_file: Path | None, taskset: str | None, heldout
         doc["budgets"] = _budget_items(budgets)
     if assigned_validators is not None:
         doc["assigned_validators"] = assigned_validators
-    tcid = _taskset_cid(store, taskset, "task set", dry_run)
-    if tcid is not None:
-        doc["taskset_cid"] = tcid
-    hcid = _taskset_cid(store, heldout, "held-out set", dry_run)
-    if hcid is not None:
-        doc["heldout_cid"] = hcid
-    ecid = _evidence_rules_cid(store, evidence_rules, dry_run)
-    if ecid is not None:
-        doc["evidence_rules_cid"] = ecid
+    for key, cid in (("taskset_cid", _taskset_cid(store, taskset, "task set", dry_run)),
+                     ("heldout_cid", _taskset_cid(store, heldout, "held-out set", dry_run)),
+                     ("evidence_rules_cid", _evidence_rules_cid(store, evidence_rules, dry_run))):
+        if cid is not None:
+            doc[key] = cid
     given = {**doc, "model": doc["model"].get("family"), "budgets": (doc.get("budgets") or {}).get("cpu")}
     missing = [opt for key, opt in _REQUIRED_RULES if given.get(key) is None]
     if missing:
