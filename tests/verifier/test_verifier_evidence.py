@@ -183,3 +183,54 @@ def test_default_stays_track_because_the_shipped_calibration_does_not_cover_smol
     assert ValidatorSettings().evidence == "track"
     # under `track` an ambiguous verdict is attested, and under either mode it never slashes
     assert not Verdict(submission_id=1, accepted=False, outcome="ambiguous", reason="evidence_high", llr=9.0).slashable
+
+
+SMOLLM2_RULES = Path(__file__).parents[2] / "bench" / "verifier" / "rules" / "smollm2-135m.json"
+
+
+def _smollm2() -> tuple[dict, EvidenceRules]:
+    return json.loads(SMOLLM2.read_text()), EvidenceRules.from_bytes(SMOLLM2_RULES.read_bytes(), source=str(SMOLLM2_RULES))
+
+
+def test_smollm2_rules_are_its_measured_calibration_half():
+    """The rules a SmolLM2 pool publishes (`pool create --evidence-rules bench/verifier/rules/smollm2-135m.json`) are
+    the honest histograms of the first 150 measured submissions per pair, with δ = 2 % of tokens (`bench_evidence.py
+    rules --margin-weight 0.02`); the test data hold the submissions after them, out of sample."""
+    doc, rules = _smollm2()
+    pairs = ("cpu-bf16", "cpu-fp32")
+    assert {w: doc["calibration"][w]["submissions"] for w in pairs} == {"cpu-bf16": 150, "cpu-fp32": 150}
+    assert rules == default_rules({w: doc["calibration"][w]["replay_margin"] for w in pairs},
+                                  {w: doc["calibration"][w]["toploc_exp_mismatches"] for w in pairs},
+                                  default_class="cpu-bf16", margin_weight=0.02)
+    assert rules.threshold == DEFAULT_RULES.threshold  # the same modelled false-alarm rate per worker-year
+
+
+@pytest.mark.parametrize("pair", ["cpu-bf16", "cpu-fp32"])
+def test_smollm2_rules_flag_no_held_out_honest_worker(pair):
+    """Judged by SmolLM2's own rules (the pool default class, as a `mixed` pool judges everyone), the held-out honest
+    submissions of either pair, in order: none ambiguous, the worker never flagged (by the tiny model's rules the
+    bf16 one is: the test above)."""
+    doc, rules = _smollm2()
+    subs = doc["cases"][f"honest {pair}"]
+    assert len(subs) >= 60 and all(s["mixed_ok"] for s in subs)
+    llrs = [submission_llr(Observations(counts={k: tuple(v) for k, v in s["counts"].items()}), rules) for s in subs]
+    assert max(llrs) < rules.ambiguous_llr
+    ev = WorkerEvidence(worker="0x" + "57" * 20, compute_class="cpu-bf16")
+    assert not any(ev.add(i, x, rules) for i, x in enumerate(llrs)), llrs
+
+
+def test_smollm2_rules_catch_its_cheats():
+    """SmolLM2's measured cheats (bf16 worker): every 4-bit-copy submission proven with the real model is rejected
+    on its own (`mixed`); a worker steering at the full per-submission budget, judged only on the submissions that
+    pass `mixed` (the others are rejected outright), is flagged within 10 submissions in every one of 1,000 drawn
+    histories (fixed seed)."""
+    doc, rules = _smollm2()
+    four_bit = doc["cases"]["4-bit copy, proven with the real model"]
+    assert four_bit and not any(s["mixed_ok"] for s in four_bit)
+    steer = doc["cases"]["steering at the full budget"]
+    passing = [submission_llr(Observations(counts={k: tuple(v) for k, v in s["counts"].items()}), rules)
+               for s in steer if s["mixed_ok"]]
+    assert len(passing) >= 5
+    rng = random.Random(35)
+    flagged_at = [_until_flagged(passing, rules, rng, 50) for _ in range(1000)]
+    assert all(n is not None and n <= 10 for n in flagged_at), sorted(n or 99 for n in flagged_at)[-5:]

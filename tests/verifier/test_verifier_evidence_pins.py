@@ -9,6 +9,7 @@ docs/benchmarks-security.md ("mutmut") lists the mutants.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 
@@ -140,9 +141,11 @@ def test_judged_class_is_the_declaration_only_when_every_component_knows_it() ->
 
 def test_digest_is_sha256_of_the_canonical_json() -> None:
     rules = default_rules(false_alarm=1e-4)
-    want = "0x" + hashlib.sha256(rules.model_dump_json(by_alias=True).encode()).hexdigest()
+    # canonical: sorted keys, no spaces (the same rules give the same digest whatever order their classes came in)
+    canonical = json.dumps(rules.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":"))
+    want = "0x" + hashlib.sha256(canonical.encode()).hexdigest()
     assert rules.digest() == want and rules.digest() != DEFAULT_RULES.digest()
-    assert '"schema":"intellect.evidence-rules/v1"' in rules.model_dump_json(by_alias=True)
+    assert rules.to_bytes() == canonical.encode() and b'"schema":"intellect.evidence-rules/v1"' in rules.to_bytes()
 
 
 def test_submission_llr_sums_count_times_table_and_refuses_a_wrong_bin_count() -> None:
