@@ -167,7 +167,8 @@ SMOLLM2 = Path(__file__).parent / "data" / "evidence_streams_smollm2.json"
 def test_default_stays_track_because_the_shipped_calibration_does_not_cover_smollm2(pair):
     """Why `validator.evidence` defaults to `track` (docs/benchmarks-verifier.md §1.3): the shipped honest histograms
     are the tiny model's CPU pairs, and MEASURED honest SmolLM2 submissions (`bench_evidence.py collect --models
-    smollm2`, exported with `--calib-share 0`: every one held out) judged by them, in order, flag an honest bf16 worker
+    smollm2`, the held-out ones of the export: those after the 150 per pair SmolLM2's own rules calibrate on) judged by
+    them, in order, flag an honest bf16 worker
     within a few submissions; an honest fp32 worker is not flagged. Enforcing these rules on a SmolLM2 pool would
     challenge honest bf16 workers, so the default must not enforce them."""
     from intellect.agents.config import ValidatorSettings
