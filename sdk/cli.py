@@ -400,22 +400,32 @@ def _budget_items(items: tuple[str, ...]) -> dict[str, list[int]]:
     return out
 
 
-def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) -> str | None:
-    """A task set's CID: a file (as `intellect taskset convert|split` wrote it) is added to `store` byte for
-    byte (only its CID computed on a dry run); anything else is taken as a CID."""
+def _publish_file(store: Any, path_or_cid: str | None, what: str, dry_run: bool,
+                  check: Callable[[Path, bytes], None]) -> str | None:
+    """A document's CID for `pool create`: a file is checked (`check` raises naming what is wrong) and added to
+    `store` byte for byte (only its CID computed on a dry run); anything else is taken as a CID."""
     if path_or_cid is None:
         return None
     path = Path(path_or_cid)
     if not path.is_file():
         return path_or_cid
-
     data = path.read_bytes()
-    if not data.startswith(b'{"name":') and b'"schema": "intellect.taskset/' not in data[:512]:
-        raise ConfigError(f"{what} {path} is not an intellect.taskset/v1 JSONL file (convert it with "
-                          f"`intellect taskset convert`, or publish it with `intellect taskset publish` and pass the CID)")
+    check(path, data)
     cid = compute_cid(data) if dry_run else store.add(data)
     click.echo(f"{what} {path}: {cid}", err=True)
     return str(cid)
+
+
+def _taskset_cid(store: Any, path_or_cid: str | None, what: str, dry_run: bool) -> str | None:
+    """A task set's CID (`_publish_file`): a file must be as `intellect taskset convert|split` wrote it."""
+
+    def check(path: Path, data: bytes) -> None:
+        if not data.startswith(b'{"name":') and b'"schema": "intellect.taskset/' not in data[:512]:
+            raise ConfigError(f"{what} {path} is not an intellect.taskset/v1 JSONL file (convert it with "
+                              f"`intellect taskset convert`, or publish it with `intellect taskset publish` and pass "
+                              f"the CID)")
+
+    return _publish_file(store, path_or_cid, what, dry_run, check)
 
 
 EVIDENCE_RULES_SCHEMA = "intellect.evidence-rules/v1"
@@ -423,29 +433,23 @@ MAX_EVIDENCE_RULES_BYTES = 256 * 1024  # the verifier's limit (`intellect.verifi
 
 
 def _evidence_rules_cid(store: Any, path_or_cid: str | None, dry_run: bool) -> str | None:
-    """`pool create --evidence-rules`: a rules file (as `bench_evidence.py rules` writes it) is added to `store`
-    byte for byte (only its CID computed on a dry run); anything else is taken as a CID. The file's schema and size
-    are checked here; its content is validated by every validator that reads it (`EvidenceRules.from_bytes`)."""
-    if path_or_cid is None:
-        return None
-    path = Path(path_or_cid)
-    if not path.is_file():
-        return path_or_cid
-    data = path.read_bytes()
-    if len(data) > MAX_EVIDENCE_RULES_BYTES:
-        raise PoolRulesError(f"--evidence-rules {path}: {len(data)} bytes, over the {MAX_EVIDENCE_RULES_BYTES} "
-                             f"validators read")
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise PoolRulesError(f"--evidence-rules {path}: not a JSON document: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("schema") != EVIDENCE_RULES_SCHEMA:
-        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise PoolRulesError(f"--evidence-rules {path}: schema {str(got)[:80]!r}, expected {EVIDENCE_RULES_SCHEMA!r} "
-                             f"(write one with `bench/verifier/bench_evidence.py rules`)")
-    cid = compute_cid(data) if dry_run else store.add(data)
-    click.echo(f"evidence rules {path}: {cid}", err=True)
-    return str(cid)
+    """`pool create --evidence-rules` (`_publish_file`): a file as `bench_evidence.py rules` writes it. Its schema
+    and size are checked here; its content by every validator that reads it (`EvidenceRules.from_bytes`)."""
+
+    def check(path: Path, data: bytes) -> None:
+        if len(data) > MAX_EVIDENCE_RULES_BYTES:
+            raise PoolRulesError(f"--evidence-rules {path}: {len(data)} bytes, over the {MAX_EVIDENCE_RULES_BYTES} "
+                                 f"validators read")
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise PoolRulesError(f"--evidence-rules {path}: not a JSON document: {exc}") from exc
+        if not isinstance(doc, dict) or doc.get("schema") != EVIDENCE_RULES_SCHEMA:
+            got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+            raise PoolRulesError(f"--evidence-rules {path}: schema {str(got)[:80]!r}, expected "
+                                 f"{EVIDENCE_RULES_SCHEMA!r} (write one with `bench/verifier/bench_evidence.py rules`)")
+
+    return _publish_file(store, path_or_cid, "evidence rules", dry_run, check)
 
 
 @pool.command("create", short_help="Publish a pool's rules to IPFS and create the pool on-chain.")

@@ -81,3 +81,13 @@ def chromium_path() -> str:
     except ImportError:
         pytest.skip("python playwright is not installed (the dev extra): pip install -e '.[dev]'")
     return str(CHROMIUM)
+
+
+@pytest.fixture
+def fresh_devnet(tmp_path: Any) -> Iterator[Any]:
+    """A devnet of this test's own (anvil on a free port, the contracts deployed), stopped after it."""
+    net = devnet.start(tmp_path / "deployments")
+    try:
+        yield net
+    finally:
+        net.stop()

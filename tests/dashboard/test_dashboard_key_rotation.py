@@ -3,9 +3,6 @@ new key with the owner, role, hardware, registration time and moved stake, each 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from eth_account import Account
 from nodes import staked_node  # type: ignore[import-not-found]
 
@@ -15,21 +12,10 @@ from intellect.sdk.dashboard import ChainIndex, collect
 TOKEN = 10**18
 
 
-@pytest.fixture
-def devnet(tmp_path) -> Iterator[object]:
-    from intellect.sdk import devnet as dn
-
-    net = dn.start(tmp_path / "deployments")
-    try:
-        yield net
-    finally:
-        net.stop()
-
-
-def test_rotated_key_is_followed_to_the_new_one(devnet) -> None:
-    node = staked_node(devnet, 1, Role.VALIDATOR, stake=150 * TOKEN, gpu_model="H100", endpoint="http://10.0.0.7:8000")
+def test_rotated_key_is_followed_to_the_new_one(fresh_devnet) -> None:
+    node = staked_node(fresh_devnet, 1, Role.VALIDATOR, stake=150 * TOKEN, gpu_model="H100", endpoint="http://10.0.0.7:8000")
     old = node.address
-    p = devnet.protocol(0)
+    p = fresh_devnet.protocol(0)
     index = ChainIndex(p)
     before = collect(p, index)
     ov = before.node(old)
@@ -37,7 +23,7 @@ def test_rotated_key_is_followed_to_the_new_one(devnet) -> None:
 
     first, second = Account.create(), Account.create()
     for new in (first, second):  # two rotations: the row follows each
-        devnet.anvil.rpc("anvil_setBalance", [new.address, hex(10**20)])
+        fresh_devnet.anvil.rpc("anvil_setBalance", [new.address, hex(10**20)])
         node.rotate_node_key(node.current_key(old), new_node_account=new)
     snap = collect(p, index)  # incremental: the rotations arrive as new events
 

@@ -3,10 +3,7 @@ registrations without stake is shown from its events but costs the page no HTTP 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import ClassVar
-
-import pytest
 
 from intellect.sdk import LISTING_FLOOR
 from intellect.sdk.dashboard import ChainIndex, StatusFetcher, collect
@@ -23,29 +20,18 @@ class CountingStatus(JsonHandler):
         self.reply_json(200, {"schema": "intellect.agent.status/v1", "role": "worker", "state": "running"})
 
 
-@pytest.fixture
-def devnet(tmp_path) -> Iterator[object]:
-    from intellect.sdk import devnet as dn
-
-    net = dn.start(tmp_path / "deployments")
-    try:
-        yield net
-    finally:
-        net.stop()
-
-
-def test_unstaked_registrations_are_shown_but_never_asked(devnet) -> None:
+def test_unstaked_registrations_are_shown_but_never_asked(fresh_devnet) -> None:
     from eth_account import Account
 
     from intellect.sdk import Role
 
     with HttpServer(CountingStatus, name="counting-status") as srv:
         CountingStatus.paths = []
-        worker = devnet.protocol(1)
+        worker = fresh_devnet.protocol(1)
         worker.drip()
         worker.register_node(Role.WORKER, endpoint=srv.url + "/worker")
         worker.stake(worker.address, 100 * TOKEN)
-        spam = devnet.protocol(2)
+        spam = fresh_devnet.protocol(2)
         spam.drip()
         keys = [Account.create() for _ in range(40)]
         for i, key in enumerate(keys):
@@ -55,7 +41,7 @@ def test_unstaked_registrations_are_shown_but_never_asked(devnet) -> None:
         spam.stake(keys[3].address, LISTING_FLOOR - 1)  # a relay (minimum 0) under the listing floor
         spam.stake(keys[7].address, LISTING_FLOOR)  # a relay at the floor: listed, asked
 
-        p = devnet.protocol(0)
+        p = fresh_devnet.protocol(0)
         snap = collect(p, ChainIndex(p), StatusFetcher(timeout=2.0))
         assert sorted(CountingStatus.paths) == ["/spam0/status", "/spam7/status", "/worker/status"]  # 5e47eb6: all 42
         assert len(snap.nodes) >= 41
