@@ -27,7 +27,8 @@ from typing import Any
 
 from intellect.agents.roles.assignment import Assigner
 from intellect.agents.roles.claim_lookup import assigned_to, assignment_of
-from intellect.agents.roles.evidence import claim_of, vote_on_challenge
+from intellect.agents.roles.evidence import challenge_claim, vote_on_challenge
+from intellect.verifier.evidence import EvidenceClaim
 
 __all__ = ["UNJUDGED", "disputed", "requeue_challenged", "requeue_cited", "select", "to_check", "unjudged", "vote_of"]
 
@@ -103,24 +104,18 @@ def requeue_challenged(state: Any, sid: int) -> None:
 def vote_of(state: Any, rules: Any, ipfs: Any, challenge: dict[str, Any], sub: dict[str, Any]) -> bool | None:
     """How a validator votes on an open challenge (its `challenge` record's data; `sub` the challenged submission's
     record), None: not now (`evidence.vote_on_challenge` under the evidence `rules`); while it is None, the cited
-    submissions of an evidence claim left `unassigned` are queued (`requeue_cited`)."""
-    vote = vote_on_challenge(state, rules, ipfs, challenge, sub)
-    if vote is None:
-        requeue_cited(state, ipfs, challenge)
+    submissions of an evidence claim left `unassigned` are queued (`requeue_cited`). The evidence is fetched once."""
+    claim = challenge_claim(ipfs, challenge)
+    vote = vote_on_challenge(state, rules, claim, challenge, sub)
+    if vote is None and claim is not None:
+        requeue_cited(state, claim, str(challenge.get("evidence_cid")))
     return vote
 
 
-def requeue_cited(state: Any, ipfs: Any, challenge: dict[str, Any]) -> None:
-    """A challenge whose evidence is an evidence claim (issue 35, `evidence.claim_of`) citing submissions this
-    validator left `unassigned`: they are queued (flag `cited`), its vote needing its own verdict of each."""
-    cid = challenge.get("evidence_cid")
-    if not cid or ipfs is None:
-        return
-    try:
-        claim = claim_of(ipfs.cat(cid, max_size=1 << 20))
-    except Exception:  # not retrievable: the vote logs it
-        return
-    for c in claim.cited if claim is not None else []:
+def requeue_cited(state: Any, claim: EvidenceClaim, cid: str) -> None:
+    """A challenge whose evidence (`cid`) is an evidence claim (issue 35) citing submissions this validator left
+    `unassigned`: they are queued (flag `cited`), its vote needing its own verdict of each."""
+    for c in claim.cited:
         rec = state.record("submission", c.submission_id)
         if rec is not None and rec["status"] == "unassigned":
             log.info("submission %d: cited by the evidence of challenge %s; checked so that this validator votes",

@@ -27,8 +27,19 @@ from typing import Any
 from intellect.verifier.evidence import EvidenceClaim, EvidenceRules, WorkerEvidence, recheck_claim
 from intellect.verifier.submission import Verdict
 
-__all__ = ["EVIDENCE_REASON", "KIND", "claim_of", "due_challenge", "flagged_target", "last_upheld", "open_challenge",
-           "record_verdict", "vote_on_challenge", "vote_on_claim"]
+__all__ = [
+    "EVIDENCE_REASON",
+    "KIND",
+    "challenge_claim",
+    "claim_of",
+    "due_challenge",
+    "flagged_target",
+    "last_upheld",
+    "open_challenge",
+    "record_verdict",
+    "vote_on_challenge",
+    "vote_on_claim",
+]
 
 log = logging.getLogger(__name__)
 
@@ -137,21 +148,28 @@ def due_challenge(state: Any, rules: EvidenceRules, ev: WorkerEvidence,
                            stats={"evidence": json.loads(claim.model_dump_json(by_alias=True))})
 
 
-def vote_on_challenge(state: Any, rules: EvidenceRules, ipfs: Any, challenge: dict[str, Any],
+def challenge_claim(ipfs: Any, challenge: dict[str, Any]) -> EvidenceClaim | None:
+    """The `EvidenceClaim` a challenge's evidence document (its `challenge` record's data) on IPFS holds, or None for
+    a challenge of another kind or evidence that is not retrievable (logged: judged without it)."""
+    cid = challenge.get("evidence_cid")
+    if not cid or ipfs is None:
+        return None
+    try:
+        return claim_of(ipfs.cat(cid, max_size=1 << 20))
+    except Exception as exc:  # the challenger's evidence must be retrievable: judged without it
+        log.warning("evidence %s of a challenge not retrievable: %s", cid, exc)
+        return None
+
+
+def vote_on_challenge(state: Any, rules: EvidenceRules, claim: EvidenceClaim | None, challenge: dict[str, Any],
                       sub: dict[str, Any]) -> bool | None:
     """How a validator votes on an open challenge (its `challenge` record's data; `sub` the challenged submission's
-    record), None: not now. Its own verdict of the submission, or, for a challenge of a flagged worker (its evidence
-    on IPFS is an `EvidenceClaim`), its own recomputation of the cited evidence (`vote_on_claim`); it never upholds
-    a challenge of a submission it found ambiguous on that submission's own grounds."""
+    record; `claim` its evidence claim, `challenge_claim`), None: not now. Its own verdict of the submission, or,
+    for a challenge of a flagged worker (its evidence is an `EvidenceClaim`), its own recomputation of the cited
+    evidence (`vote_on_claim`); it never upholds a challenge of a submission it found ambiguous on that submission's
+    own grounds."""
     if sub["status"] == "rejected":
         return True
-    cid = challenge.get("evidence_cid")
-    claim = None
-    if cid and ipfs is not None:
-        try:
-            claim = claim_of(ipfs.cat(cid, max_size=1 << 20))
-        except Exception as exc:  # the challenger's evidence must be retrievable: judged without it
-            log.warning("evidence %s of a challenge not retrievable: %s", cid, exc)
     if claim is not None:
         uphold, why = vote_on_claim(state, rules, claim, str(challenge.get("node") or sub["data"]["node"]))
         log.info("evidence claim against %s: %s (%s)", claim.worker, uphold, why)

@@ -293,15 +293,10 @@ def analyse(out: Path, calib_share: float, runs: int, md: Path | None, seed: int
         v.sort(key=lambda d: d["k"])
 
     def counts(ds: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
-        mc, ec = [0] * len(MARGIN_EDGES), [0] * len(EXP_EDGES)
-        import bisect
-        for d in ds:
-            mc[0] += d["replayed"] - len(d["margins"])
-            for m in d["margins"]:
-                mc[min(bisect.bisect_left(MARGIN_EDGES, m), len(MARGIN_EDGES) - 1)] += 1
-            for e in d["exp"]:
-                ec[min(bisect.bisect_left(EXP_EDGES, float(e)), len(EXP_EDGES) - 1)] += 1
-        return mc, ec
+        """The summed `_binned` observations of submissions `ds`."""
+        bins = [_binned(d) for d in ds]
+        return ([sum(b["replay_margin"][i] for b in bins) for i in range(len(MARGIN_EDGES))],
+                [sum(b["toploc_exp_mismatches"][i] for b in bins) for i in range(len(EXP_EDGES))])
 
     report: dict[str, Any] = {"models": {}}
     md_lines: list[str] = []
