@@ -334,6 +334,19 @@ class Protocol(_TokenCalls, _RegistryCalls, _PoolCalls, _AttesterCalls):
             task_id=task_id, node=v[0], pool_id=v[1], lease_expiry=v[2], status=TaskStatus(v[3]), reward=v[4],
             window_end=v[5], slash_epoch=v[6]))
 
+    def known_task(self, task_id: int) -> Task | None:
+        """`task`, or None when the ledger has no such task: an id this node saw (in its own records, in events
+        it read) that the chain no longer holds, because it lost the block (an RPC node restarted from an older
+        state, a reorg). Callers forget such a task instead of asking about it on every pass; any other failure
+        is raised."""
+        try:
+            t = self.task(task_id)
+        except ContractRevert as exc:
+            if exc.name != "TaskLedgerUnknownTask":
+                raise
+            return None
+        return None if t.status == TaskStatus.NONE else t
+
     def next_task_id(self) -> int:
         return int(self.call("TaskLedger", "nextTaskId"))
 

@@ -133,6 +133,11 @@ class StateStore:
                 (kind, str(id), status, json.dumps(merged), time.time()),
             )
 
+    def delete(self, kind: str, id: str | int) -> None:
+        """Remove a record (none: nothing happens)."""
+        with self._lock:
+            self._db.execute("DELETE FROM records WHERE kind = ? AND id = ?", (kind, str(id)))
+
     def record(self, kind: str, id: str | int) -> dict[str, Any] | None:
         with self._lock:
             row = self._db.execute(

@@ -37,7 +37,13 @@ def claim_attester_rewards(protocol: Any, state: Any, *, lock: threading.Lock) -
         sid, d = int(r["id"]), r["data"]
         if "window_end" not in d:  # from the WorkSubmitted the follower kept, else (once) from the chain
             sub = state.record("submission", sid)
-            end = (sub or {}).get("data", {}).get("window_end") or protocol.task(sid).window_end
+            end = (sub or {}).get("data", {}).get("window_end")
+            if end is None:
+                t = protocol.known_task(sid)
+                if t is None:  # the chain lost the submission (a restart from an older state, a reorg)
+                    state.put("attester", sid, "settled", {"task_status": "vanished"})
+                    continue
+                end = t.window_end
             d = {**d, "window_end": int(end)}
             state.put("attester", sid, "recorded", {"window_end": int(end)})
         challenge = state.record("challenge", sid)
@@ -53,9 +59,12 @@ def claim_attester_rewards(protocol: Any, state: Any, *, lock: threading.Lock) -
             if exc.name == "AttesterBookBadRecord":  # no longer reserved: paid (anyone may send it) or released
                 state.put("attester", sid, "settled")
                 continue
-            status = protocol.task(sid).status
-            if status in (TaskStatus.UPHELD, TaskStatus.VOIDED):  # never payable: released to the pool instead
-                state.put("attester", sid, "settled", {"task_status": status.name.lower()})
+            t = protocol.known_task(sid)
+            if t is None:  # the chain lost the submission: nothing to claim, ever
+                state.put("attester", sid, "settled", {"task_status": "vanished"})
+                continue
+            if t.status in (TaskStatus.UPHELD, TaskStatus.VOIDED):  # never payable: released to the pool instead
+                state.put("attester", sid, "settled", {"task_status": t.status.name.lower()})
                 continue
             n = tries[sid] + 1
             state.put("attester", sid, "recorded", {"tries": n, "recheck_at": now + min(60 * 2**n, 86_400)})

@@ -50,7 +50,10 @@ def open_challenge(protocol: Any, state: Any, ipfs: Any, sid: int, sub: dict[str
     holding the transaction lock; returns the evidence CID when this call opened the round, None when nothing was
     sent: the submission is already challenged (tracked), no longer challengeable (`moot`), or its window closed
     (`too_late`). The evidence of an attempt that did not go through (status `opening`) is reused."""
-    t = protocol.task(sid)
+    t = protocol.known_task(sid)
+    if t is None:  # the chain lost the submission (a restart from an older state, a reorg): nothing to challenge
+        state.put("challenge", sid, "moot", {"task_status": "vanished"})
+        return None
     if t.status == TaskStatus.CHALLENGED:  # already challenged (by us before a crash, or by another validator)
         track_challenge(protocol, state, sid, sub["node"])
         return None

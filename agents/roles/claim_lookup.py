@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 from intellect.agents.roles._runtime import bare_hex
 from intellect.agents.roles.assignment import Assigner
 from intellect.agents.roles.budget_class import BudgetClasses
-from intellect.sdk import ContractRevert, IntellectError, TaskStatus
+from intellect.sdk import IntellectError
 from intellect.verifier.assignment import assignment_size, effective_quorum
 from intellect.verifier.isolation import ParseUnavailable
 from intellect.verifier.submission import Rejection
@@ -63,13 +63,7 @@ def missing_claim_event(protocol: Any, task_id: int) -> NoReturn:
     holds was claimed (submitWork takes only the claimant), so a missing event is this node's RPC missing
     logs (a node restarted from a state dump, a pruned provider): no verdict now, judged later, given up
     when the window closes (`ParseUnavailable`), never a slash on what this node could not see."""
-    try:
-        known = protocol.task(task_id).status != TaskStatus.NONE
-    except ContractRevert as exc:
-        if exc.name != "TaskLedgerUnknownTask":
-            raise
-        known = False
-    if not known:
+    if protocol.known_task(task_id) is None:
         raise Rejection("unknown_task", f"no TaskClaimed event for task {task_id}")
     raise ParseUnavailable(f"task {task_id} is on the ledger but this node's RPC returns no TaskClaimed event for "
                            f"it (its claim seed and block are unknown here)")

@@ -18,8 +18,8 @@ from intellect.agents.roles._runtime import AgentError, bare_hex
 from intellect.sdk import ContractRevert, IntellectError, TaskStatus
 
 __all__ = ["DefundWatch", "check_units_fit", "claim_blocked", "claim_blocker", "claim_ready_rewards",
-           "claimable_submissions", "free_expired_leases", "max_submission_units", "open_claims", "record_settled",
-           "unfinished_claims"]
+           "claimable_submissions", "forget_vanished", "free_expired_leases", "max_submission_units",
+           "open_claims", "record_settled", "unfinished_claims"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,23 @@ def claim_blocked(protocol: Any, pool_id: int, units: int, defunds: DefundWatch)
                          leverage=protocol.reservation_leverage(), announced_defund=announced)
 
 
+def forget_vanished(state: Any, task_id: int) -> str:
+    """Drop this node's records of task `task_id`, which the ledger no longer holds (`Protocol.known_task` None): the chain
+    lost the block of its claim (an RPC node restarted from an older state dump, a reorg), so there is no lease to
+    work on and no reward to claim, and the shorter chain may give the id to a new claim. The records are logged
+    and deleted, so no restart or reward pass asks about them again and a lost submission does not count towards
+    `worker.max_tasks`; returns `vanished`. Without this a worker whose chain lost a block retried the lost task on
+    every pass and never claimed again."""
+    sub = state.record("submission", task_id)
+    log.warning("task %d is not on the ledger any more (the chain lost the block that held it: an RPC node restarted "
+                "from an older state, a reorg): forgetting its claim%s", task_id,
+                f" and its {sub['status']} submission {sub['data'].get('rollouts_cid') or ''}".rstrip()
+                if sub is not None else "")
+    state.delete("claim", task_id)
+    state.delete("submission", task_id)
+    return "vanished"
+
+
 def open_claims(protocol: Any, state: Any, pool_id: int) -> list[dict[str, Any]]:
     """This node's claims in the pool that may still hold a lease: the state store's `claim` records in status
     `claimed` (the loop writes one after each claimTask), after adding any TaskClaimed of this node from the
@@ -96,7 +113,12 @@ def open_claims(protocol: Any, state: Any, pool_id: int) -> list[dict[str, Any]]
     (at most the pool's `max_open_leases`), not every claim since the deployment."""
     key = f"claims_scanned_to:{pool_id}"
     head = protocol.block_number()
-    start = int(state.get(key, int(protocol.deployment.block) - 1)) + 1
+    first = int(protocol.deployment.block)
+    start = int(state.get(key, first - 1)) + 1
+    if start > head + 1:  # the chain is shorter than what was scanned (it lost blocks): scan it again, once
+        log.warning("claim cursor of pool %d at block %d is past the chain's head %d: rescanning", pool_id, start - 1,
+                    head)
+        start = first
     if start <= head:
         for e in protocol.get_events(["TaskClaimed"], from_block=start, to_block=head,
                                      filters={"node": protocol.address, "poolId": pool_id}):
@@ -118,9 +140,12 @@ def open_claims(protocol: Any, state: Any, pool_id: int) -> list[dict[str, Any]]
     return out
 
 
-def record_settled(state: Any, task_id: int, task: Any) -> str:
+def record_settled(state: Any, task_id: int, task: Any | None) -> str:
     """Record what the chain's `task` says of a claim this node can no longer submit for; returns the local status:
-    `sent` when the task was submitted (by this node before a crash), else `expired`."""
+    `sent` when the task was submitted (by this node before a crash), `vanished` when the ledger no longer holds it
+    (None: `forget_vanished`), else `expired`."""
+    if task is None:
+        return forget_vanished(state, task_id)
     if task.status == TaskStatus.CLAIMED:  # lease expired before we could submit
         state.put("submission", task_id, "expired")
         return "expired"
@@ -141,7 +166,10 @@ def unfinished_claims(protocol: Any, state: Any, pool_id: int) -> list[tuple[int
         rec = state.record("submission", tid)
         if rec is not None and rec["status"] == "expired":
             continue  # its slot is freed by free_expired_leases
-        t = protocol.task(tid)
+        t = protocol.known_task(tid)
+        if t is None:
+            forget_vanished(state, tid)
+            continue
         if t.status != TaskStatus.CLAIMED:
             state.put("claim", tid, "closed", {"task_status": t.status.name.lower()})
             if rec is not None:
@@ -164,7 +192,10 @@ def free_expired_leases(protocol: Any, state: Any, pool_id: int) -> int:
         expiry = r["data"].get("lease_expiry")
         if expiry is not None and int(expiry) >= now:
             continue  # still leased: nothing to free, no call
-        t = protocol.task(tid)
+        t = protocol.known_task(tid)
+        if t is None:
+            forget_vanished(state, tid)
+            continue
         if t.status != TaskStatus.CLAIMED:
             state.put("claim", tid, "closed", {"task_status": t.status.name.lower()})
             continue
@@ -196,7 +227,11 @@ def claimable_submissions(protocol: Any, state: Any) -> list[int]:
         if protocol.claimable(sid):
             ready.append(sid)
             continue
-        status = protocol.task(sid).status
+        t = protocol.known_task(sid)
+        if t is None:  # a lost submission is not asked again (it read as an error on every pass before)
+            forget_vanished(state, sid)
+            continue
+        status = t.status
         if status in (TaskStatus.UPHELD, TaskStatus.PAID, TaskStatus.VOIDED):
             state.put("submission", sid, "sent", {"settled": status.name.lower()})
     return ready

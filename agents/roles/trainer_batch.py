@@ -109,9 +109,9 @@ def next_ready(protocol: Any, state: StateStore, trust: Callable[[dict[int, dict
     canaries = canary_ids(state)
     waiting = sum(1 for sid in ready if sid not in canaries)
     for sid in ready:
-        t = protocol.task(sid)  # re-check on-chain: never train on challenged work
-        if t.status != TaskStatus.SUBMITTED:
-            left_out(state, sid, t.status)
+        t = protocol.known_task(sid)  # re-check on-chain: never train on challenged (or lost) work
+        if t is None or t.status != TaskStatus.SUBMITTED:
+            left_out(state, sid, TaskStatus.NONE if t is None else t.status)
             continue
         if sid in canaries:
             continue
@@ -206,9 +206,9 @@ def current_plan(protocol: Any, state: StateStore, step: int) -> dict[str, Any]:
         plan = None
     if plan is not None and "stats" not in plan:
         for sid in plan["submissions"]:
-            t = protocol.task(sid)
-            if t.status != TaskStatus.SUBMITTED:
-                left_out(state, sid, t.status)
+            t = protocol.known_task(sid)
+            if t is None or t.status != TaskStatus.SUBMITTED:
+                left_out(state, sid, TaskStatus.NONE if t is None else t.status)
                 plan = None
         if plan is None:
             state.set("plan", None)

@@ -332,8 +332,8 @@ class Worker(Agent):
                 })
             self._push(task_id, plan)
             # the chain decides whether it was already submitted (a crash after sending)
-            t = self.protocol.task(task_id)
-            if t.status != TaskStatus.CLAIMED:
+            t = self.protocol.known_task(task_id)
+            if t is None or t.status != TaskStatus.CLAIMED:
                 return record_settled(self.state, task_id, t)
             self.doing = f"submitting task {task_id}"
             check_units_fit(plan.work_units, self.pool.params.max_units_per_submission, self.pool_id,

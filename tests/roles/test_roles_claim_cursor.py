@@ -9,7 +9,7 @@ from nodes import staked_node  # type: ignore[import-not-found]
 from role_config import role_config  # type: ignore[import-not-found]
 from rpc_counter import count_rpc, log_ranges  # type: ignore[import-not-found]
 
-from intellect.agents.roles.leases import free_expired_leases, unfinished_claims
+from intellect.agents.roles.leases import claimable_submissions, free_expired_leases, unfinished_claims
 from intellect.sdk import TaskStatus
 
 
@@ -79,4 +79,50 @@ def test_a_claim_lost_by_a_crash_is_found_from_the_events_after_the_cursor(devne
     assert unfinished_claims(w.protocol, w.state, w.pool_id) == []  # cursor at the head
     c = node.claim_task(pool_id)  # sent, then the process died before writing its record
     assert unfinished_claims(w.protocol, w.state, w.pool_id) == [(c.task_id, c.seed)]
+    w.state.close()
+
+
+def test_claims_and_submissions_the_chain_lost_are_forgotten_not_retried_forever(devnet, tmp_path):
+    """CI failure of stop 43: the RPC node restarted from a state dump that missed its last blocks, and a worker
+    restarted with a claim on its record that the ledger no longer held. `protocol.task` reverted
+    (TaskLedgerUnknownTask) in the restart pass on every loop, so the worker never claimed again. Here the
+    chain loses the blocks by `evm_revert`: the lost claim and the lost submission are forgotten (they do
+    not count as `sent`), the restart and reward passes go on, the claim cursor past the head rescans, and the worker's
+    other work is untouched."""
+    trainer = devnet.protocol(0)
+    pool_id = devnet.deployment.default_pool_id or 1
+    trainer.publish_checkpoint(pool_id, 1, "bafkreimanifestvanished")
+    w = _worker_agent(devnet, tmp_path, 1)
+    staked_node(devnet, 1, "worker")
+    kept = w.protocol.claim_task(pool_id)  # before the fork: the chain keeps it
+    w.state.put("claim", kept.task_id, "claimed", {"seed": kept.seed.hex(), "pool": pool_id,
+                                                    "lease_expiry": kept.lease_expiry, "block": kept.block_number})
+    assert unfinished_claims(w.protocol, w.state, w.pool_id) == [(kept.task_id, kept.seed)]
+    snap = devnet.anvil.snapshot()
+    lost_sub = w.protocol.claim_task(pool_id)
+    sub = w.protocol.submit_work(lost_sub.task_id, "bafkreivanishedsub", b"\x01" * 32, 2, 1)
+    w.state.put("claim", lost_sub.task_id, "claimed", {"seed": lost_sub.seed.hex(), "pool": pool_id})
+    w.state.put("submission", lost_sub.task_id, "sent", {"window_end": sub.window_end})
+    lost = w.protocol.claim_task(pool_id)
+    w.state.put("claim", lost.task_id, "claimed", {"seed": lost.seed.hex(), "pool": pool_id,
+                                                    "lease_expiry": lost.lease_expiry})
+    assert unfinished_claims(w.protocol, w.state, w.pool_id) == [(kept.task_id, kept.seed), (lost.task_id, lost.seed)]
+    assert devnet.anvil.revert(snap)  # the chain loses the blocks after the snapshot
+    w.state.close()
+    w = _worker_agent(devnet, tmp_path, 1)  # the worker restarts (its transaction nonce read from the node again)
+
+    devnet.increase_time(10 ** 6)  # every window closed, every lease ran out
+    assert claimable_submissions(w.protocol, w.state) == []
+    assert w.state.record("submission", lost_sub.task_id) is None
+    assert free_expired_leases(w.protocol, w.state, w.pool_id) == 1  # the kept claim's lease is freed
+    assert trainer.task(kept.task_id).status == TaskStatus.EXPIRED
+    for tid in (lost.task_id, lost_sub.task_id):
+        assert w.state.record("claim", tid) is None
+    assert unfinished_claims(w.protocol, w.state, w.pool_id) == []
+    assert w.state.count("submission", "sent") == 0  # a lost submission does not count towards max_tasks
+
+    # the cursor had scanned past the shorter chain's head: the next pass rescans and finds a new claim
+    again = w.protocol.claim_task(pool_id)  # sent, then the process died before writing its record
+    assert again.task_id == lost_sub.task_id  # the id the lost claim had, now a different claim
+    assert unfinished_claims(w.protocol, w.state, w.pool_id) == [(again.task_id, again.seed)]
     w.state.close()
