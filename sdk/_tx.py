@@ -315,10 +315,13 @@ class Transactor:
         if raw is None:
             return
         try:
-            with_retries(lambda: self.w3.eth.get_transaction(tx_hash), self.retry, "get_transaction")
-            return  # pending or mined: the receipt comes
+            known = with_retries(lambda: self.w3.eth.get_transaction(tx_hash), self.retry, "get_transaction")
         except TransactionNotFound:
-            pass
+            known = None
+        if known is not None:  # pending or mined: the receipt comes, unless a nonce gap holds it
+            if known.get("blockNumber") is None:
+                self._fill_nonce_gap(tx_hash, int(known["nonce"]))
+            return
         try:
             with_retries(lambda: self.w3.eth.send_raw_transaction(raw), self.retry, "send_raw_transaction")
         except Web3RPCError as exc:
@@ -334,6 +337,34 @@ class Transactor:
             raise RpcError(f"transaction {tx_hash}: the RPC node lost it and refused it again: {exc}") from None
         log.warning("transaction %s: the RPC node no longer knew it (restarted or dropped it): sent it again",
                     tx_hash)
+
+    def _fill_nonce_gap(self, tx_hash: str, nonce: int) -> None:
+        """Fill the nonces below `nonce` that the chain lacks with empty transfers to self, so that `tx_hash` (pending
+        at `nonce`) is mined. A gap opens when the chain loses blocks that held this account's transactions (an RPC
+        node restarted from an older state dump, a reorg) while this process keeps counting from its own last nonce:
+        without this, every transaction waits out the receipt timeout, and the stuck one runs whenever the account's
+        nonce next reaches it. Sending it again at a lower nonce instead would run the same call twice."""
+        have = self._sync_nonce()
+        if nonce <= have:
+            return  # the next one to mine: no gap
+        log.warning("transaction %s waits at nonce %d but the chain's next nonce of %s is %d (the chain lost blocks: "
+                    "an RPC node restarted from an older state, a reorg): filling %d nonce(s) with empty transfers",
+                    tx_hash, nonce, self.account.address, have, nonce - have)
+        fees = self._fees()
+        with self._lock:
+            for n in range(have, nonce):
+                filler = {"to": self.account.address, "value": 0, "gas": 21_000, "nonce": n,
+                          "chainId": self.chain_id, **fees}
+                raw = self.account.sign_transaction(filler).raw_transaction
+                try:
+                    with_retries(lambda raw=raw: self.w3.eth.send_raw_transaction(raw), self.retry,
+                                 "send_raw_transaction")
+                except Web3RPCError as exc:
+                    text = str(exc).lower()
+                    if not any(t in text for t in ("already known", "nonce too low", "invalid nonce",
+                                                   "replacement transaction underpriced")):
+                        raise RpcError(f"filling nonce {n} of {self.account.address}: {exc}") from None
+                    # taken meanwhile (this key's other sender, a transaction mined): nothing to fill
 
     def wait(self, tx_hash: str, *, fn_for_replay: Any = None, contract: str = "", function: str = "",
              timeout: float | None = None) -> Any:

@@ -280,6 +280,31 @@ def test_dropped_transaction_sent_again(net: Devnet, caplog: pytest.LogCaptureFi
     assert p.balance_of(to) == before + 2
 
 
+def test_a_nonce_gap_left_by_lost_blocks_is_filled_not_waited_out(net: Devnet, caplog: pytest.LogCaptureFixture) -> None:
+    """The chain loses blocks that held this account's transactions (the RPC node restarted from an older state
+    dump, a reorg: `evm_revert` here) while the process keeps its own nonce count: its next transaction waits in the
+    mempool behind a gap. The sender fills the missing nonces with empty transfers to itself, so the transaction is
+    mined well inside its receipt timeout, once (the faults soak saw every live agent wait out 120 s instead)."""
+    caplog.set_level("WARNING", logger="intellect.sdk._tx")
+    p = Protocol.connect(net.url, deployment=net.deployment, dev_account_index=7, receipt_timeout=60.0)
+    to = dev_account(9).address
+    p.drip()
+    snap = net.anvil.snapshot()
+    p.transfer(to, 1)
+    p.transfer(to, 1)  # mined, then lost
+    assert net.anvil.revert(snap)
+    nonce = p.w3.eth.get_transaction_count(p.address)
+    before = p.balance_of(to)
+    t0 = time.monotonic()
+    p.transfer(to, 5)
+    assert time.monotonic() - t0 < 30  # a fill after the 5-second check, not the 60-second timeout
+    assert p.balance_of(to) == before + 5  # the transfer ran once
+    assert p.w3.eth.get_transaction_count(p.address) == nonce + 3  # two fillers and the transfer
+    assert "filling 2 nonce(s) with empty transfers" in caplog.text
+    p.transfer(to, 1)  # and the count goes on from there
+    assert p.balance_of(to) == before + 6
+
+
 def test_dev_account_refused_on_unknown_network() -> None:
     with pytest.raises(ConfigError, match="unknown network"):
         Protocol.connect("mainnet-of-nowhere")
