@@ -293,6 +293,11 @@ class ValidatorSettings(_Section):
     to the treasury, so checking the others costs the check and earns nothing: a validator checking all of them
     loses money where checking its slots earns (docs/economics.md, "Validators check their slots"). `all`: every
     submission, assigned ones first (a volunteer)."""
+    push_evidence: str = "trainer"
+    """Where this validator stores the evidence document of each challenge round it opens, so voters fetch it when
+    this validator is behind NAT (issue 36; `intellect.agents.roles.evidence_store`): `trainer` (the pool's trainer
+    keeps it: POST /store/evidence, signed by this node; it keeps only the evidence the chain names),
+    `kubo:<RPC API URL>` (any Kubo node) or `none` (only this validator's own gateway serves it)."""
     slash_losing_voters: bool = True
     """After a challenge this validator opened or voted on resolves, slash (`AttesterBook.slashVoter`, each once)
     every validator whose vote in its latest round was on the losing side (`intellect.agents.roles.accountability`;

@@ -163,6 +163,7 @@ class _Keeper:
         self.eligible: dict[str, tuple[float, str | None]] = {}
         self.shape: tuple[int, int, int, int] | None = None
         self.last_sweep = 0.0
+        self.last_evidence_sweep = 0.0
 
 
 _KEEPERS_LOCK = threading.Lock()

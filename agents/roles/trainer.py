@@ -48,11 +48,11 @@ from intellect.agents.roles.checkpoint_publish import (
     warm_start_recipe,
 )
 from intellect.agents.roles.eval_thread import BackgroundEvaluator
+from intellect.agents.roles.evidence_store import serve_stores, sweep_stores
 from intellect.agents.roles.held_out import eval_due, evaluate_and_record, load_eval_tasks
 from intellect.agents.roles.pool_lifecycle import Heartbeat, finish_pool
 from intellect.agents.roles.pool_rules import apply_pool_rules
 from intellect.agents.roles.signal import NO_SIGNAL_AFTER_S, no_signal_report
-from intellect.agents.roles.store import accept_pushed_file, sweep_stored
 from intellect.agents.roles.submission_log import CURSOR, assigned_slots, lookup_submission, record_event
 from intellect.agents.roles.trainer_batch import (
     current_plan,
@@ -149,7 +149,7 @@ class Trainer(Agent):
         self._closers.append(self.origin.stop)
         assert self.server is not None
         self.server.route("POST", "/attestations", lambda _q, body: self.accept_attestation(body))
-        self.server.route("POST", "/store", lambda _q, body: accept_pushed_file(self, body))  # workers' files
+        serve_stores(self)  # workers' rollout files, challengers' evidence
         self.ensure_node(stake_amount=0.0001, auto_stake=True)
         self.refresh_ipfs_peers()
         self._load_rules_and_tasks()
@@ -383,7 +383,7 @@ class Trainer(Agent):
                     record_used_attestations(self.protocol, self.state, self.pool_id, assigned=self._assigned,
                                              metrics=self.metrics)
                     slash_upheld_attesters(self.protocol, self.state, self.metrics, canaries=bool(self.canary))
-                    sweep_stored(self)  # unpin pushed files never submitted or out of their window
+                    sweep_stores(self)  # unpin pushed files and evidence no longer needed
                     last_pull = time.monotonic()
                 if self.gt.step >= self.cfg.trainer.max_steps:
                     self.doing = f"done: {self.gt.step} steps; serving checkpoints"

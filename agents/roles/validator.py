@@ -53,6 +53,7 @@ from intellect.agents.roles.checkpoints import (
     load_checkpoint,
 )
 from intellect.agents.roles.claim_lookup import claim_class, claim_seed, validator_assigner
+from intellect.agents.roles.evidence_store import push_challenge_evidence
 from intellect.agents.roles.pool_rules import apply_pool_rules, pool_evidence_rules
 from intellect.sdk import EventStream, IntellectError, IpfsError
 from intellect.verifier.evidence import rules_for_profile
@@ -348,6 +349,7 @@ class Validator(Agent):
         if cid is not None:
             self.count("challenged")
             log.warning("challenged submission %d of %s: %s (evidence %s)", sid, sub["node"], verdict.reason, cid)
+            push_challenge_evidence(self, cid, sid)  # issue 36: voters reach it when this validator is behind NAT
 
     def _post_attestations(self) -> None:
         """Offer the signed attestations to the pool's trainer (`validator.trainer_url`, else its registered
