@@ -20,6 +20,7 @@ import importlib.util
 import json
 import logging
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -43,6 +44,7 @@ from ._models import PoolParams, format_tokens, parse_tokens
 from ._reverts import REVERT_HINTS
 from .ipfs import EmbeddedIpfs, IpfsGateway, compute_cid, open_ipfs
 from .ipfs._unixfs import CHUNK_SIZE, DagBuilder
+from .peers import pool_gateways
 from .poolrules import PROBLEM_ORDERS, PoolRules, PoolRulesError
 
 __all__ = ["EXIT_NETWORK", "EXIT_REVERT", "EXIT_USER", "PLUGINS", "cli", "main"]
@@ -672,17 +674,26 @@ def pool_state(ctx: _Ctx, pool_id: int, action: str) -> None:
 
 @pool.command("show", short_help="Show one pool or all pools.")
 @click.argument("pool_id", type=int, required=False)
+@click.option("--rules", "show_rules", is_flag=True,
+              help="Also fetch and show the pool's rules document (needs POOL_ID): from the network, i.e. the IPFS "
+                   "gateways of the pool's trainer, relays and validators, or from --ipfs.")
 @click.option("--ipfs", "ipfs_spec", default=None, envvar="INTELLECT_IPFS",
-              help="Also resolve the pool's rules from this IPFS (embedded:/path or kubo:URL).")
+              help="Resolve the pool's rules from this IPFS (embedded:/path, with the pool's peers, or kubo:URL); "
+                   "implies --rules.")
 @click.pass_obj
-def pool_show(ctx: _Ctx, pool_id: int | None, ipfs_spec: str | None) -> None:
-    """Show a pool's parameters, budget and latest checkpoint (all pools without POOL_ID); with --ipfs
-    and POOL_ID, its rules document too."""
+def pool_show(ctx: _Ctx, pool_id: int | None, show_rules: bool, ipfs_spec: str | None) -> None:
+    """Show a pool's parameters, budget and latest checkpoint (all pools without POOL_ID); with --rules (or
+    --ipfs) and POOL_ID, its rules document too, fetched from any of the pool's listed peers (issue 36: the pool
+    stays readable while its trainer is down, from its relays' and validators' copies)."""
     p = ctx.protocol(need_account=False)
     pools = [p.pool(pool_id)] if pool_id is not None else p.pools()
-    if ipfs_spec and pool_id is not None:
+    if (show_rules or ipfs_spec) and pool_id is None:
+        raise click.UsageError("--rules and --ipfs show one pool's rules: give its POOL_ID")
+    if (show_rules or ipfs_spec) and pool_id is not None:
         cid = pools[0].params.rules_cid
-        rules = PoolRules.from_bytes(open_ipfs(ipfs_spec).cat(cid, max_size=1 << 20), source=cid)
+        with tempfile.TemporaryDirectory(prefix="intellect-pool-") as scratch:
+            data = _pool_ipfs(p, pool_id, ipfs_spec, Path(scratch)).cat(cid, max_size=1 << 20)
+        rules = PoolRules.from_bytes(data, source=cid)
         # every rule with its meaning, also those the canonical bytes leave out (`length_scope: all`,
         # `problem_order: random`: documents made before those fields)
         shown = rules.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -704,6 +715,21 @@ def pool_show(ctx: _Ctx, pool_id: int | None, ipfs_spec: str | None) -> None:
         return out or ["no pools"]
 
     _out(ctx, pools if pool_id is None else pools[0], human)
+
+
+def _pool_ipfs(p: Any, pool_id: int, spec: str | None, scratch: Path) -> Any:
+    """Where a pool's documents are read from: `spec` (Kubo as it is; an embedded store with the pool's peers), else
+    an embedded store in `scratch` whose peers are the gateways of the pool's trainer, relays and validators
+    (`intellect.sdk.peers.pool_gateways`)."""
+    if spec and not spec.startswith("embedded:") and "://" in spec:
+        return open_ipfs(spec)
+    peers = pool_gateways(p, pool_id)
+    if not peers and not spec:
+        raise IpfsError(f"no peer of pool {pool_id} serves its documents (its trainer, relays and listed validators "
+                        f"are unreachable or name no IPFS gateway); give --ipfs kubo:URL or embedded:/path")
+    if spec:
+        return open_ipfs(spec, peers=peers)
+    return EmbeddedIpfs(scratch, peers=peers)
 
 
 @pool.command("checkpoints", short_help="List a pool's published checkpoints.")

@@ -31,6 +31,7 @@ from intellect.sdk import LISTING_FLOOR, Cursor, IntellectError, NodeStatus, Pro
 from intellect.sdk.http import PeerHttpError, fetch
 from intellect.sdk.ipfs import GATEWAY_LIMITS as LIMITS
 from intellect.sdk.ipfs import EmbeddedIpfs, IpfsGateway, KuboIpfs, compute_cid
+from intellect.sdk.peers import MAX_STATUS_BYTES, PeerDocumentError, parse_status, peer_service
 from intellect.verifier.tasks import TaskSet
 
 __all__ = [
@@ -136,7 +137,12 @@ def load_task_set(settings: TaskSettings, pool_rules_cid: str | None, ipfs: Any)
     if src == "pool":
         if not pool_rules_cid or pool_rules_cid == empty:
             raise AgentError("the pool names no task set (empty CID): set tasks.source to synthetic:N:SEED or a path")
-        return TaskSet.from_bytes(ipfs.cat(pool_rules_cid, max_size=256 << 20), name=pool_rules_cid)
+        ts = TaskSet.from_bytes(ipfs.cat(pool_rules_cid, max_size=256 << 20), name=pool_rules_cid)
+        try:  # served to joiners from here on (issue 36): the blocks are local, nothing is fetched
+            ipfs.pin(pool_rules_cid)
+        except IntellectError as exc:
+            log.warning("could not keep task set %s in this node's store: %s", pool_rules_cid, exc)
+        return ts
     if src.startswith("synthetic:"):
         try:
             _, n, seed = src.split(":")
@@ -154,38 +160,6 @@ def load_task_set(settings: TaskSettings, pool_rules_cid: str | None, ipfs: Any)
 
 # ---------------------------------------------------------------------------------------------
 # peers
-
-
-class PeerDocumentError(IntellectError, ValueError):
-    """A peer's `/status` document is not a JSON object of the expected shape."""
-
-
-#: Largest `/status` document read from a peer (a real one is a few KB).
-MAX_STATUS_BYTES = 1 << 20
-
-
-def parse_status(body: bytes, source: str) -> dict[str, Any]:
-    """A peer's `/status` JSON object; `PeerDocumentError` naming `source` (its URL) if it is not one."""
-    if len(body) > MAX_STATUS_BYTES:
-        raise PeerDocumentError(f"status document from {source} is {len(body)} bytes, over {MAX_STATUS_BYTES}")
-    try:
-        doc = json.loads(body)
-    except (ValueError, RecursionError) as exc:  # not UTF-8/JSON, an int over 4300 digits, deep nesting
-        raise PeerDocumentError(f"status document from {source} is not JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise PeerDocumentError(f"status document from {source} is a JSON {type(doc).__name__}, not an object")
-    services = doc.get("services")
-    if services is not None and not isinstance(services, dict):
-        raise PeerDocumentError(f"status document from {source}: 'services' is not an object")
-    return doc
-
-
-def peer_service(doc: dict[str, Any], name: str) -> str | None:
-    """The URL a peer's status document gives for service `name`, if it is an http(s) URL."""
-    url = (doc.get("services") or {}).get(name)
-    if not isinstance(url, str) or len(url) > 2048 or not url.startswith(("http://", "https://")):
-        return None
-    return url
 
 
 MAX_IPFS_PEERS = 16

@@ -8,11 +8,17 @@ TOPLOC profile, the budget-class rule); a setting the operator set explicitly (Y
 stops the agent with an `AgentError` naming every such field, instead of letting a worker be
 challenged and slashed for a configuration mismatch. A pool whose CID names a bare task set (pools
 made before the rules existed) keeps the agent's own settings.
+
+Every agent that read the pool's documents keeps them (issue 36: a pool must stay joinable when its trainer is
+down): `apply_pool_rules` pins the rules document it fetched, `load_task_set` the task set, `pool_evidence_rules`
+the evidence rules, so each node's gateway serves them to joiners; a relay, which reads none of them for its own
+work, replicates all of them (`replicate_pool_documents`, within its fetch limit).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from intellect.agents.config import AgentConfig
@@ -23,7 +29,16 @@ from intellect.sdk.poolrules import MAX_RULES_BYTES, PoolRules, conflicts
 from intellect.verifier.evidence import MAX_RULES_BYTES as MAX_EVIDENCE_RULES_BYTES
 from intellect.verifier.evidence import EvidenceRules, rules_for_profile
 
-__all__ = ["apply_pool_rules", "explicit_rule_settings", "fetch_pool_rules", "pool_evidence_rules"]
+__all__ = [
+    "PoolReplica",
+    "apply_pool_rules",
+    "explicit_rule_settings",
+    "fetch_pool_rules",
+    "keep",
+    "pool_documents",
+    "pool_evidence_rules",
+    "replicate_pool_documents",
+]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +59,68 @@ def explicit_rule_settings(cfg: AgentConfig) -> dict[str, Any]:
     if "toploc_profile" in v.model_fields_set:
         out["toploc_profile"] = v.toploc_profile
     return out
+
+
+def keep(ipfs: Any, cid: str) -> bool:
+    """Pin `cid` in `ipfs` (its blocks already local after a read: nothing is fetched), so this node's gateway
+    keeps serving it; False (logged) when the store refuses."""
+    try:
+        ipfs.pin(cid)
+    except IntellectError as exc:
+        log.warning("could not keep %s in this node's store: %s", cid, exc)
+        return False
+    return True
+
+
+def pool_documents(pool_cid: str | None, rules: PoolRules | None) -> list[str]:
+    """The CIDs a pool names: its rules document (or bare task set), the rules' task set, held-out set and evidence
+    rules."""
+    named = [pool_cid] + ([rules.taskset_cid, rules.heldout_cid, rules.evidence_rules_cid] if rules else [])
+    return list(dict.fromkeys(c for c in named if c and c != compute_cid(b"")))
+
+
+def replicate_pool_documents(ipfs: Any, pool_cid: str | None, max_bytes: int) -> tuple[list[str], list[str]]:
+    """Fetch (from peers, each within `max_bytes`, every block CID-checked) and pin every document the pool names
+    (`pool_documents`); returns (kept, missing). One that cannot be fetched now is logged and left for the next
+    call; nothing raises. A relay's replica: a joiner resolves the pool while its trainer is down."""
+    try:
+        rules = fetch_pool_rules(pool_cid, ipfs)
+    except IntellectError as exc:
+        log.info("pool rules %s not replicated yet: %s", pool_cid, exc)
+        return [], [c for c in [pool_cid] if c]
+    kept, missing = [], []
+    for cid in pool_documents(pool_cid, rules):
+        try:
+            for _ in ipfs.cat_iter(cid, max_size=max_bytes):
+                pass  # stored block by block as it comes
+        except IntellectError as exc:
+            log.info("pool document %s not replicated yet: %s", cid, exc)
+            missing.append(cid)
+            continue
+        (kept if keep(ipfs, cid) else missing).append(cid)
+    return kept, missing
+
+
+class PoolReplica:
+    """A relay's copy of its pool's documents (`replicate_pool_documents`): `tick` replicates every `retry_s` while
+    one is missing, every `refresh_s` once all are kept (the pool's rules CID may change)."""
+
+    def __init__(self, retry_s: float = 30.0, refresh_s: float = 600.0) -> None:
+        self.retry_s, self.refresh_s = retry_s, refresh_s
+        self.kept: list[str] = []
+        self.missing: list[str] = []
+        self._next = 0.0
+
+    def tick(self, agent: Any) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        agent.refresh_ipfs_peers()
+        self.kept, self.missing = replicate_pool_documents(agent.ipfs, agent.protocol.pool(agent.pool_id).params.rules_cid,
+                                                           agent.cfg.ipfs.max_fetch_bytes)
+        self._next = now + (self.retry_s if self.missing or not self.kept else self.refresh_s)
+        if self.kept and not self.missing:
+            log.info("pool %d documents kept and served here: %s", agent.pool_id, ", ".join(self.kept))
 
 
 def fetch_pool_rules(pool_cid: str | None, ipfs: Any) -> Any:
@@ -70,6 +147,7 @@ def apply_pool_rules(cfg: AgentConfig, pool_cid: str | None, ipfs: Any, pool_id:
     if rules is None:
         log.warning("pool %d names no rules document (CID %s): using this agent's own settings", pool_id, pool_cid)
         return None
+    keep(ipfs, str(pool_cid))  # fetched: served to joiners from here on
     problems = conflicts(rules, explicit_rule_settings(cfg))
     if problems:
         raise AgentError(f"local settings contradict pool {pool_id}'s rules ({pool_cid}): " + "; ".join(problems)
@@ -105,6 +183,7 @@ def pool_evidence_rules(rules: PoolRules | None, ipfs: Any, profile: str) -> Evi
     try:
         data = ipfs.cat(cid, max_size=MAX_EVIDENCE_RULES_BYTES)
         ev = EvidenceRules.from_bytes(data, source=source)
+        keep(ipfs, cid)
     except IntellectError as exc:
         raise AgentError(f"cannot use {source}: {exc}") from None
     log.info("evidence rules from the pool: %s (digest %s, classes %s, h = %.1f)", cid, ev.digest(),

@@ -3,6 +3,9 @@
 Workers and validators find relays in the registry (role relay, endpoint = this agent's URL) and
 read the Shardcast URL from its `/status`. Upstreams: `relay.upstreams`, else the pool trainer's
 Shardcast origin (from its `/status`), rediscovered if the trainer restarts elsewhere.
+
+It also keeps a replica of the pool's documents (rules, task set, held-out set, evidence rules: `PoolReplica`),
+served by its IPFS gateway, so the pool stays readable while its trainer is down (issue 36).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import logging
 from typing import Any
 
 from intellect.agents.roles._runtime import Agent
+from intellect.agents.roles.pool_rules import PoolReplica
 from intellect.sdk.shardcast import SERVER_LIMITS as LIMITS
 from intellect.sdk.shardcast import Relay
 
@@ -27,6 +31,7 @@ class RelayAgent(Agent):
         super().__init__(cfg)
         self.relay: Any = None
         self.upstreams: list[str] = []
+        self.replica = PoolReplica()  # the pool's rules and task sets, served while its trainer is down (issue 36)
 
     def discover_upstreams(self) -> list[str]:
         if self.cfg.relay.upstreams:
@@ -67,6 +72,7 @@ class RelayAgent(Agent):
                 if ups and ups != self.upstreams:
                     self._start_relay()
                 self.doing = f"relaying from {self.upstreams}" if self.relay else "waiting for an upstream"
+                self.replica.tick(self)
             except Exception as exc:
                 self.metrics.inc("errors_total", kind=type(exc).__name__)
                 log.exception("relay step failed")
@@ -79,5 +85,5 @@ class RelayAgent(Agent):
         versions = []
         if self.relay is not None:
             versions = [{"step": st.manifest.step, "complete": st.complete} for st in self.relay.store.versions()]
-        doc.update({"upstreams": self.upstreams, "versions": versions})
+        doc.update({"upstreams": self.upstreams, "versions": versions, "pool_documents": self.replica.kept})
         return doc
