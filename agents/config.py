@@ -135,6 +135,9 @@ class ServerSettings(_Section):
     limit. Agents on one machine share 127.0.0.1: keep it above what they ask of each other."""
     read_burst: float = Field(40.0, ge=1)
     """Requests a client may make at once before `read_rate` paces it."""
+    liveness_s: float = Field(900.0, gt=0)
+    """`GET /healthz` answers 503 once the role's loop has not come round for this long (a hung RPC call, a deadlock;
+    a trainer's longest step must fit), 200 otherwise: what a supervisor or load balancer polls (issue 36)."""
     status_items: int = Field(500, ge=1, le=10_000)
     """Most items each list of `/status` holds (a validator's verdicts and challenges, a trainer's steps,
     evaluations, submissions and consumed ids): the newest, with each list's total beside it

@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -48,6 +49,7 @@ __all__ = [
     "attestations_reply",
     "bare_hex",
     "load_task_set",
+    "notify_systemd",
     "parse_status",
     "peer_service",
     "setup_logging",
@@ -156,6 +158,25 @@ def load_task_set(settings: TaskSettings, pool_rules_cid: str | None, ipfs: Any)
         if cid != pool_rules_cid:
             raise AgentError(f"task set {src} has CID {cid}, the pool names {pool_rules_cid}: wrong task set")
     return ts
+
+
+def notify_systemd(message: str) -> bool:
+    """Send `message` (`READY=1`, `WATCHDOG=1`, `STOPPING=1`, `STATUS=...`) to the service manager's notification
+    socket (`NOTIFY_SOCKET`, set by systemd for a `Type=notify` unit; an abstract `@name` too); False, silently,
+    when there is none or it does not answer. The protocol is one datagram per message (sd_notify(3))."""
+    addr = os.environ.get("NOTIFY_SOCKET")
+    if not addr:
+        return False
+    if addr.startswith("@"):
+        addr = "\0" + addr[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.connect(addr)
+            sock.sendall(message.encode())
+    except OSError as exc:
+        log.debug("systemd notification %r not sent: %s", message, exc)
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,6 +441,10 @@ class Agent:
         self.data_dir = Path(cfg.data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.stop_event = threading.Event()
+        self.last_beat = time.monotonic()  # the role loop's last pass (`wait`): /healthz and systemd's watchdog
+        usec = os.environ.get("WATCHDOG_USEC", "")
+        self._watchdog_s = int(usec) / 2e6 if usec.isdigit() and int(usec) > 0 else None
+        self._watchdog_sent = 0.0
         self.metrics = Metrics()
         self.metrics.declare("up", "gauge", "1 while the agent runs")
         self.metrics.declare("chain_head", "gauge", "latest block seen")
@@ -497,6 +522,7 @@ class Agent:
         self.server = AgentServer(self.status, self.metrics, host=s.host, port=s.port, read_rate=s.read_rate,
                                   read_burst=s.read_burst, limits=s.limits(AgentServer.default_limits)).start()
         self._closers.append(self.server.stop)
+        self.server.route("GET", "/healthz", lambda _q, _b: self.liveness())
         url_file = self.data_dir / "url"  # where local tools (tests, the demo) find this agent
         url_file.write_text(self.server.url + "\n")
 
@@ -577,8 +603,31 @@ class Agent:
         raise NotImplementedError
 
     def wait(self, seconds: float) -> bool:
-        """Sleep unless stopping; True if a stop was requested."""
+        """Sleep unless stopping; True if a stop was requested. Each call is a heartbeat of the role's loop."""
+        self.beat()
         return self.stop_event.wait(seconds)
+
+    def wait_on(self, cond: threading.Condition, seconds: float) -> None:
+        """A heartbeat (`beat`), then wait up to `seconds` for `cond` to be notified."""
+        self.beat()
+        with cond:
+            cond.wait(seconds)
+
+    def beat(self) -> None:
+        """The role's loop came round: /healthz stays live, and under a systemd watchdog (`WATCHDOG_USEC`) a
+        `WATCHDOG=1` goes out at most every half period. Only the loop beats: a hung loop is restarted."""
+        self.last_beat = now = time.monotonic()
+        if self._watchdog_s is not None and now - self._watchdog_sent >= self._watchdog_s:
+            self._watchdog_sent = now
+            notify_systemd("WATCHDOG=1")
+
+    def liveness(self) -> dict[str, Any]:
+        """`GET /healthz`: 200 with the loop's age while it came round within `server.liveness_s`, else 503."""
+        age = time.monotonic() - self.last_beat
+        if self.stop_event.is_set() or age > self.cfg.server.liveness_s:
+            why = "stopping" if self.stop_event.is_set() else f"the loop last came round {age:.0f} s ago"
+            raise HttpError(503, f"not live: {why} (server.liveness_s {self.cfg.server.liveness_s:g})")
+        return {"live": True, "loop_age_s": round(age, 3), "doing": self.doing}
 
     def install_signals(self) -> None:
         """SIGTERM/SIGINT stop after the current step; SIGUSR1 writes every thread's stack to stderr (the log)
@@ -597,8 +646,11 @@ class Agent:
         try:
             self.start()
             self.doing = "running"
+            self.beat()
+            notify_systemd(f"READY=1\nSTATUS={self.role} running")
             self.loop()
         finally:
+            notify_systemd("STOPPING=1")
             self.doing = "stopped"
             self.metrics.set("up", 0)
             self.close()

@@ -237,8 +237,7 @@ class Worker(Agent):
                 raise AgentError(f"no usable checkpoint after {timeout:.0f}s (latest on-chain {latest}, local {local})")
             self.doing = (f"waiting for pool {self.pool_id}'s first checkpoint (its trainer has published none)"
                           if latest is None else f"fetching checkpoint step {latest} (published on-chain; local {local})")
-            with self.follower.changed:
-                self.follower.changed.wait(0.5)
+            self.wait_on(self.follower.changed, 0.5)
         raise InterruptedError("stopping")
 
     def manifest_cid(self, step: int) -> str:
@@ -449,8 +448,7 @@ class Worker(Agent):
                     if self.doing != waiting:
                         log.info("%s", waiting)
                     self.doing = waiting
-                    with self.follower.changed:
-                        self.follower.changed.wait(self.cfg.worker.poll_interval)
+                    self.wait_on(self.follower.changed, self.cfg.worker.poll_interval)
                     continue
                 closed = self.pool_closed()
                 if closed:
