@@ -12,12 +12,13 @@ since the deployment.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from intellect.agents.roles._runtime import AgentError, bare_hex
 from intellect.sdk import ContractRevert, IntellectError, TaskStatus
 
-__all__ = ["DefundWatch", "check_units_fit", "claim_blocked", "claim_blocker", "claim_ready_rewards",
+__all__ = ["VANISH_AFTER_S", "DefundWatch", "check_units_fit", "claim_blocked", "claim_blocker", "claim_ready_rewards",
            "claimable_submissions", "forget_vanished", "free_expired_leases", "max_submission_units",
            "open_claims", "record_settled", "unfinished_claims"]
 
@@ -86,16 +87,34 @@ def claim_blocked(protocol: Any, pool_id: int, units: int, defunds: DefundWatch)
                          leverage=protocol.reservation_leverage(), announced_defund=announced)
 
 
+VANISH_AFTER_S = 300.0
+"""How long the ledger must keep answering "no such task" for one of this node's records before the record is
+dropped (`forget_vanished`): an RPC provider behind a load balancer may answer from a backend that lags the chain
+for a while, and a sent submission's record is the node's only claim to its reward."""
+
+
 def forget_vanished(state: Any, task_id: int) -> str:
-    """Drop this node's records of task `task_id`, which the ledger no longer holds (`Protocol.known_task` None): the chain
-    lost the block of its claim (an RPC node restarted from an older state dump, a reorg), so there is no lease to
-    work on and no reward to claim, and the shorter chain may give the id to a new claim. The records are logged
-    and deleted, so no restart or reward pass asks about them again and a lost submission does not count towards
-    `worker.max_tasks`; returns `vanished`. Without this a worker whose chain lost a block retried the lost task on
-    every pass and never claimed again."""
-    sub = state.record("submission", task_id)
-    log.warning("task %d is not on the ledger any more (the chain lost the block that held it: an RPC node restarted "
-                "from an older state, a reorg): forgetting its claim%s", task_id,
+    """This node's records of task `task_id`, which the ledger does not hold (`Protocol.known_task` None): the chain
+    lost the block of its claim (an RPC node restarted from an older state dump, a reorg), or this node's RPC
+    answers from a backend that lags. The first such answer only marks the records (`unknown_since`) and returns
+    `unknown` (the caller goes on with other work); once the ledger has not known it for VANISH_AFTER_S, the
+    records are logged and deleted, so no restart or reward pass asks about them again, a lost submission does not
+    count towards `worker.max_tasks`, and the shorter chain may give the id to a new claim; returns `vanished`.
+    Before, a worker whose chain lost a block retried the lost task on every pass and never claimed again."""
+    recs = [(kind, r) for kind in ("claim", "submission") if (r := state.record(kind, task_id)) is not None]
+    now = time.time()
+    since = min((float(r["data"]["unknown_since"]) for _, r in recs if "unknown_since" in r["data"]), default=None)
+    if since is None:
+        for kind, r in recs:
+            state.put(kind, task_id, r["status"], {"unknown_since": now})
+        log.warning("task %d is not on the ledger (the chain lost its block, or this node's RPC lags): its records "
+                    "are dropped if it is still unknown in %.0f s", task_id, VANISH_AFTER_S)
+        return "unknown"
+    if now - since < VANISH_AFTER_S:
+        return "unknown"
+    sub = dict(recs).get("submission")
+    log.warning("task %d has not been on the ledger for %.0f s (the chain lost the block that held it): forgetting "
+                "its claim%s", task_id, now - since,
                 f" and its {sub['status']} submission {sub['data'].get('rollouts_cid') or ''}".rstrip()
                 if sub is not None else "")
     state.delete("claim", task_id)
@@ -142,8 +161,8 @@ def open_claims(protocol: Any, state: Any, pool_id: int) -> list[dict[str, Any]]
 
 def record_settled(state: Any, task_id: int, task: Any | None) -> str:
     """Record what the chain's `task` says of a claim this node can no longer submit for; returns the local status:
-    `sent` when the task was submitted (by this node before a crash), `vanished` when the ledger no longer holds it
-    (None: `forget_vanished`), else `expired`."""
+    `sent` when the task was submitted (by this node before a crash), `unknown` or `vanished` when the ledger does
+    not hold it (None: `forget_vanished`), else `expired`."""
     if task is None:
         return forget_vanished(state, task_id)
     if task.status == TaskStatus.CLAIMED:  # lease expired before we could submit

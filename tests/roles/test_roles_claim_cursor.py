@@ -9,6 +9,7 @@ from nodes import staked_node  # type: ignore[import-not-found]
 from role_config import role_config  # type: ignore[import-not-found]
 from rpc_counter import count_rpc, log_ranges  # type: ignore[import-not-found]
 
+from intellect.agents.roles import leases
 from intellect.agents.roles.leases import claimable_submissions, free_expired_leases, unfinished_claims
 from intellect.sdk import TaskStatus
 
@@ -82,7 +83,7 @@ def test_a_claim_lost_by_a_crash_is_found_from_the_events_after_the_cursor(devne
     w.state.close()
 
 
-def test_claims_and_submissions_the_chain_lost_are_forgotten_not_retried_forever(devnet, tmp_path):
+def test_claims_and_submissions_the_chain_lost_are_forgotten_not_retried_forever(devnet, tmp_path, monkeypatch):
     """CI failure of stop 43: the RPC node restarted from a state dump that missed its last blocks, and a worker
     restarted with a claim on its record that the ledger no longer held. `protocol.task` reverted
     (TaskLedgerUnknownTask) in the restart pass on every loop, so the worker never claimed again. Here the
@@ -112,6 +113,12 @@ def test_claims_and_submissions_the_chain_lost_are_forgotten_not_retried_forever
     w = _worker_agent(devnet, tmp_path, 1)  # the worker restarts (its transaction nonce read from the node again)
 
     devnet.increase_time(10 ** 6)  # every window closed, every lease ran out
+    # first "no such task": the records are only marked (an RPC backend may lag); every pass goes on
+    assert claimable_submissions(w.protocol, w.state) == []
+    assert unfinished_claims(w.protocol, w.state, w.pool_id) == []
+    assert w.state.record("submission", lost_sub.task_id)["status"] == "sent"
+    assert "unknown_since" in w.state.record("claim", lost.task_id)["data"]
+    monkeypatch.setattr(leases, "VANISH_AFTER_S", 0.0)  # ... and dropped once unknown for that long
     assert claimable_submissions(w.protocol, w.state) == []
     assert w.state.record("submission", lost_sub.task_id) is None
     assert free_expired_leases(w.protocol, w.state, w.pool_id) == 1  # the kept claim's lease is freed
