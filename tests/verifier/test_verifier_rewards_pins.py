@@ -124,3 +124,18 @@ def test_a_thinking_budget_of_one_token_is_stated_and_zero_refused_by_name():
     assert thinking_budget_suffix(1) == "\n\nThink for 1 tokens before giving a response."
     with pytest.raises(ValueError, match=r"target_len must be positive, got 0"):
         thinking_budget_suffix(0)
+
+
+def test_the_callers_sandbox_limits_are_the_ones_a_code_task_runs_under():
+    """`reward` and `task_reward` pass their `sandbox` on: a solution that spins 2 s of CPU passes under the default
+    limits (5 CPU s) and fails under a 1-CPU-second sandbox."""
+    from intellect.verifier.sandbox import SandboxLimits
+
+    task = Task(id="c", prompt="p", verifier=VerifierKind.CODE, tests=["assert spin() == 1"])
+    slow = ("```python\nimport time\ndef spin():\n    t = time.process_time()\n"
+            "    while time.process_time() - t < 2.0:\n        pass\n    return 1\n```")
+    tight = SandboxLimits(cpu_seconds=1)
+    assert task_reward(task, slow) == 1.0
+    assert task_reward(task, slow, sandbox=tight) == 0.0
+    assert reward(task, slow, 10, 10).task_reward == 1.0
+    assert reward(task, slow, 10, 10, sandbox=tight).task_reward == 0.0
