@@ -29,7 +29,6 @@ sweep (`sweep_evidence`) once the submission is no longer challenged and its win
 from __future__ import annotations
 
 import base64
-import binascii
 import logging
 import threading
 import time
@@ -45,6 +44,7 @@ from intellect.agents.roles.store import (
     _drop,
     _keeper,
     accept_pushed_file,
+    read_signed_push,
     sweep_stored,
 )
 from intellect.sdk import TaskStatus
@@ -206,29 +206,9 @@ def _round_evidence(agent: Any, sid: int) -> tuple[int, str, str]:
 def accept_pushed_evidence(agent: Any, body: Any) -> dict[str, Any]:
     """The trainer's `POST /store/evidence`: check and pin a challenger's evidence document (HttpError 4xx naming
     the rule that refused it; the module docstring lists them in order)."""
-    if not isinstance(body, dict) or body.get("schema") != EVIDENCE_SCHEMA:
-        raise HttpError(400, f"evidence.schema: body must be a {EVIDENCE_SCHEMA} object")
-    cid, node, sig, b64, sid = (body.get(k) for k in ("cid", "node", "signature", "data", "submission_id"))
-    if not all(isinstance(v, str) for v in (cid, node, sig, b64)):
-        raise HttpError(400, "evidence.schema: cid, node, signature and data must be strings")
-    if isinstance(sid, bool) or not isinstance(sid, int) or not 0 <= sid < 2**256:
-        raise HttpError(400, "evidence.schema: submission_id must be the ledger submission id (an integer)")
-    if len(b64) > (MAX_EVIDENCE_BYTES * 4) // 3 + 4:
-        raise HttpError(413, f"evidence.size: document over {MAX_EVIDENCE_BYTES} bytes")
-    try:
-        data = base64.b64decode(b64, validate=True)
-    except (binascii.Error, ValueError):
-        raise HttpError(400, "evidence.schema: data is not base64") from None
-    if len(data) > MAX_EVIDENCE_BYTES:
-        raise HttpError(413, f"evidence.size: document of {len(data)} bytes, over {MAX_EVIDENCE_BYTES}")
-    p = agent.protocol
-    message = evidence_message(p.chain_id, p.contracts["TaskLedger"].address, sid, cid)
-    try:
-        signer = Account.recover_message(encode_defunct(text=message), signature=sig)
-    except Exception as exc:  # eth_keys raises several types for a malformed signature
-        raise HttpError(400, f"evidence.signature: bad signature: {type(exc).__name__}") from None
-    if signer.lower() != node.lower():
-        raise HttpError(403, f"evidence.signature: signed by {signer}, not {node}")
+    cid, signer, sid, data = read_signed_push(agent, body, schema=EVIDENCE_SCHEMA, rule="evidence",
+                                              id_field="submission_id", what="document", max_bytes=MAX_EVIDENCE_BYTES,
+                                              message=evidence_message)
     k = _keeper(agent)
     try:
         _check_rate(agent, k, signer)

@@ -63,7 +63,7 @@ from intellect.sdk.ipfs import KuboIpfs, compute_cid
 from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutLimits
 
 __all__ = ["MAX_STORE_BYTES", "STORE_SCHEMA", "SWEEP_EVERY_S", "accept_pushed_file", "claim_size_bound",
-           "push_file", "store_message", "store_request", "sweep_stored"]
+           "push_file", "read_signed_push", "store_message", "store_request", "sweep_stored"]
 
 log = logging.getLogger(__name__)
 
@@ -325,36 +325,46 @@ def _check_rollout(agent: Any, data: bytes, cid: str, node: str, task_id: int,
                              f"{max_tokens}")
 
 
+def read_signed_push(agent: Any, body: Any, *, schema: str, rule: str, id_field: str, what: str, max_bytes: int,
+                     message: Any) -> tuple[str, str, int, bytes]:
+    """(cid, signer, id, bytes) of a signed push to one of the trainer's stores: a `schema` object with `cid`,
+    `node`, `data` (base64, at most `max_bytes` decoded), `signature` (EIP-191 over `message(chain id, ledger,
+    id, cid)`) and the ledger id under `id_field`; each refusal an HttpError whose reason starts with `rule`
+    (`<rule>.schema`, `.size` before anything is decoded, `.signature`)."""
+    if not isinstance(body, dict) or body.get("schema") != schema:
+        raise HttpError(400, f"{rule}.schema: body must be a {schema} object")
+    cid, node, sig, b64, ident = (body.get(k) for k in ("cid", "node", "signature", "data", id_field))
+    if not all(isinstance(v, str) for v in (cid, node, sig, b64)):
+        raise HttpError(400, f"{rule}.schema: cid, node, signature and data must be strings")
+    if isinstance(ident, bool) or not isinstance(ident, int) or not 0 <= ident < 2**256:
+        raise HttpError(400, f"{rule}.schema: {id_field} must be the ledger {id_field.split('_')[0]} id (an integer)")
+    if len(b64) > (max_bytes * 4) // 3 + 4:
+        raise HttpError(413, f"{rule}.size: {what} over {max_bytes} bytes")
+    try:
+        data = base64.b64decode(b64, validate=True)
+    except (binascii.Error, ValueError):
+        raise HttpError(400, f"{rule}.schema: data is not base64") from None
+    if len(data) > max_bytes:
+        raise HttpError(413, f"{rule}.size: {what} of {len(data)} bytes, over {max_bytes}")
+    p = agent.protocol
+    try:
+        signer = Account.recover_message(
+            encode_defunct(text=message(p.chain_id, p.contracts["TaskLedger"].address, ident, cid)), signature=sig)
+    except Exception as exc:  # eth_keys raises several types for a malformed signature
+        raise HttpError(400, f"{rule}.signature: bad signature: {type(exc).__name__}") from None
+    if signer.lower() != node.lower():
+        raise HttpError(403, f"{rule}.signature: signed by {signer}, not {node}")
+    return cid, signer, ident, data
+
+
 def accept_pushed_file(agent: Any, body: Any) -> dict[str, Any]:
     """The trainer's `POST /store`: check and pin a worker's rollout file (HttpError 4xx naming the rule
     that refused it; the module docstring lists them in order)."""
     if isinstance(body, dict) and body.get("schema") in OLD_STORE_SCHEMAS:
         raise HttpError(400, f"store.schema: {body['schema']} is no longer accepted (it names no lease): "
                              f"send {STORE_SCHEMA} with the ledger task id the file answers")
-    if not isinstance(body, dict) or body.get("schema") != STORE_SCHEMA:
-        raise HttpError(400, f"store.schema: body must be a {STORE_SCHEMA} object")
-    cid, node, sig, b64, task_id = (body.get(k) for k in ("cid", "node", "signature", "data", "task_id"))
-    if not all(isinstance(v, str) for v in (cid, node, sig, b64)):
-        raise HttpError(400, "store.schema: cid, node, signature and data must be strings")
-    if isinstance(task_id, bool) or not isinstance(task_id, int) or not 0 <= task_id < 2**256:
-        raise HttpError(400, "store.schema: task_id must be the ledger task id (an integer)")
-    if len(b64) > (MAX_STORE_BYTES * 4) // 3 + 4:
-        raise HttpError(413, f"store.size: file over {MAX_STORE_BYTES} bytes")
-    try:
-        data = base64.b64decode(b64, validate=True)
-    except (binascii.Error, ValueError):
-        raise HttpError(400, "store.schema: data is not base64") from None
-    if len(data) > MAX_STORE_BYTES:
-        raise HttpError(413, f"store.size: file of {len(data)} bytes, over {MAX_STORE_BYTES}")
-    p = agent.protocol
-    ledger = p.contracts["TaskLedger"].address
-    try:
-        signer = Account.recover_message(encode_defunct(text=store_message(p.chain_id, ledger, task_id, cid)),
-                                         signature=sig)
-    except Exception as exc:  # eth_keys raises several types for a malformed signature
-        raise HttpError(400, f"store.signature: bad signature: {type(exc).__name__}") from None
-    if signer.lower() != node.lower():
-        raise HttpError(403, f"store.signature: signed by {signer}, not {node}")
+    cid, signer, task_id, data = read_signed_push(agent, body, schema=STORE_SCHEMA, rule="store", id_field="task_id",
+                                                  what="file", max_bytes=MAX_STORE_BYTES, message=store_message)
     k = _keeper(agent)
     _check_rate(agent, k, signer)
     _check_eligible(agent, k, signer)

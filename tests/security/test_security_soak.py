@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-from security_helpers import running_devnet, running_swarm  # type: ignore[import-not-found]
 from test_security_cheaters import assert_books_balance  # type: ignore[import-not-found]
 
 from intellect.sdk import ChallengeStatus, TaskStatus
@@ -21,18 +20,6 @@ from intellect.sdk import ChallengeStatus, TaskStatus
 pytestmark = [pytest.mark.slow, pytest.mark.soak, pytest.mark.timeout(3000)]
 
 CHAIN_SOAK_S = 1800
-
-
-@pytest.fixture
-def soak_devnet(tmp_path):
-    with running_devnet(tmp_path) as net:
-        yield net
-
-
-@pytest.fixture
-def soak_swarm(soak_devnet, tmp_path):
-    with running_swarm(soak_devnet, tmp_path) as s:
-        yield s
 
 
 def _sent(data_dir: Path) -> set[int]:
@@ -44,8 +31,8 @@ def _sent(data_dir: Path) -> set[int]:
         db.close()
 
 
-def test_a_worker_killed_at_random_for_30_minutes_of_chain_time_loses_no_submission(soak_swarm, soak_devnet):
-    swarm, devnet = soak_swarm, soak_devnet
+def test_a_worker_killed_at_random_for_30_minutes_of_chain_time_loses_no_submission(sec_swarm, big_devnet):
+    swarm, devnet = sec_swarm, big_devnet
     rng = random.Random(36)
     p = devnet.protocol(0)
     trainer = swarm.add("trainer", "trainer", 0, {"trainer": {"max_steps": 1000}}).start()
