@@ -98,7 +98,9 @@ class AgentProc:
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired:  # hung: its threads' stacks to its log (SIGUSR1), then SIGKILL
+                self.proc.send_signal(signal.SIGUSR1)
+                time.sleep(2)
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         return self.proc.returncode
