@@ -364,7 +364,7 @@ class Worker(Agent):
                     log.warning("task %d: submission deferred: %s; retrying in %.0f s while the lease lasts",
                                 task_id, exc, RESERVATION_RETRY_S)
                     self.doing = f"task {task_id} waiting for the pool's reservation cap"
-                    self.stop_event.wait(RESERVATION_RETRY_S)
+                    self.wait(RESERVATION_RETRY_S)  # a heartbeat too: waiting here is live
                     continue
                 raise
             self.state.put("submission", task_id, "sent", {"window_end": sub.window_end, "reward": sub.reward,
