@@ -67,6 +67,9 @@ class ChainSettings(_Section):
     """JSON-RPC URL; defaults to the network's (local: http://127.0.0.1:8545)."""
     deployment_file: Path | None = None
     """`deployments/<chainId>.json` by default."""
+    descriptor: str | None = None
+    """The network's one name: URL or path of its signed descriptor (`intellect.network/v1`), which gives the RPC
+    URLs (`rpc_url` overrides them) and the deployment; `network` and `deployment_file` are then not read."""
     keystore: Path | None = None
     """Encrypted keystore (eth-account v3 JSON) of this node's key."""
     password_env: str = "INTELLECT_KEYSTORE_PASSWORD"

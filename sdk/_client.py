@@ -72,6 +72,7 @@ from ._models import (
     claim_seed,
 )
 from ._tx import ErrorDecoder, RetryPolicy, Transactor, redact_url, with_retries
+from .network import NetworkDescriptor, check_on_chain, load_network
 
 __all__ = ["Protocol"]
 
@@ -79,6 +80,25 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 _LOG_CHUNK = 10_000  # blocks per eth_getLogs request
+
+
+def _first_answering(urls: Sequence[str], request_timeout: float, retry: RetryPolicy) -> tuple[Web3, str, int]:
+    """(web3, URL, chain id) of the first of `urls` whose node answers; the last failure if none does."""
+    last: Exception | None = None
+    for i, url in enumerate(urls):
+        w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": request_timeout},
+                                    exception_retry_configuration=None))
+        # every URL but the last gets two tries: a dead one must not hold the joiner for a whole backoff
+        policy = retry if i == len(urls) - 1 else RetryPolicy(attempts=2, base_delay=retry.base_delay)
+        try:
+            return w3, url, int(with_retries(lambda w3=w3: w3.eth.chain_id, policy, f"connect to {redact_url(url)}"))
+        except Exception as exc:  # the next URL may answer; the last failure is what the caller sees
+            last = exc if isinstance(exc, RpcError) else RpcError(
+                f"connect to {redact_url(url)}: {type(exc).__name__}: {exc}")
+            log.warning("%s", last)
+    if last is None:
+        raise ConfigError("the network descriptor names no RPC URL")
+    raise last
 
 
 class Protocol(_TokenCalls, _RegistryCalls, _PoolCalls, _AttesterCalls):
@@ -125,17 +145,28 @@ class Protocol(_TokenCalls, _RegistryCalls, _PoolCalls, _AttesterCalls):
                 keystore: Path | str | None = None, password: str | None = None,
                 password_file: Path | str | None = None, dev_account_index: int | None = None,
                 max_fee_gwei: float | None = None, request_timeout: float = 30.0,
-                retry: RetryPolicy | None = None, receipt_timeout: float = 120.0) -> Protocol:
-        """Connect by network name (`development`, `base-sepolia`, `base-mainnet`) or RPC URL.
+                retry: RetryPolicy | None = None, receipt_timeout: float = 120.0,
+                descriptor: NetworkDescriptor | Path | str | None = None) -> Protocol:
+        """Connect by network name (`development`, `base-sepolia`, `base-mainnet`) or RPC URL, or by the
+        network's signed descriptor (`intellect.sdk.network`: its path or URL, or the loaded descriptor), which
+        gives the RPC URLs (tried in order; `rpc_url` overrides them) and the deployment; the descriptor's signer
+        must be the admin of the network's token on the chain that answers.
 
         The account is `account`, else a decrypted `keystore`, else anvil's dev account
         `dev_account_index` (local dev chains only), else none (read-only).
         """
-        spec, url = resolve_network(network, rpc_url)
-        w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": request_timeout},
-                                    exception_retry_configuration=None))
         retry = retry or RetryPolicy()
-        chain_id = int(with_retries(lambda: w3.eth.chain_id, retry, f"connect to {redact_url(url)}"))
+        if descriptor is not None:
+            desc = descriptor if isinstance(descriptor, NetworkDescriptor) else load_network(descriptor)
+            spec, deployment = None, desc.deployment
+            w3, url, chain_id = _first_answering([rpc_url] if rpc_url else desc.rpc_urls, request_timeout,
+                                                     retry)
+        else:
+            desc = None
+            spec, url = resolve_network(network, rpc_url)
+            w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": request_timeout},
+                                        exception_retry_configuration=None))
+            chain_id = int(with_retries(lambda: w3.eth.chain_id, retry, f"connect to {redact_url(url)}"))
         if spec is not None and spec.chain_id != chain_id:
             raise ConfigError(f"{redact_url(url)} is chain {chain_id}, not {spec.name} ({spec.chain_id}): check --rpc-url")
         if isinstance(deployment, Deployment):
@@ -151,8 +182,11 @@ class Protocol(_TokenCalls, _RegistryCalls, _PoolCalls, _AttesterCalls):
                 raise ConfigError(f"dev accounts exist only on local dev chains, not chain {chain_id}; use --keystore")
             account = dev_account(dev_account_index)
         max_fee = int(max_fee_gwei * 10**9) if max_fee_gwei is not None else None
-        return cls(w3, dep, account, network=spec, rpc_url=url, retry=retry, max_fee_per_gas=max_fee,
-                   receipt_timeout=receipt_timeout)
+        protocol = cls(w3, dep, account, network=spec, rpc_url=url, retry=retry, max_fee_per_gas=max_fee,
+                       receipt_timeout=receipt_timeout)
+        if desc is not None:
+            check_on_chain(desc, protocol)
+        return protocol
 
     def with_account(self, account: LocalAccount) -> Protocol:
         """The same connection acting as another account (its own nonce manager)."""

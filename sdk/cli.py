@@ -44,6 +44,7 @@ from ._models import PoolParams, format_tokens, parse_tokens
 from ._reverts import REVERT_HINTS
 from .ipfs import EmbeddedIpfs, IpfsGateway, compute_cid, open_ipfs
 from .ipfs._unixfs import CHUNK_SIZE, DagBuilder
+from .network import load_network, sign_network, write_network
 from .peers import pool_gateways
 from .poolrules import PROBLEM_ORDERS, PoolRules, PoolRulesError
 
@@ -75,6 +76,7 @@ class _Ctx:
             self._protocol = Protocol.connect(
                 o["network"], rpc_url=o["rpc_url"], deployment=o["deployment"], keystore=o["keystore"],
                 password_file=o["password_file"], dev_account_index=o["dev_account"], max_fee_gwei=o["max_fee_gwei"],
+                descriptor=o["descriptor"],
             )
         if need_account and self._protocol.account is None:
             raise ConfigError("this command signs a transaction: pass --keystore FILE (or --dev-account N on a "
@@ -160,6 +162,9 @@ class IntellectGroup(click.Group):
 @click.option("--rpc-url", default=None, help="RPC URL (overrides the network's default).")
 @click.option("--deployment", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Deployment file (default: deployments/<chainId>.json).")
+@click.option("--descriptor", default=None,
+              help="The network's one name: URL or path of its signed descriptor (intellect.network/v1), which "
+                   "gives the RPC URLs and the deployment (`intellect network show`).")
 @click.option("--keystore", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Encrypted keystore of the account that signs.")
 @click.option("--password-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -878,6 +883,56 @@ def deploy(ctx: _Ctx, profile: str | None, params_file: Path | None, out_dir: Pa
                "contracts": {k: v.address for k, v in dep.contracts.items()},
                "default_pool_id": dep.default_pool_id},
          lambda: [f"deployed on chain {dep.chain_id}: {path}",
+                  *[f"{k:<15}{v.address}" for k, v in dep.contracts.items()],
+                  *([f"default pool   {dep.default_pool_id}"] if dep.default_pool_id is not None else [])])
+
+
+# -- network descriptor -------------------------------------------------------------------------
+@cli.group("network", short_help="Sign or check the network's descriptor (its one name for joiners).")
+def network_group() -> None:
+    """A joiner needs one thing: the URL of the network's signed descriptor (`--descriptor URL`), which names
+    the chain, its RPC URLs and the deployment. The deployer signs it; nodes refuse one its signer did not."""
+
+
+@network_group.command("sign", short_help="Write the signed descriptor of the deployment (deployer only).")
+@click.option("--name", required=True, help="The network's name (1-64 characters).")
+@click.option("--public-rpc-url", "rpc_urls", multiple=True, required=True,
+              help="An RPC URL joiners use (repeat; tried in order). Required.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where the descriptor is written. Required.")
+@click.pass_obj
+def network_sign(ctx: _Ctx, name: str, rpc_urls: tuple[str, ...], out_file: Path) -> None:
+    """Sign the descriptor of the deployment at --network/--rpc-url/--deployment with --keystore (the
+    deployer's; --dev-account 0 on a devnet) and write it to --out. Publish its bytes at a URL (or add them to
+    IPFS: the CID printed is the one `ipfs add --cid-version 1 --raw-leaves` gives) and hand out that URL."""
+    p = ctx.protocol()
+    desc = sign_network(p.deployment, name=name, rpc_urls=list(rpc_urls), account=p.account)
+    write_network(desc, out_file)
+    cid = compute_cid(desc.to_bytes())
+    _out(ctx, {"descriptor": str(out_file), "cid": cid, "name": name, "chain_id": desc.chain_id,
+               "signer": desc.signer},
+         [f"network {name!r} (chain {desc.chain_id}) signed by {desc.signer}: {out_file}", f"cid {cid}"])
+
+
+@network_group.command("show", short_help="Check a descriptor and the chain it names.")
+@click.argument("src", required=False)
+@click.pass_obj
+def network_show(ctx: _Ctx, src: str | None) -> None:
+    """Fetch SRC (a URL or path; default --descriptor), check its signature, connect to its first RPC URL that
+    answers and check that its signer is the admin of the network's token there."""
+    src = src or ctx.opts["descriptor"]
+    if not src:
+        raise click.UsageError("give the descriptor's URL or path (or --descriptor)")
+    desc = load_network(src)
+    ctx.opts["descriptor"] = desc
+    p = ctx.protocol(need_account=False)
+    dep = desc.deployment
+    _out(ctx, {"name": desc.name, "chain_id": desc.chain_id, "rpc_url": p.rpc_url, "rpc_urls": desc.rpc_urls,
+               "signer": desc.signer, "issued_at": desc.issued_at, "default_pool_id": dep.default_pool_id,
+               "contracts": {k: v.address for k, v in dep.contracts.items()}},
+         lambda: [f"network {desc.name!r}: chain {desc.chain_id}, signed by {desc.signer} (the token's admin) "
+                  f"at {_when(desc.issued_at)}",
+                  f"rpc        {p.rpc_url} (of {len(desc.rpc_urls)})",
                   *[f"{k:<15}{v.address}" for k, v in dep.contracts.items()],
                   *([f"default pool   {dep.default_pool_id}"] if dep.default_pool_id is not None else [])])
 

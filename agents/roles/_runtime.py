@@ -482,7 +482,7 @@ class Agent:
             raise AgentError("no account: set chain.keystore (+ password) or, on a local chain, chain.dev_account")
         self.protocol = Protocol.connect(
             c.network, rpc_url=c.rpc_url, deployment=c.deployment_file, keystore=c.keystore, password=password,
-            password_file=c.password_file, dev_account_index=c.dev_account,
+            password_file=c.password_file, dev_account_index=c.dev_account, descriptor=c.descriptor,
         )
         pool_id = c.pool_id if c.pool_id is not None else self.protocol.deployment.default_pool_id
         if pool_id is None:

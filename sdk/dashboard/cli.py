@@ -44,7 +44,7 @@ def dashboard(ctx: click.Context, network: str | None, rpc_url: str | None, depl
     root: Any = ctx.find_root().obj
     opts: dict[str, Any] = getattr(root, "opts", {}) or {}
     p = Protocol.connect(network or opts.get("network") or "development", rpc_url=rpc_url or opts.get("rpc_url"),
-                         deployment=deployment or opts.get("deployment"))
+                         deployment=deployment or opts.get("deployment"), descriptor=opts.get("descriptor"))
     try:
         server = DashboardServer(Dashboard(p, ttl=refresh * 0.9, status_timeout=status_timeout), host, port,
                                  refresh_ms=int(refresh * 1000)).start()

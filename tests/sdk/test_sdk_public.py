@@ -24,7 +24,8 @@ from test_codebase_metrics import FIGURES  # type: ignore[import-not-found]
 ALLOWED: dict[tuple[str, str], str] = {}
 
 PUBLIC_MODULES = ["intellect.sdk", "intellect.sdk.http", "intellect.sdk.procs", "intellect.sdk.ipfs",
-                  "intellect.sdk.shardcast", "intellect.sdk.dashboard", "intellect.sdk.poolrules", "intellect.sdk.peers"]
+                  "intellect.sdk.shardcast", "intellect.sdk.dashboard", "intellect.sdk.poolrules", "intellect.sdk.peers",
+                  "intellect.sdk.network"]
 
 
 def _found() -> set[tuple[str, str]]:
