@@ -27,6 +27,8 @@ from intellect.agents.evaluation import evaluate_checkpoint, held_out_max_tokens
 from intellect.agents.hardware import check_role
 from intellect.agents.roles._runtime import AgentError, setup_logging
 from intellect.agents.roles.pool_rules import fetch_pool_rules
+from intellect.agents.supervise import child_argv
+from intellect.agents.supervise import supervise as run_supervised
 from intellect.sdk import IntellectError, Protocol
 from intellect.sdk.ipfs import open_ipfs
 from intellect.sdk.poolrules import MAX_RULES_BYTES, PoolRules, conflicts
@@ -119,9 +121,12 @@ class _Help(click.Group):
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="override a field, e.g. --set worker.group_size=8 (repeatable)")
 @click.option("--print-config", is_flag=True, help="print the resolved configuration as JSON and exit")
+@click.option("--supervise", is_flag=True,
+              help="run the agent as a child and restart it whenever it dies (kill -9, a crash; not a clean stop or "
+                   "a configuration error), for hosts without systemd")
 @click.pass_context
 def main(ctx: click.Context, role: str | None, config_path: str | None, sets: tuple[str, ...],
-         print_config: bool) -> None:
+         print_config: bool, supervise: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     overrides: dict[str, str] = {}
@@ -146,6 +151,8 @@ def main(ctx: click.Context, role: str | None, config_path: str | None, sets: tu
         sys.exit(2)
 
     setup_logging(cfg.log_level, cfg.log_json, role=cfg.role.value)
+    if supervise:
+        sys.exit(run_supervised(child_argv(sys.argv[1:])))
     if placement is not None:
         log.info("%s model on %s in %s", cfg.role.value, placement.device, placement.dtype)
     agent = (ctx.obj or {}).get("build_agent", build_agent)(cfg)  # the attack kit's launcher passes its own
