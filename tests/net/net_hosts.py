@@ -53,7 +53,8 @@ class Host:
     ns: str
     addr: str
     dev: str  # the host's end of its veth (inside `ns`)
-    hub_dev: str  # the LAN's end (inside the bridge namespace)
+    hub_dev: str  # the LAN's end (inside the bridge namespace); "" behind a NAT router
+    router: Host | None = None  # the NAT router a `nat_host` reaches the LAN through
 
     def cmd(self, argv: list[str]) -> list[str]:
         """`argv` run inside this host's namespace."""
@@ -110,6 +111,32 @@ class NetLab:
         _ip("-n", self.hub_ns, "link", "set", h.hub_dev, "master", "br0", "up")
         _ip("-n", ns, "addr", "add", f"{h.addr}/24", "dev", h.dev)
         _ip("-n", ns, "link", "set", h.dev, "up")
+        self.hosts[name] = h
+        return h
+
+    def nat_host(self, name: str) -> Host:
+        """A host behind a real NAT router: the router `<name>-gw` is a LAN host (its address is the one the
+        others see) masquerading (`iptables -t nat ... MASQUERADE`) for a private link to `name` (10.78.N.2, default
+        route via the router). `name` reaches every LAN host; no LAN host has a route to it. Needs Debian's
+        `iptables` (tools/bootstrap.d/50-iptables.sh); NetUnavailable, saying so, without it."""
+        if shutil.which("iptables") is None:
+            raise NetUnavailable("a NAT router needs iptables (Debian's `iptables`: tools/bootstrap.d/50-iptables.sh)")
+        router = self.host(f"{name}-gw")
+        k = sum(1 for h in self.hosts.values() if h.name.endswith("-gw"))  # this router's number, from 1
+        private = f"10.{77 + k}.{self.subnet.rsplit('.', 1)[1]}"
+        ns = f"{self.prefix}-{name}"
+        self._add_ns(ns)
+        h = Host(name=name, ns=ns, addr=f"{private}.2", dev="eth0", hub_dev="")
+        _ip("-n", router.ns, "link", "add", "home0", "type", "veth", "peer", "name", h.dev, "netns", ns)
+        _ip("-n", router.ns, "addr", "add", f"{private}.1/24", "dev", "home0")
+        _ip("-n", router.ns, "link", "set", "home0", "up")
+        _ip("-n", ns, "addr", "add", f"{h.addr}/24", "dev", h.dev)
+        _ip("-n", ns, "link", "set", h.dev, "up")
+        _ip("-n", ns, "route", "add", "default", "via", f"{private}.1")
+        for argv in (["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"],
+                     ["iptables", "-t", "nat", "-A", "POSTROUTING", "-o", router.dev, "-j", "MASQUERADE"]):
+            subprocess.run(router.cmd(argv), check=True, capture_output=True, timeout=20)
+        h.router = router
         self.hosts[name] = h
         return h
 

@@ -10,6 +10,9 @@ import textwrap
 import time
 import urllib.request
 
+import pytest
+from net_hosts import NetUnavailable
+
 SERVE = textwrap.dedent("""
     import sys
     from http.server import SimpleHTTPRequestHandler
@@ -75,3 +78,42 @@ def test_tbf_cap_slows_a_transfer(lab, tmp_path):
     finally:
         srv.kill()
         srv.wait(timeout=10)
+
+
+SEEN = textwrap.dedent("""
+    import sys
+    from http.server import BaseHTTPRequestHandler
+    from intellect.sdk._http import HttpServer
+    class H(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = self.client_address[0].encode()
+            self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+            self.wfile.write(body)
+    HttpServer(H, sys.argv[1], int(sys.argv[2])).start()
+    print("ready", flush=True)
+    sys.stdin.read()
+""")
+
+
+def test_a_host_behind_a_real_nat_router_reaches_out_as_the_router_and_nothing_reaches_in(lab):
+    a = lab.host("a")
+    try:
+        home = lab.nat_host("home")
+    except NetUnavailable as exc:  # no iptables here
+        pytest.skip(str(exc))
+    seen = subprocess.Popen(a.cmd([sys.executable, "-c", SEEN, a.addr, "8000"]), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd="/tmp")
+    inside = _serve(home, "0.0.0.0", 8000)  # listening on every address of its own: still unreachable
+    try:
+        assert seen.stdout is not None and seen.stdout.readline().strip() == "ready"
+        got = subprocess.run(home.cmd([sys.executable, "-c", "import sys, urllib.request\n"
+                                       "print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())",
+                                       f"http://{a.addr}:8000/"]), capture_output=True, text=True, timeout=30)
+        assert got.stdout.strip() == home.router.addr, got  # masqueraded: the LAN sees the router's address
+        assert not _get_from(a, f"http://{home.addr}:8000/")  # no route in
+        assert not _get_from(a, f"http://{home.router.addr}:8000/")  # and nothing forwarded from the router
+        assert _get_from(home, f"http://{home.addr}:8000/")  # (it is up)
+    finally:
+        for p in (seen, inside):
+            p.kill()
+            p.wait(timeout=10)

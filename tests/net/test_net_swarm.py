@@ -3,12 +3,13 @@
     chain      anvil on 10.77.N.1 (the lab's own /24)
     trainer    status :8000, IPFS gateway :8001, Shardcast origin :8002, advertised at its LAN address
     relay      the same ports; its link capped at 8 Mbit/s, its cable pulled once step 1 is out
-    w-nat      no inbound route: services on its own loopback, advertises nothing (server.advertise false),
-               pushes its rollout files to the trainer's store and goes offline right after submitWork
+    w-nat      behind a real NAT router (its own namespace masquerading with iptables; without iptables, a LAN host
+               whose services listen on its own loopback): no inbound route, advertises nothing (server.advertise
+               false), pushes its rollout files to the trainer's store and goes offline right after submitWork
     w-home     an honest worker on a home-broadband link (tbf 20 Mbit/s both ways)
     cheat      a worker generating with the wrong model
     v1         a validator on a public address
-    v2         a validator behind NAT (no inbound route, advertises nothing): the evidence of the challenges it
+    v2         a validator behind its own NAT router (no inbound route, advertises nothing): the evidence of the challenges it
                opens is pushed to the trainer's store (validator.push_evidence), where every voter fetches it
 
 The swarm trains, the cheater is slashed, the honest workers (the offline NAT'd one included) are paid, and
@@ -22,6 +23,7 @@ import time
 from typing import Any
 
 import pytest
+from net_hosts import NetUnavailable
 
 from intellect.sdk import ChallengeStatus, TaskStatus
 from intellect.sdk.ipfs import EmbeddedIpfs
@@ -53,8 +55,13 @@ def test_swarm_across_hosts_nat_worker_paid_offline_and_relay_loss(lab, net_devn
     p = devnet.protocol(0)
     pool_id = p.deployment.default_pool_id
     params = p.pool(pool_id).params
-    for name in ("trainer", "relay", "v1", "v2", "w-nat", "w-home", "cheat"):
+    for name in ("trainer", "relay", "v1", "w-home", "cheat"):
         lab.host(name)
+    for name in ("v2", "w-nat"):  # each behind its own masquerading router (iptables), without it only unreachable
+        try:
+            lab.nat_host(name)
+        except NetUnavailable:
+            lab.host(name)
     lab.cap("w-home", "20mbit")
     lab.cap("relay", "8mbit")  # slow enough that the relay is still fetching when its cable is pulled
 
