@@ -14,18 +14,23 @@ import math
 import re
 
 import pytest
+from pydantic import ValidationError
 
+from intellect.sdk import SchemaVersionError
 from intellect.verifier.evidence import (
+    CALIBRATION_SCHEMA,
     DEFAULT_RULES,
     EXP_EDGES,
     FP32_RULES,
     HONEST_EXP_COUNTS,
     HONEST_MARGIN_COUNTS,
     MARGIN_EDGES,
+    MAX_RULES_BYTES,
     Cited,
     Component,
     EvidenceClaim,
     EvidenceRules,
+    EvidenceRulesError,
     Observations,
     WorkerEvidence,
     default_rules,
@@ -361,3 +366,67 @@ def test_recheck_claim_lists_at_most_ten_ids_and_upholds_a_sum_of_exactly_h() ->
     )
     assert recheck_claim(_claim([1]), rules, [1], {1: h}, tolerance=0.0)[0]
     assert not recheck_claim(_claim([1]), rules, [1], {1: math.nextafter(h, 0.0)}, tolerance=0.0)[0]
+
+
+# -- the published document (`to_bytes` / `from_bytes`, issue 35), pinned at its limits (issue 39, third pass) --
+
+
+def test_rules_document_of_exactly_max_rules_bytes_is_read_one_more_byte_is_refused() -> None:
+    """The size bound is inclusive: a document of exactly `MAX_RULES_BYTES` (the canonical bytes padded with JSON
+    whitespace) is read; one byte more is refused before parsing."""
+    data = DEFAULT_RULES.to_bytes()
+    padded = data + b" " * (MAX_RULES_BYTES - len(data))
+    assert len(padded) == MAX_RULES_BYTES
+    assert EvidenceRules.from_bytes(padded) == DEFAULT_RULES
+    with pytest.raises(EvidenceRulesError) as err:
+        EvidenceRules.from_bytes(padded + b" ", source="pool 3")
+    assert str(err.value) == (
+        f"pool 3: {MAX_RULES_BYTES + 1} bytes, over the {MAX_RULES_BYTES} an evidence-rules document may have"
+    )
+
+
+def test_rules_document_errors_name_the_default_source_evidence_rules() -> None:
+    with pytest.raises(EvidenceRulesError) as err:
+        EvidenceRules.from_bytes(b"[1]")
+    assert str(err.value) == "evidence rules: an evidence-rules document is a JSON object, got list"
+
+
+def test_rules_document_of_another_schema_names_source_found_schema_cut_at_80_and_the_one_read() -> None:
+    doc = json.loads(DEFAULT_RULES.to_bytes())
+    doc["schema"] = "intellect.evidence-rules/v2" + "x" * 100
+    with pytest.raises(SchemaVersionError) as err:
+        EvidenceRules.from_bytes(json.dumps(doc).encode(), source="pool 3's evidence rules")
+    assert err.value.what == "pool 3's evidence rules"
+    assert err.value.found == doc["schema"][:80] and len(err.value.found) == 80
+    assert err.value.expected == CALIBRATION_SCHEMA == "intellect.evidence-rules/v1"
+
+
+def test_rules_document_validation_error_is_cut_at_600_characters() -> None:
+    """A document that breaks the rules' constraints: `source: ` and the first 600 characters of pydantic's
+    message (30 unknown fields: a message over 600 characters)."""
+    doc = json.loads(DEFAULT_RULES.to_bytes())
+    doc.update({f"surprise_{i}": i for i in range(30)})
+    with pytest.raises(ValidationError) as direct:
+        EvidenceRules.model_validate(doc)
+    full = str(direct.value)
+    assert len(full) > 601
+    with pytest.raises(EvidenceRulesError) as err:
+        EvidenceRules.from_bytes(json.dumps(doc).encode(), source="S")
+    assert str(err.value) == "S: " + full[:600]
+
+
+def test_rules_with_a_non_finite_number_have_no_document() -> None:
+    """JSON has no infinity: rules holding one (an infinite last edge, an infinite ambiguity bound: both pass the
+    model's own checks) make `to_bytes` and `digest` raise instead of writing `Infinity`, which no reader takes."""
+    comp = Component.from_counts("replay_margin", (0.0, 1.0, math.inf), {"c": (5, 1, 0)}, 0.01)
+    rules = EvidenceRules(components=(comp,), default_class="c")
+    assert rules.components[0].edges[-1] == math.inf
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        rules.to_bytes()
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        rules.digest()
+    inf_llr = EvidenceRules.model_validate(
+        {**json.loads(DEFAULT_RULES.to_bytes()), "ambiguous_llr": math.inf}
+    )
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        inf_llr.to_bytes()
