@@ -80,3 +80,13 @@ def test_an_unknown_class_name_counts_as_cpu_on_either_side() -> None:
 @pytest.mark.parametrize("cls", CLASSES)
 def test_lower_class_of_a_class_and_itself_is_itself(cls: str) -> None:
     assert lower_class(cls, cls) == cls
+
+
+def test_lower_class_of_cpu_and_an_unknown_name_is_the_first_argument() -> None:
+    """cpu and a name the rule does not know have the same rank (both cpu): the tie goes to the first argument
+    (`budget_class` passes the declared class first). Both are judged by cpu's budgets in every pool (`PoolRules`
+    refuses budgets for other names), but the function's value is this rule (issue 39: mutmut's
+    `rank.get(a, 1)` and `<` for `<=` return the second)."""
+    assert lower_class("tpu", "cpu") == "tpu"
+    assert lower_class("cpu", "tpu") == "cpu"
+    assert lower_class("tpu", "xpu") == "tpu"

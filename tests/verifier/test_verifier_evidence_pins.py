@@ -14,18 +14,23 @@ import math
 import re
 
 import pytest
+from pydantic import ValidationError
 
+from intellect.sdk import SchemaVersionError
 from intellect.verifier.evidence import (
+    CALIBRATION_SCHEMA,
     DEFAULT_RULES,
     EXP_EDGES,
     FP32_RULES,
     HONEST_EXP_COUNTS,
     HONEST_MARGIN_COUNTS,
     MARGIN_EDGES,
+    MAX_RULES_BYTES,
     Cited,
     Component,
     EvidenceClaim,
     EvidenceRules,
+    EvidenceRulesError,
     Observations,
     WorkerEvidence,
     default_rules,
@@ -44,13 +49,23 @@ def _chunk(exp: int) -> ChunkStats:
 
 
 def _replay(positions: int, margins: tuple[float, ...]) -> ReplayStats:
-    return ReplayStats(max_margin=max(margins, default=0.0), mean_margin=0.0, flips=len(margins),
-                       positions=positions, margins=margins)
+    return ReplayStats(
+        max_margin=max(margins, default=0.0),
+        mean_margin=0.0,
+        flips=len(margins),
+        positions=positions,
+        margins=margins,
+    )
 
 
 def _toy(weight: float = 0.1) -> Component:
-    return Component(name="replay_margin", edges=(0.0, 1.0), weight=weight, alternative=(0.0, 1.0),
-                     honest={"a": (0.5, 0.5), "b": (0.8, 0.2)})
+    return Component(
+        name="replay_margin",
+        edges=(0.0, 1.0),
+        weight=weight,
+        alternative=(0.0, 1.0),
+        honest={"a": (0.5, 0.5), "b": (0.8, 0.2)},
+    )
 
 
 def test_observe_bins_every_replayed_token_and_every_chunk() -> None:
@@ -58,8 +73,9 @@ def test_observe_bins_every_replayed_token_and_every_chunk() -> None:
     first bin whose edge it does not exceed (+inf in the last); every chunk's exponent mismatches likewise; a sample
     without a replay adds chunks only."""
     results = [
-        VerificationResult(ok=True, chunks=[_chunk(0), _chunk(3), _chunk(40)],
-                           replay=_replay(5, (0.0005, 0.3, math.inf))),
+        VerificationResult(
+            ok=True, chunks=[_chunk(0), _chunk(3), _chunk(40)], replay=_replay(5, (0.0005, 0.3, math.inf))
+        ),
         VerificationResult(ok=True, chunks=[_chunk(1), _chunk(3)]),
         VerificationResult(ok=True, chunks=[], replay=_replay(2, ())),
         VerificationResult(ok=True, chunks=[_chunk(18)], replay=_replay(3, (1e-3, 1.0))),
@@ -71,7 +87,9 @@ def test_observe_bins_every_replayed_token_and_every_chunk() -> None:
     only_margins = EvidenceRules(components=(DEFAULT_RULES.components[0],), default_class="cpu-bf16")
     assert observe(results, only_margins).counts == {"replay_margin": obs.counts["replay_margin"]}
     only_chunks = EvidenceRules(components=(DEFAULT_RULES.components[1],), default_class="cpu-bf16")
-    assert observe(results, only_chunks).counts == {"toploc_exp_mismatches": obs.counts["toploc_exp_mismatches"]}
+    assert observe(results, only_chunks).counts == {
+        "toploc_exp_mismatches": obs.counts["toploc_exp_mismatches"]
+    }
 
 
 def test_bin_is_the_first_edge_not_exceeded_and_nan_the_last() -> None:
@@ -99,7 +117,9 @@ def test_from_counts_adds_one_inflates_the_non_exact_bins_floors_and_normalises(
     assert floored.honest["c"] == pytest.approx((0.75 / z, 0.2 / z, (1 / 3) / z), abs=1e-12)
     flat = Component.from_counts("replay_margin", (0.0, 1.0, 2.0), {"c": (8, 0, 1)}, 0.05, inflate=1.0)
     assert flat.honest["c"] == pytest.approx((0.75, 1 / 12, 2 / 12), abs=1e-12)
-    chosen = Component.from_counts("replay_margin", (0.0, 1.0, 2.0), {"c": (8, 0, 1)}, 0.05, alternative=(0, 0, 1))
+    chosen = Component.from_counts(
+        "replay_margin", (0.0, 1.0, 2.0), {"c": (8, 0, 1)}, 0.05, alternative=(0, 0, 1)
+    )
     assert chosen.alternative == (0.0, 0.0, 1.0)
     with pytest.raises(ValueError, match=re.escape("component replay_margin, class c: 2 counts for 3 bins")):
         Component.from_counts("replay_margin", (0.0, 1.0, 2.0), {"c": (8, 0)}, 0.05)
@@ -115,8 +135,9 @@ def test_default_rules_are_the_shipped_counts_with_the_documented_weights() -> N
     assert margin.counts == HONEST_MARGIN_COUNTS and exp.counts == HONEST_EXP_COUNTS
     assert rules.default_class == "cpu-bf16" and rules == DEFAULT_RULES
     assert default_rules(default_class="cpu-fp32") == FP32_RULES
-    custom = default_rules({"x": (1,) * 9}, {"x": (2,) * 9}, default_class="x", margin_weight=0.02, exp_weight=0.1,
-                           horizon=10)
+    custom = default_rules(
+        {"x": (1,) * 9}, {"x": (2,) * 9}, default_class="x", margin_weight=0.02, exp_weight=0.1, horizon=10
+    )
     assert custom.components[0].counts == {"x": (1,) * 9} and custom.components[1].counts == {"x": (2,) * 9}
     assert (custom.components[0].weight, custom.components[1].weight, custom.horizon) == (0.02, 0.1, 10)
 
@@ -129,8 +150,13 @@ def test_rules_for_profile_maps_fp32_to_fp32_rules_and_refuses_an_unknown_profil
 
 
 def test_judged_class_is_the_declaration_only_when_every_component_knows_it() -> None:
-    half = Component(name="toploc_exp_mismatches", edges=(0.0, 1.0), weight=0.1, alternative=(0.0, 1.0),
-                     honest={"a": (0.5, 0.5)})
+    half = Component(
+        name="toploc_exp_mismatches",
+        edges=(0.0, 1.0),
+        weight=0.1,
+        alternative=(0.0, 1.0),
+        honest={"a": (0.5, 0.5)},
+    )
     rules = EvidenceRules(components=(_toy(), half), default_class="a")
     assert rules.classes() == ["a"]
     assert rules.judged_class("a") == "a"
@@ -142,10 +168,15 @@ def test_judged_class_is_the_declaration_only_when_every_component_knows_it() ->
 def test_digest_is_sha256_of_the_canonical_json() -> None:
     rules = default_rules(false_alarm=1e-4)
     # canonical: sorted keys, no spaces (the same rules give the same digest whatever order their classes came in)
-    canonical = json.dumps(rules.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps(
+        rules.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":")
+    )
     want = "0x" + hashlib.sha256(canonical.encode()).hexdigest()
     assert rules.digest() == want and rules.digest() != DEFAULT_RULES.digest()
-    assert rules.to_bytes() == canonical.encode() and b'"schema":"intellect.evidence-rules/v1"' in rules.to_bytes()
+    assert (
+        rules.to_bytes() == canonical.encode()
+        and b'"schema":"intellect.evidence-rules/v1"' in rules.to_bytes()
+    )
 
 
 def test_submission_llr_sums_count_times_table_and_refuses_a_wrong_bin_count() -> None:
@@ -226,15 +257,25 @@ def test_claim_carries_the_worker_rules_class_run_and_threshold() -> None:
     ev = WorkerEvidence(worker=WORKER, compute_class="cpu-fp32")
     ev.add(7, 2.0, DEFAULT_RULES, rollouts_cid="bafy7")
     claim = ev.claim(DEFAULT_RULES)
-    assert claim == EvidenceClaim(worker=WORKER, rules=DEFAULT_RULES.digest(), compute_class="cpu-fp32",
-                                  cited=(Cited(submission_id=7, rollouts_cid="bafy7", llr=2.0),), statistic=2.0,
-                                  threshold=DEFAULT_RULES.threshold)
+    assert claim == EvidenceClaim(
+        worker=WORKER,
+        rules=DEFAULT_RULES.digest(),
+        compute_class="cpu-fp32",
+        cited=(Cited(submission_id=7, rollouts_cid="bafy7", llr=2.0),),
+        statistic=2.0,
+        threshold=DEFAULT_RULES.threshold,
+    )
 
 
 def _claim(ids: list[int], rules: EvidenceRules = DEFAULT_RULES) -> EvidenceClaim:
-    return EvidenceClaim(worker=WORKER, rules=rules.digest(), compute_class="cpu-bf16",
-                         cited=tuple(Cited(submission_id=i, llr=1.0) for i in ids), statistic=1.0,
-                         threshold=rules.threshold)
+    return EvidenceClaim(
+        worker=WORKER,
+        rules=rules.digest(),
+        compute_class="cpu-bf16",
+        cited=tuple(Cited(submission_id=i, llr=1.0) for i in ids),
+        statistic=1.0,
+        threshold=rules.threshold,
+    )
 
 
 def test_recheck_claim_at_the_threshold_and_its_refusals_named() -> None:
@@ -257,14 +298,21 @@ def test_recheck_claim_at_the_threshold_and_its_refusals_named() -> None:
     assert recheck_claim(_claim([2, 3]), rules, [1, 2, 3, 4], {2: h, 3: h})[0]  # 1 and 4 lie outside the run
     other = default_rules(false_alarm=1e-6)
     ok, why = recheck_claim(_claim([1]), other, [1], {1: 100.0})
-    assert (ok, why) == (False, f"the claim was computed under rules {DEFAULT_RULES.digest()}, this pool's are "
-                                f"{other.digest()}")
+    assert (ok, why) == (
+        False,
+        f"the claim was computed under rules {DEFAULT_RULES.digest()}, this pool's are {other.digest()}",
+    )
 
 
 def test_submission_llr_counts_every_component_the_observations_have() -> None:
     """Observations without the first component's counts still count the second's."""
-    second = Component(name="toploc_exp_mismatches", edges=(0.0, 1.0), weight=0.1, alternative=(0.0, 1.0),
-                       honest={"a": (0.5, 0.5)})
+    second = Component(
+        name="toploc_exp_mismatches",
+        edges=(0.0, 1.0),
+        weight=0.1,
+        alternative=(0.0, 1.0),
+        honest={"a": (0.5, 0.5)},
+    )
     rules = EvidenceRules(components=(_toy(0.1), second), default_class="a")
     obs = Observations(counts={"toploc_exp_mismatches": (0, 2)})
     assert submission_llr(obs, rules) == pytest.approx(2 * math.log(1.1), abs=1e-12)
@@ -311,6 +359,74 @@ def test_recheck_claim_lists_at_most_ten_ids_and_upholds_a_sum_of_exactly_h() ->
     assert not ok and why == f"the cited run leaves out the worker's submissions {list(range(2, 12))}"
     ids = list(range(1, 13))
     ok, why = recheck_claim(_claim(ids), rules, ids, {1: h})
-    assert not ok and why == f"no LLR of the cited submissions {list(range(2, 12))} (not the worker's, or not checkable)"
+    assert (
+        not ok
+        and why
+        == f"no LLR of the cited submissions {list(range(2, 12))} (not the worker's, or not checkable)"
+    )
     assert recheck_claim(_claim([1]), rules, [1], {1: h}, tolerance=0.0)[0]
     assert not recheck_claim(_claim([1]), rules, [1], {1: math.nextafter(h, 0.0)}, tolerance=0.0)[0]
+
+
+# -- the published document (`to_bytes` / `from_bytes`, issue 35), pinned at its limits (issue 39, third pass) --
+
+
+def test_rules_document_of_exactly_max_rules_bytes_is_read_one_more_byte_is_refused() -> None:
+    """The size bound is inclusive: a document of exactly `MAX_RULES_BYTES` (the canonical bytes padded with JSON
+    whitespace) is read; one byte more is refused before parsing."""
+    data = DEFAULT_RULES.to_bytes()
+    padded = data + b" " * (MAX_RULES_BYTES - len(data))
+    assert len(padded) == MAX_RULES_BYTES
+    assert EvidenceRules.from_bytes(padded) == DEFAULT_RULES
+    with pytest.raises(EvidenceRulesError) as err:
+        EvidenceRules.from_bytes(padded + b" ", source="pool 3")
+    assert str(err.value) == (
+        f"pool 3: {MAX_RULES_BYTES + 1} bytes, over the {MAX_RULES_BYTES} an evidence-rules document may have"
+    )
+
+
+def test_rules_document_errors_name_the_default_source_evidence_rules() -> None:
+    with pytest.raises(EvidenceRulesError) as err:
+        EvidenceRules.from_bytes(b"[1]")
+    assert str(err.value) == "evidence rules: an evidence-rules document is a JSON object, got list"
+
+
+def test_rules_document_of_another_schema_names_source_found_schema_cut_at_80_and_the_one_read() -> None:
+    doc = json.loads(DEFAULT_RULES.to_bytes())
+    doc["schema"] = "intellect.evidence-rules/v2" + "x" * 100
+    with pytest.raises(SchemaVersionError) as err:
+        EvidenceRules.from_bytes(json.dumps(doc).encode(), source="pool 3's evidence rules")
+    assert err.value.what == "pool 3's evidence rules"
+    assert err.value.found == doc["schema"][:80] and len(err.value.found) == 80
+    assert err.value.expected == CALIBRATION_SCHEMA == "intellect.evidence-rules/v1"
+
+
+def test_rules_document_validation_error_is_cut_at_600_characters() -> None:
+    """A document that breaks the rules' constraints: `source: ` and the first 600 characters of pydantic's
+    message (30 unknown fields: a message over 600 characters)."""
+    doc = json.loads(DEFAULT_RULES.to_bytes())
+    doc.update({f"surprise_{i}": i for i in range(30)})
+    with pytest.raises(ValidationError) as direct:
+        EvidenceRules.model_validate(doc)
+    full = str(direct.value)
+    assert len(full) > 601
+    with pytest.raises(EvidenceRulesError) as err:
+        EvidenceRules.from_bytes(json.dumps(doc).encode(), source="S")
+    assert str(err.value) == "S: " + full[:600]
+
+
+def test_rules_with_a_non_finite_number_have_no_document() -> None:
+    """JSON has no infinity: rules holding one (an infinite last edge, an infinite ambiguity bound: both pass the
+    model's own checks) make `to_bytes` and `digest` raise instead of writing `Infinity`, which no reader takes."""
+    comp = Component.from_counts("replay_margin", (0.0, 1.0, math.inf), {"c": (5, 1, 0)}, 0.01)
+    rules = EvidenceRules(components=(comp,), default_class="c")
+    assert rules.components[0].edges[-1] == math.inf
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        rules.to_bytes()
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        rules.digest()
+    inf_llr = EvidenceRules.model_validate(
+        {**json.loads(DEFAULT_RULES.to_bytes()), "ambiguous_llr": math.inf}
+    )
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        inf_llr.to_bytes()
