@@ -44,12 +44,12 @@ from intellect.agents.roles.store import (
     _drop,
     _keeper,
     accept_pushed_file,
+    push_to,
     read_signed_push,
     sweep_stored,
 )
 from intellect.sdk import TaskStatus
-from intellect.sdk.http import fetch
-from intellect.sdk.ipfs import KuboIpfs, compute_cid
+from intellect.sdk.ipfs import compute_cid
 
 __all__ = ["EVIDENCE_SCHEMA", "KIND", "MAX_EVIDENCE_BYTES", "PUSH_RETRY_S", "accept_pushed_evidence", "evidence_message",
            "evidence_request", "push_challenge_evidence", "push_evidence", "serve_stores", "sweep_evidence",
@@ -83,30 +83,17 @@ def evidence_request(private_key: Any, chain_id: int, ledger: str, submission_id
 
 def push_evidence(agent: Any, cid: str, submission_id: int) -> str | None:
     """Store the evidence document `cid` of this validator's challenge of `submission_id` where
-    `validator.push_evidence` says (the bytes read from this agent's own store); returns where, None for `none`.
-    Raises on failure (the caller logs it: the challenge stands, served by this agent's gateway if reachable)."""
-    target = agent.cfg.validator.push_evidence.strip()
-    if target == "none":
+    `validator.push_evidence` says (the bytes read from this agent's own store; `store.push_to`); returns where,
+    None for `none`. Raises on failure (the caller logs it: the challenge stands, served by this agent's gateway
+    if reachable)."""
+    if agent.cfg.validator.push_evidence.strip() == "none":
         return None
     data = agent.ipfs.cat(cid, max_size=MAX_EVIDENCE_BYTES)
-    if target.startswith("kubo:"):
-        url = target[len("kubo:"):]
-        got = KuboIpfs(url, timeout=60.0).add(data, pin=True)
-        if got != cid:
-            raise RuntimeError(f"Kubo node {url} stored the evidence as {got}, not {cid}")
-        return url
-    if target != "trainer":
-        raise RuntimeError(f"validator.push_evidence {target!r}: not 'trainer', 'kubo:<RPC API URL>' or 'none'")
     p = agent.protocol
-    endpoint = p.node(agent.pool.params.trainer).endpoint
-    if not endpoint:
-        raise RuntimeError(f"pool {agent.pool_id}'s trainer registered no endpoint to push evidence to")
-    body = evidence_request(p.account.key, p.chain_id, p.contracts["TaskLedger"].address, submission_id, cid, data)
-    reply = fetch("POST", endpoint.rstrip("/") + "/store/evidence", json_body=body, deadline=60.0,
-                  max_bytes=64 * 1024)
-    if reply.status != 200:
-        raise RuntimeError(f"trainer store {endpoint}: HTTP {reply.status} {reply.body[:200]!r}")
-    return endpoint
+    return push_to(agent, agent.cfg.validator.push_evidence, "validator.push_evidence", "evidence", data, cid,
+                   "/store/evidence",
+                   lambda: evidence_request(p.account.key, p.chain_id, p.contracts["TaskLedger"].address,
+                                            submission_id, cid, data))
 
 
 def push_challenge_evidence(agent: Any, cid: str, submission_id: int,

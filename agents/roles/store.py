@@ -50,6 +50,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +63,8 @@ from intellect.sdk.http import fetch
 from intellect.sdk.ipfs import KuboIpfs, compute_cid
 from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutLimits
 
-__all__ = ["MAX_STORE_BYTES", "STORE_SCHEMA", "SWEEP_EVERY_S", "accept_pushed_file", "claim_size_bound",
-           "push_file", "read_signed_push", "store_message", "store_request", "sweep_stored"]
+__all__ = ["MAX_STORE_BYTES", "STORE_SCHEMA", "SWEEP_EVERY_S", "accept_pushed_file", "claim_size_bound", "push_file",
+           "push_to", "read_signed_push", "store_message", "store_request", "sweep_stored"]
 
 log = logging.getLogger(__name__)
 
@@ -108,37 +109,51 @@ def store_request(private_key: Any, chain_id: int, ledger: str, task_id: int, ci
             "data": base64.b64encode(data).decode(), "signature": "0x" + bytes(signed.signature).hex()}
 
 
-def push_file(agent: Any, path: Path, cid: str, task_id: int | None = None) -> str | None:
-    """Store `path` (whose CID is `cid`, the file of ledger task `task_id`) where `worker.push_to` says;
-    returns where, or None for `none`.
-
-    Raises on failure: the caller decides whether to submit anyway (its own gateway still serves it)."""
-    target = agent.cfg.worker.push_to.strip()
-    data = Path(path).read_bytes()
+def push_to(agent: Any, target: str, setting: str, what: str, data: bytes, cid: str, route: str,
+            body: Callable[[], dict[str, Any]]) -> str | None:
+    """Store `data` (the `what` whose CID is `cid`) where `target`, the value of config key `setting`, says:
+    `none` (returns None), `kubo:<RPC API URL>` (that Kubo node adds and pins it; returns the URL) or `trainer`
+    (the signed request `body()` POSTed to the pool trainer's registered endpoint + `route`; returns the
+    endpoint). Raises on failure: the caller decides what a failed push means (its own gateway may still serve
+    the bytes)."""
+    target = target.strip()
     if target == "none":
         return None
     if target.startswith("kubo:"):
         url = target[len("kubo:"):]
         got = KuboIpfs(url, timeout=60.0).add(data, pin=True)
         if got != cid:
-            raise RuntimeError(f"Kubo node {url} stored the file as {got}, not {cid}")
+            raise RuntimeError(f"Kubo node {url} stored the {what} as {got}, not {cid}")
         return url
     if target != "trainer":
-        raise RuntimeError(f"worker.push_to {target!r}: not 'trainer', 'kubo:<RPC API URL>' or 'none'")
-
-    if task_id is None:
-        raise RuntimeError("pushing to the trainer's store names the ledger task the file answers: no task id given")
-    if len(data) > MAX_STORE_BYTES:
-        raise RuntimeError(f"rollout file {path} is {len(data)} bytes, over the trainer store's {MAX_STORE_BYTES}")
-    p = agent.protocol
-    endpoint = p.node(agent.pool.params.trainer).endpoint
+        raise RuntimeError(f"{setting} {target!r}: not 'trainer', 'kubo:<RPC API URL>' or 'none'")
+    endpoint = agent.protocol.node(agent.pool.params.trainer).endpoint
     if not endpoint:
-        raise RuntimeError(f"pool {agent.pool_id}'s trainer registered no endpoint to push to")
-    body = store_request(p.account.key, p.chain_id, p.contracts["TaskLedger"].address, task_id, cid, data)
-    reply = fetch("POST", endpoint.rstrip("/") + "/store", json_body=body, deadline=60.0, max_bytes=64 * 1024)
+        raise RuntimeError(f"pool {agent.pool_id}'s trainer registered no endpoint to push the {what} to")
+    reply = fetch("POST", endpoint.rstrip("/") + route, json_body=body(), deadline=60.0, max_bytes=64 * 1024)
     if reply.status != 200:
         raise RuntimeError(f"trainer store {endpoint}: HTTP {reply.status} {reply.body[:200]!r}")
     return endpoint
+
+
+def push_file(agent: Any, path: Path, cid: str, task_id: int | None = None) -> str | None:
+    """Store `path` (whose CID is `cid`, the file of ledger task `task_id`) where `worker.push_to` says;
+    returns where, or None for `none` (`push_to`).
+
+    Raises on failure: the caller decides whether to submit anyway (its own gateway still serves it)."""
+    data = Path(path).read_bytes()
+
+    def body() -> dict[str, Any]:
+        if task_id is None:
+            raise RuntimeError("pushing to the trainer's store names the ledger task the file answers: no task id "
+                               "given")
+        if len(data) > MAX_STORE_BYTES:
+            raise RuntimeError(f"rollout file {path} is {len(data)} bytes, over the trainer store's "
+                               f"{MAX_STORE_BYTES}")
+        p = agent.protocol
+        return store_request(p.account.key, p.chain_id, p.contracts["TaskLedger"].address, task_id, cid, data)
+
+    return push_to(agent, agent.cfg.worker.push_to, "worker.push_to", "file", data, cid, "/store", body)
 
 
 # -- the trainer's side -----------------------------------------------------------------------------
