@@ -12,9 +12,8 @@ from __future__ import annotations
 import base64
 
 import pytest
-import yaml
 from nodes import staked_node  # type: ignore[import-not-found]
-from role_config import role_config  # type: ignore[import-not-found]
+from role_config import swarm_pool_config  # type: ignore[import-not-found]
 
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.challenges import open_challenge
@@ -30,15 +29,6 @@ from intellect.agents.roles.evidence_store import (
 from intellect.sdk import ContentNotFoundError, TaskStatus
 from intellect.sdk.ipfs import EmbeddedIpfs, compute_cid
 from intellect.verifier.submission import Verdict
-
-
-def _cfg(devnet, data_dir, role: str, account: int, **over: str):
-    data_dir.mkdir(parents=True, exist_ok=True)
-    path = data_dir.parent / f"{data_dir.name}.yaml"
-    path.write_text(yaml.safe_dump({"tasks": {"budgets": {"cpu": [6, 8]}},
-                                    "worker": {"problems_per_task": 2, "group_size": 4}}))
-    return role_config(devnet, role, data_dir, account,
-                       {"server.port": "0", "server.ipfs_port": "0", "server.shardcast_port": "0", **over}, path=path)
 
 
 def _push(trainer, p, sid: int, cid: str, data: bytes) -> dict:
@@ -62,7 +52,7 @@ def agents(devnet, tmp_path):
 
     pool_id = devnet.deployment.default_pool_id or 1
     devnet.protocol(0).publish_checkpoint(pool_id, 1, "bafkreimanifestevidence")
-    trainer = Trainer(_cfg(devnet, tmp_path / "trainer", "trainer", 0))
+    trainer = Trainer(swarm_pool_config(devnet, tmp_path / "trainer", "trainer", 0))
     trainer.connect()
     trainer.open_ipfs()
     trainer.start_server()
@@ -71,7 +61,7 @@ def agents(devnet, tmp_path):
     worker = staked_node(devnet, 1, "worker")
     staked_node(devnet, 4, "validator")
     staked_node(devnet, 5, "validator")
-    validator = Validator(_cfg(devnet, tmp_path / "validator", "validator", 4, **{"validator.push_evidence": "trainer"}))
+    validator = Validator(swarm_pool_config(devnet, tmp_path / "validator", "validator", 4, **{"validator.push_evidence": "trainer"}))
     validator.connect()
     validator.open_ipfs()
     try:

@@ -13,9 +13,8 @@ import base64
 import os
 
 import pytest
-import yaml
 from nodes import staked_node  # type: ignore[import-not-found]
-from role_config import role_config  # type: ignore[import-not-found]
+from role_config import swarm_pool_config  # type: ignore[import-not-found]
 
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles.store import (
@@ -34,23 +33,12 @@ from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
 TOKEN = 10**18
 
 
-def _cfg(devnet, data_dir, role: str, account: int, **over: str):
-    """An agent's configuration on the devnet, in the swarm tests' pool shape: 2 problems × 4 completions,
-    budgets of at most 8 tokens."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    path = data_dir.parent / f"{data_dir.name}.yaml"
-    path.write_text(yaml.safe_dump({"tasks": {"budgets": {"cpu": [6, 8]}},
-                                    "worker": {"problems_per_task": 2, "group_size": 4}}))
-    return role_config(devnet, role, data_dir, account,
-                       {"server.port": "0", "server.ipfs_port": "0", "server.shardcast_port": "0", **over}, path=path)
-
-
 def _trainer(devnet, data_dir, **over: str):
     """The pool's real trainer agent, connected, with its embedded store and gateway (no model: `/store`
     and its sweep need none)."""
     from intellect.agents.roles.trainer import Trainer
 
-    t = Trainer(_cfg(devnet, data_dir, "trainer", 0, **over))
+    t = Trainer(swarm_pool_config(devnet, data_dir, "trainer", 0, **over))
     t.connect()
     t.open_ipfs()
     return t
@@ -107,7 +95,7 @@ def test_honest_push_over_http_is_pinned_and_served_by_cid(devnet, pool, tmp_pat
     trainer.server.route("POST", "/store", lambda _q, body: accept_pushed_file(trainer, body))  # as Trainer.start
     trainer.ensure_node(stake_amount=0.0001, auto_stake=True)  # registers the endpoint workers push to
     staked_node(devnet, 1, "worker")
-    worker = Worker(_cfg(devnet, tmp_path / "worker", "worker", 1, **{"worker.push_to": "trainer"}))
+    worker = Worker(swarm_pool_config(devnet, tmp_path / "worker", "worker", 1, **{"worker.push_to": "trainer"}))
     worker.connect()
     try:
         claim = worker.protocol.claim_task(pool_id)
