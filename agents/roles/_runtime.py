@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from intellect.agents.config import AgentConfig, TaskSettings
+from intellect.agents.config import AgentConfig, ConfigError, TaskSettings
 from intellect.agents.roles._server import AgentServer, HttpError, Metrics
 from intellect.agents.roles._state import StateStore
 from intellect.agents.tasks import synthetic_task_set
@@ -568,6 +568,9 @@ class Agent:
             p.register_node(role, gpu_model=gpu_model, vram_gib=vram_gib, gpu_count=gpu_count,
                             endpoint=self.public_url)
             log.info("registered node %s as %s at %s", p.address, role.name.lower(), self.public_url)
+        elif node.status == NodeStatus.ROTATED:  # a configuration error: a restart with this key fails the same way
+            raise ConfigError(f"chain.keystore's key {p.address} was rotated to {p.current_key(p.address)} by its "
+                              f"owner (NodeKeyRotated): start the agent with the new key's keystore")
         elif node.role != role or node.status != NodeStatus.ACTIVE:
             raise AgentError(f"node {p.address} is registered as {node.role.name.lower()} ({node.status.name.lower()}), "
                              f"not an active {role.name.lower()}: use another key")

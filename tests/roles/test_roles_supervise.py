@@ -138,3 +138,34 @@ def test_the_restart_delay_doubles_to_its_cap_and_resets_after_a_stable_run(monk
     monkeypatch.setattr(sv.time, "monotonic", lambda: clock[0])
     assert supervise(["x"], first_delay=0.05, max_delay=0.2, stable_s=1.0) == 0
     assert waits == expect
+
+
+def test_an_agent_whose_key_was_rotated_away_stops_as_a_configuration_error(devnet, tmp_path):
+    """Exit 2, not 3: neither `--supervise` nor the systemd unit (RestartPreventExitStatus=2) restarts an agent
+    whose key its owner moved to another (it would fail the same way every time)."""
+    from eth_account import Account
+    from role_config import role_config  # type: ignore[import-not-found]
+
+    from intellect.agents.roles.relay import RelayAgent
+    from intellect.sdk import ConfigError
+
+    first = RelayAgent(role_config(devnet, "relay", tmp_path / "relay", 5, {"server.port": "0"}))
+    try:
+        first.start()  # registers and stakes the relay's node
+    finally:
+        first.close()
+    new = Account.create()
+    p = devnet.protocol(5)
+    p.rotate_node_key(p.address, new_node_account=new)
+    agent = RelayAgent(role_config(devnet, "relay", tmp_path / "relay", 5, {"server.port": "0"}))
+    try:
+        with pytest.raises(ConfigError, match=f"was rotated to {new.address} by its owner"):
+            agent.start()
+    finally:
+        agent.close()
+    out = subprocess.run([str(AGENT), "--supervise", "--role", "relay", "--set", f"chain.rpc_url={devnet.url}",
+                          "--set", f"chain.deployment_file={devnet.deployment_file}", "--set", "chain.dev_account=5",
+                          "--set", f"data_dir={tmp_path / 'relay2'}", "--set", "server.port=0"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "was rotated to" in out.stderr and "not restarting" in out.stderr, out.stderr[-2000:]
