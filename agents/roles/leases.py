@@ -18,7 +18,7 @@ from typing import Any
 from intellect.agents.roles._runtime import AgentError, bare_hex
 from intellect.sdk import ContractRevert, IntellectError, TaskStatus
 
-__all__ = ["VANISH_AFTER_S", "DefundWatch", "check_units_fit", "claim_blocked", "claim_blocker", "claim_ready_rewards",
+__all__ = ["VANISH_AFTER_S", "DefundWatch", "adopt_key", "check_units_fit", "claim_blocked", "claim_blocker", "claim_ready_rewards",
            "claimable_submissions", "forget_vanished", "free_expired_leases", "max_submission_units",
            "open_claims", "record_settled", "unfinished_claims"]
 
@@ -227,6 +227,27 @@ def free_expired_leases(protocol: Any, state: Any, pool_id: int) -> int:
             except ContractRevert as exc:
                 log.warning("expiring lease %d refused: %s", tid, exc)
     return freed
+
+
+def adopt_key(state: Any, address: str) -> str | None:
+    """Make `address` the key of this data dir's records; returns the key they were made by when that was another.
+
+    A submission's reward can be claimed only by the key that made it or its owner, and a lease finished only by
+    its key, so when an agent starts with another key over the same `data_dir` (its owner rotated the node:
+    `NodeKeyRotated`, or another keystore was pointed at it) the old key's unsettled submissions are marked
+    settled (`other_key`, never asked again: the owner claims them, `intellect rewards claim --node OLD`) and its
+    open claims closed (a retired key's leases expire). Without this the new key's claim of the old ids reverted
+    `TaskLedgerNotNodeOrOwner`, and every later claim with them (one transaction for all of them)."""
+    prev = state.get("node_key")
+    state.set("node_key", address)
+    if prev is None or str(prev).lower() == address.lower():
+        return None
+    for r in state.records("submission", "sent"):
+        if not r["data"].get("paid") and not r["data"].get("settled"):
+            state.put("submission", r["id"], "sent", {"settled": "other_key", "node": prev})
+    for r in state.records("claim", "claimed"):
+        state.put("claim", r["id"], "closed", {"task_status": "other_key", "node": prev})
+    return str(prev)
 
 
 def claimable_submissions(protocol: Any, state: Any) -> list[int]:

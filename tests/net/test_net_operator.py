@@ -143,9 +143,11 @@ def test_operator_behind_nat_joins_from_one_name_survives_a_kill_rotates_its_key
 
         # 3. the worker, supervised, from the venv with only the descriptor's URL; kill -9 -> it comes back
         def start(keystore: str, data: str) -> subprocess.Popen[bytes]:
+            """The worker under --supervise; config and log named `data`, its records always in data_dir `worker`
+            (the new key takes over the old one's folder, as an operator would leave it)."""
             cfg = yaml.safe_load(swarm.add(f"op-{data}", "worker", 9).cfg_path.read_text())
             cfg["chain"] = {"descriptor": url, "keystore": str(home / keystore), "pool_id": desc.deployment.default_pool_id}
-            cfg.update(data_dir=str(home / data), server={"host": "127.0.0.1", "advertise": False},
+            cfg.update(data_dir=str(home / "worker"), server={"host": "127.0.0.1", "advertise": False},
                        ipfs={"gateway": False})
             cfg["worker"] = {**cfg.get("worker", {}), "push_to": "trainer", "auto_stake": False}
             (home / f"{data}.yaml").write_text(yaml.safe_dump(cfg))
@@ -190,18 +192,30 @@ def test_operator_behind_nat_joins_from_one_name_survives_a_kill_rotates_its_key
         sup = start("node2.json", "worker2")
         try:
             wait_for(lambda: len(p.submissions(node=new)) >= 1, 900, "the new key's submission", "worker2")
+            assert f"holds the records of key {node}; this worker runs as {new}" in (home / "worker2.log").read_text()
             sup.send_signal(signal.SIGTERM)
             assert sup.wait(timeout=120) == 0, log_tail("worker2")
         finally:
             if sup.poll() is None:
                 sup.kill()
 
-        # 5. exit with stake and rewards: after the windows the owner claims both keys' rewards, exits, withdraws
+        # 5. exit with stake and rewards: after the windows the new key's worker claims its own rewards (the old
+        #    key's records in its data_dir set aside), the owner claims the old key's, exits, withdraws
         devnet.increase_time(params.window_length + params.vote_period + 5)
         for key in (node, new):
             wait_for(lambda key=key: all(s.status in (TaskStatus.SUBMITTED, TaskStatus.PAID)
                                          for s in p.submissions(node=key)), 60, "no challenge", "worker2")
-            op.run("owner.json", "rewards", "claim", "--node", key)
+        sup = start("node2.json", "worker3")
+        try:
+            wait_for(lambda: p.rewards(new).paid > 0 and not p.rewards(new).claimable_ids, 300,
+                     "the new key's worker claiming its rewards", "worker3")
+            sup.send_signal(signal.SIGTERM)
+            assert sup.wait(timeout=120) == 0, log_tail("worker3")
+        finally:
+            if sup.poll() is None:
+                sup.kill()
+        assert "claiming rewards failed" not in (home / "worker3.log").read_text()
+        op.run("owner.json", "rewards", "claim", "--node", node)
         paid = p.rewards(node).paid + p.rewards(new).paid
         assert paid > 0 and all(s.status == TaskStatus.PAID for k in (node, new) for s in p.submissions(node=k))
         op.run("owner.json", "node", "exit", new)
