@@ -229,14 +229,14 @@ def free_expired_leases(protocol: Any, state: Any, pool_id: int) -> int:
     return freed
 
 
-def adopt_key(state: Any, address: str) -> str | None:
+def adopt_key(state: Any, address: str, where: Any = "") -> str | None:
     """Make `address` the key of this data dir's records; returns the key they were made by when that was another.
 
     A submission's reward can be claimed only by the key that made it or its owner, and a lease finished only by
     its key, so when an agent starts with another key over the same `data_dir` (its owner rotated the node:
     `NodeKeyRotated`, or another keystore was pointed at it) the old key's unsettled submissions are marked
     settled (`other_key`, never asked again: the owner claims them, `intellect rewards claim --node OLD`) and its
-    open claims closed (a retired key's leases expire). Without this the new key's claim of the old ids reverted
+    open claims closed (a retired key's leases expire), with one warning naming `where` (the data_dir). Without this the new key's claim of the old ids reverted
     `TaskLedgerNotNodeOrOwner`, and every later claim with them (one transaction for all of them)."""
     prev = state.get("node_key")
     state.set("node_key", address)
@@ -247,6 +247,9 @@ def adopt_key(state: Any, address: str) -> str | None:
             state.put("submission", r["id"], "sent", {"settled": "other_key", "node": prev})
     for r in state.records("claim", "claimed"):
         state.put("claim", r["id"], "closed", {"task_status": "other_key", "node": prev})
+    log.warning("data_dir %s holds the records of key %s; this worker runs as %s: %s's unsettled submissions are "
+                "left to its owner (`intellect rewards claim --node %s`), its open leases expire", where, prev, address,
+                prev, prev)
     return str(prev)
 
 

@@ -184,10 +184,7 @@ class Worker(Agent):
         self.rules = apply_pool_rules(self.cfg, self.pool.params.rules_cid, self.ipfs, self.pool_id)
         self.ensure_node(gpu_model=w.gpu_model, vram_gib=w.vram_gib, gpu_count=w.gpu_count,
                          stake_amount=w.stake_amount, auto_stake=w.auto_stake)
-        if (prev := adopt_key(self.state, self.protocol.address)) is not None:
-            log.warning("data_dir %s holds the records of key %s; this worker runs as %s: %s's unsettled "
-                        "submissions are left to its owner (`intellect rewards claim --node %s`), its open leases "
-                        "expire", self.data_dir, prev, self.protocol.address, prev, prev)
+        adopt_key(self.state, self.protocol.address, self.data_dir)
         self.refresh_ipfs_peers()
         try:  # the declared class's budgets: the most a claim can get (its class is never above the declared)
             self.budgets = thinking_budgets(self.cfg.tasks.budgets, w.gpu_model, w.vram_gib, w.gpu_count)

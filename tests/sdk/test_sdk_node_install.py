@@ -35,7 +35,9 @@ def test_role_extras_pull_no_workshop() -> None:
         names = {_name(r) for r in extras[role]}
         assert not names & WORKSHOP, (role, names & WORKSHOP)
         assert names <= ml, (role, names - ml)  # nothing the lock does not already resolve
-    assert extras["relay"] == []  # a relay moves shards: the core (web3, pydantic, click, ...) is all it needs
+    # a relay moves shards and replicates pool documents: the core (web3, pydantic, click, ...) and numpy, which the
+    # evidence rules' parser imports (intellect.verifier.toploc); no torch (a relay image without numpy failed to start)
+    assert extras["relay"] == ["numpy>=1.26"]
     assert {"torch", "transformers", "pyarrow"} <= {_name(r) for r in extras["worker"]}
 
 
