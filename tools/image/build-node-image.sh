@@ -9,6 +9,7 @@
 # validator and trainer images take torch from TORCH_INDEX (default: PyPI, whose build is CUDA's; pass
 # https://download.pytorch.org/whl/cpu for a CPU image). The entry point is /opt/intellect/bin/intellect-agent.
 # Needs root, mmdebstrap (Debian) and network to Debian's mirror and PyPI (fetched on this host, installed offline).
+# The model roles also need gcc here (a source-only pin, pycosat, is built into a wheel on this host).
 set -euo pipefail
 ROLE="${1:?usage: build-node-image.sh worker|validator|trainer|relay OUT_DIR}"
 OUT="$(mkdir -p "${2:?OUT_DIR}" && cd "$2" && pwd)"
@@ -31,8 +32,10 @@ if [[ "$ROLE" != relay ]]; then
   "$PYTHON" -m pip download -q --disable-pip-version-check --only-binary=:all: -d "$WORK/wheelhouse" \
     ${TORCH_INDEX:+--index-url "$TORCH_INDEX"} "torch==2.13.0"
 fi
-"$PYTHON" -m pip download -q --disable-pip-version-check --only-binary=:all: -d "$WORK/wheelhouse" \
-  -c "$WORK/pins.txt" "$WHEEL[$ROLE]"
+# `pip wheel`, not `download --only-binary`: a few pins exist as sources only (the model roles' reasoning-gym needs
+# cellpylib, zss and pycosat, a C extension: gcc and Python 3.11's headers); they are built into wheels on this host
+"$PYTHON" -m pip wheel -q --disable-pip-version-check --prefer-binary --find-links "$WORK/wheelhouse" \
+  -w "$WORK/wheelhouse" -c "$WORK/pins.txt" "$WHEEL[$ROLE]"
 RFS="$OUT/rootfs"
 BASE="$OUT/base-bookworm-python3.tar"  # Debian minbase + python3: built once, reused for every role
 if [[ ! -f "$BASE" ]]; then
