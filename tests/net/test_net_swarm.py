@@ -133,6 +133,15 @@ def test_swarm_across_hosts_nat_worker_paid_offline_and_relay_loss(lab, net_devn
     handled = (TaskStatus.CHALLENGED, TaskStatus.UPHELD, TaskStatus.VOIDED)
     swarm.wait(lambda: all(p.task(i).status in handled for i in cheat_ids)
                and any(p.task(i).status != TaskStatus.VOIDED for i in cheat_ids), 300, "the cheater challenged")
+    # the validator behind its NAT router takes the winning side: it opens a challenge of the cheater's or votes
+    # uphold in one (its votes are transactions: outbound only)
+    def v2_on_the_winning_side() -> bool:
+        opened_by_v2 = [e for i in cheat_ids for e in p.get_events(["ChallengeOpened"], filters={"challengeId": i})
+                        if str(e.args["challenger"]).lower() == v2_addr.lower()]
+        return bool(opened_by_v2) or any(e.args["uphold"] for i in cheat_ids for e in p.get_events(
+            ["VoteCast"], filters={"challengeId": i, "validator": v2_addr}))
+
+    swarm.wait(v2_on_the_winning_side, 180, "the NAT'd validator challenging or voting uphold")
     devnet.increase_time(params.vote_period + 5)
     swarm.wait(lambda: all(p.task(i).status in (TaskStatus.UPHELD, TaskStatus.VOIDED) for i in cheat_ids)
                and any(p.challenge_info(i).status == ChallengeStatus.UPHELD for i in cheat_ids
