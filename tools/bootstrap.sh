@@ -26,7 +26,7 @@ die() { printf '\033[1;31m[bootstrap] error:\033[0m %s\n' "$*" >&2; exit 1; }
 
 fingerprint() {
   local files=(pyproject.toml requirements.lock tools/check_lock.py setup.py package.json package-lock.json
-               tools/bootstrap.sh tools/solc/solc-wrapper.js tools/bootstrap.d/*.sh)
+               tools/bootstrap.sh tools/bootstrap-apt.sh tools/solc/solc-wrapper.js tools/bootstrap.d/*.sh)
   cat "${files[@]}" | sha256sum | cut -d' ' -f1
 }
 
