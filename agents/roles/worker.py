@@ -219,10 +219,9 @@ class Worker(Agent):
         """The directory the engine loads for policy `step` (hook: the honest worker loads `path`)."""
         return path
 
-    def current_policy(self, timeout: float = 600.0) -> int:
-        """Load the newest local checkpoint that the chain still accepts; wait for one if needed."""
+    def current_policy(self) -> int:
+        """Load the newest local checkpoint the chain still accepts, waiting as long as it takes (`doing` says why)."""
         async_level = self.pool.params.async_level
-        deadline = time.monotonic() + timeout
         while not self.stop_event.is_set():
             latest = self.protocol.latest_step(self.pool_id)
             local = self.follower.local_steps()
@@ -235,8 +234,6 @@ class Worker(Agent):
                     self.engine_step = step
                     self.metrics.set("policy_step", step)
                 return step
-            if time.monotonic() > deadline:
-                raise AgentError(f"no usable checkpoint after {timeout:.0f}s (latest on-chain {latest}, local {local})")
             self.doing = (f"waiting for pool {self.pool_id}'s first checkpoint (its trainer has published none)"
                           if latest is None else f"fetching checkpoint step {latest} (published on-chain; local {local})")
             self.wait_on(self.follower.changed, 0.5)
