@@ -110,7 +110,10 @@ class NetworkDescriptor(BaseModel):
 def sign_network(deployment: Deployment, *, name: str, rpc_urls: list[str], account: LocalAccount,
                  issued_at: int | None = None) -> NetworkDescriptor:
     """The descriptor of `deployment`, signed by `account` (which must be the deployment's deployer)."""
-    if deployment.deployer and deployment.deployer.lower() != account.address.lower():
+    if not deployment.deployer:
+        raise NetworkDescriptorError("the deployment names no deployer: a descriptor is signed by the deployer (the "
+                                     "token's admin), whom readers check it against")
+    if deployment.deployer.lower() != account.address.lower():
         raise NetworkDescriptorError(f"the descriptor must be signed by the deployer {deployment.deployer}, "
                                      f"not {account.address}: pass the deployer's keystore")
     try:

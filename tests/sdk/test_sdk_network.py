@@ -93,6 +93,9 @@ def test_a_descriptor_signed_by_anyone_but_the_tokens_admin_is_refused_on_chain(
     stranger = dev_account(3)
     with pytest.raises(NetworkDescriptorError, match="must be signed by the deployer"):
         _signed(net, account=stranger)
+    with pytest.raises(NetworkDescriptorError, match="names no deployer"):
+        sign_network(net.deployment.model_copy(update={"deployer": ""}), name="x", rpc_urls=[net.url],
+                     account=dev_account(0))
     # the stranger rewrites the deployer field to itself: self-consistent offline, refused by the chain
     forged_dep = net.deployment.model_copy(update={"deployer": stranger.address})
     forged = sign_network(forged_dep, name="forged", rpc_urls=[net.url], account=stranger)
