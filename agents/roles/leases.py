@@ -18,8 +18,8 @@ from typing import Any
 from intellect.agents.roles._runtime import AgentError, bare_hex
 from intellect.sdk import ContractRevert, IntellectError, TaskStatus
 
-__all__ = ["VANISH_AFTER_S", "DefundWatch", "adopt_key", "check_units_fit", "claim_blocked", "claim_blocker", "claim_ready_rewards",
-           "claimable_submissions", "forget_vanished", "free_expired_leases", "max_submission_units",
+__all__ = ["VANISH_AFTER_S", "DefundWatch", "adopt_key", "check_units_fit", "claim_blocked", "claim_blocker",
+           "claim_ready_rewards", "claimable_submissions", "forget_vanished", "free_expired_leases", "max_submission_units",
            "open_claims", "record_settled", "unfinished_claims"]
 
 log = logging.getLogger(__name__)
@@ -236,8 +236,9 @@ def adopt_key(state: Any, address: str, where: Any = "") -> str | None:
     its key, so when an agent starts with another key over the same `data_dir` (its owner rotated the node:
     `NodeKeyRotated`, or another keystore was pointed at it) the old key's unsettled submissions are marked
     settled (`other_key`, never asked again: the owner claims them, `intellect rewards claim --node OLD`) and its
-    open claims closed (a retired key's leases expire), with one warning naming `where` (the data_dir). Without this the new key's claim of the old ids reverted
-    `TaskLedgerNotNodeOrOwner`, and every later claim with them (one transaction for all of them)."""
+    open claims closed (a retired key's leases expire), with one warning naming `where` (the data_dir). Without
+    this the new key's claim of the old ids reverted `TaskLedgerNotNodeOrOwner`, and every later claim with them
+    (one transaction for all of them)."""
     prev = state.get("node_key")
     state.set("node_key", address)
     if prev is None or str(prev).lower() == address.lower():
@@ -247,7 +248,7 @@ def adopt_key(state: Any, address: str, where: Any = "") -> str | None:
             state.put("submission", r["id"], "sent", {"settled": "other_key", "node": prev})
     for r in state.records("claim", "claimed"):
         state.put("claim", r["id"], "closed", {"task_status": "other_key", "node": prev})
-    log.warning("data_dir %s holds the records of key %s; this worker runs as %s: %s's unsettled submissions are "
+    log.warning("data_dir %s holds the records of key %s; this agent runs as %s: %s's unsettled submissions are "
                 "left to its owner (`intellect rewards claim --node %s`), its open leases expire", where, prev, address,
                 prev, prev)
     return str(prev)

@@ -192,7 +192,7 @@ def test_operator_behind_nat_joins_from_one_name_survives_a_kill_rotates_its_key
         sup = start("node2.json", "worker2")
         try:
             wait_for(lambda: len(p.submissions(node=new)) >= 1, 900, "the new key's submission", "worker2")
-            assert f"holds the records of key {node}; this worker runs as {new}" in (home / "worker2.log").read_text()
+            assert f"holds the records of key {node}; this agent runs as {new}" in (home / "worker2.log").read_text()
             sup.send_signal(signal.SIGTERM)
             assert sup.wait(timeout=120) == 0, log_tail("worker2")
         finally:
