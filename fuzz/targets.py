@@ -31,6 +31,7 @@ from intellect.agents.roles._server import HttpError, parse_json_body
 from intellect.agents.roles.store import accept_pushed_file, store_request
 from intellect.sdk import IpfsError, SchemaVersionError
 from intellect.sdk.ipfs import DAG_PB, RAW, Cid, Link, decode_node, encode_node, read_dag
+from intellect.sdk.network import NetworkDescriptorError, parse_network, sign_network
 from intellect.sdk.poolrules import PoolRules, PoolRulesError
 from intellect.sdk.shardcast import Manifest, ManifestError
 from intellect.verifier import rewards as _rewards
@@ -203,6 +204,44 @@ def poolrules_seeds() -> dict[str, bytes]:
     out["other_schema"] = out["minimal"].replace(b"poolrules/v1", b"poolrules/v9")
     out["not_object"] = b'["intellect.poolrules/v1"]'
     return out
+
+
+# ------------------------------------------------------------------------------------- network descriptor
+
+NETWORK_ERRORS = (NetworkDescriptorError, SchemaVersionError)
+
+
+def network_target(data: bytes) -> None:
+    """A network descriptor as a joiner fetches it (`parse_network`: size, JSON, schema, shape, signature, signer
+    = deployer): accepted ones round-trip through `to_bytes` and still verify."""
+    desc = _refused(lambda: parse_network(data, "fuzz"), NETWORK_ERRORS)
+    if desc is None:
+        return
+    if parse_network(desc.to_bytes(), "fuzz round trip") != desc:
+        raise Finding("an accepted network descriptor does not round-trip through to_bytes")
+
+
+def network_seeds() -> dict[str, bytes]:
+    from eth_account import Account
+
+    from intellect.sdk import Deployment
+
+    account = Account.from_key(TEST_KEY)
+    dep = Deployment.model_validate({
+        "schema": "intellect.deployment/v1", "chainId": CHAIN_ID, "network": "development", "blockNumber": 1,
+        "deployer": account.address, "defaultPoolId": 1,
+        "contracts": {name: {"address": "0x" + f"{i + 1:040x}", "blockNumber": 1 + i} for i, name in enumerate(
+            ("IntellectToken", "NodeRegistry", "StakeManager", "TaskLedger", "AttesterBook"))}})
+    signed = sign_network(dep, name="fuzz-net", rpc_urls=["http://10.0.0.1:8545", "https://rpc.example"],
+                          account=account, issued_at=1_795_000_000).to_bytes()
+    doc = json.loads(signed)
+    doc["rpcUrls"] = ["http://attacker.example:8545"]
+    return {
+        "signed": signed,
+        "altered": json.dumps(doc).encode(),
+        "other_schema": signed.replace(b"intellect.network/v1", b"intellect.network/v9"),
+        "not_object": b'["intellect.network/v1"]',
+    }
 
 
 # ---------------------------------------------------------------------------------------------- task sets
@@ -910,6 +949,8 @@ READERS: dict[str, Reader] = {r.name: r for r in [
            manifest_seeds),
     Reader("poolrules", "pool-rules document (`PoolRules.from_bytes`)", poolrules_target, POOLRULES_ERRORS,
            poolrules_seeds),
+    Reader("network", "signed network descriptor (`parse_network`)", network_target, NETWORK_ERRORS,
+           network_seeds),
     Reader("taskset", "task set, JSONL (`TaskSet.from_bytes`)", taskset_target, TASKSET_ERRORS, taskset_seeds),
     Reader("attestation", "trainer's POST /attestations body (`Attestation`, `verify`)", attestation_target,
            ATTESTATION_ERRORS, attestation_seeds),
