@@ -5,11 +5,12 @@ no GPU, GRPO's per-group normalisation (each group by its own mean; ε keeps a n
 whatever the rewards' dtype) and its errors, the chat template applied exactly when the tokenizer has one, a
 group whose texts and lengths disagree refused, advantages from float64 totals, and how a `Rejection` reads.
 
-Then `check_submission` and its checks (`_check`) on real files of the tiny model (third pass on this module): the
+Then `check_submission` and its checks (`_check`) on real files of the tiny model (issue 39's fifth pass): the
 stats and texts of each rejection, the evidence a verdict carries, `seconds`, the bounds at their limits (α within
-1e-12, LLR at exactly `ambiguous_llr`), the seed's spelling, the pool's temperature, chat template and length scope
-in the checks, the EOS ids of model and tokenizer, the aggregate and the replay budget. The heavy imports sit at the
-top: mutmut's fork server imports this module once, so each mutant's run starts with them loaded.
+1e-12, LLR at exactly `ambiguous_llr`, a reward exactly REWARD_TOL off), the seed's spelling, the pool's
+temperature, chat template and length scope in the checks, the EOS ids of model and tokenizer, the aggregate and
+the replay budget. The heavy imports sit at the top: mutmut's fork server imports this module once, so each
+mutant's run starts with them loaded.
 docs/benchmarks-security.md ("mutmut") lists the mutants.
 """
 
@@ -22,6 +23,7 @@ import re
 import time
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -475,6 +477,27 @@ def test_the_length_penalty_is_checked_with_the_pools_target_alpha_and_scope(ear
         v = _verdict(_with_meta(early_eos, length_alpha=rules.model_copy(update=other).length_alpha), task_set,
                      checkpoint, rules.model_copy(update=other))
         assert (v.reason, v.stats["row"]) == ("reward_mismatch", 0), (other, v.detail)
+
+
+def test_a_reward_exactly_reward_tol_off_is_accepted_and_the_next_float32_refused(engine: TransformersEngine,
+                                                                                    task_set: Any,
+                                                                                    checkpoint: Checkpoint) -> None:
+    """The tolerance is inclusive. The file stores rewards as float32, and 1e-4 is no difference of two float32
+    values, so the bound is reached through the recomputed (float64) length penalty: row 0 of the early-EOS file
+    (14 tokens under its target, scope `all`) under α = (L − REWARD_TOL) / 14 with L = float32(1.2e-4) has a
+    recomputed penalty of exactly L − REWARD_TOL. Written as L (reward −L): exactly REWARD_TOL off in both, accepted;
+    the next float32 above L is refused naming both."""
+    big = float(np.float32(1.2e-4))
+    alpha = (big - REWARD_TOL) / 14
+    assert alpha * 14 == big - REWARD_TOL and abs(big - alpha * 14) == REWARD_TOL
+    rules = RULES.model_copy(update={"length_scope": "all", "length_alpha": alpha, "budgets": {"cpu": [32]}})
+    rf = _generate(engine, task_set, rules, seed=EARLY_EOS_SEED)
+    assert len(rf.rows[0].completion_ids) == 18
+    at = _verdict(_edit(rf, 0, length_penalty=big, reward=-big), task_set, checkpoint, rules)
+    assert at.accepted and at.stats["max_reward_diff"] == REWARD_TOL, at.detail
+    over = float(np.nextafter(np.float32(big), np.float32(1.0)))
+    v = _verdict(_edit(rf, 0, length_penalty=over, reward=-over), task_set, checkpoint, rules)
+    assert v.reason == "reward_mismatch" and "row 0: ['length_penalty', 'reward'] differ" in v.detail, v.detail
 
 
 def test_the_eos_ids_are_the_models_generation_config_and_the_tokenizers(honest: RolloutFile, early_eos: RolloutFile,
