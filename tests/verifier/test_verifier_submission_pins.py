@@ -9,7 +9,7 @@ Then `check_submission` and its checks (`_check`) on real files of the tiny mode
 stats and texts of each rejection, the evidence a verdict carries, `seconds`, the bounds at their limits (α within
 1e-12, LLR at exactly `ambiguous_llr`, a reward exactly REWARD_TOL off), the seed's spelling, the pool's
 temperature, chat template and length scope in the checks, the EOS ids of model and tokenizer, the aggregate and
-the replay budget. The heavy imports sit at the top: mutmut's fork server imports this module once, so each
+the replay budget, a row only the math judge finds equal (its budget, its claims). The heavy imports sit at the top: mutmut's fork server imports this module once, so each
 mutant's run starts with them loaded.
 docs/benchmarks-security.md ("mutmut") lists the mutants.
 """
@@ -51,7 +51,7 @@ from intellect.verifier.submission import (
     prompt_text,
     score_group,
 )
-from intellect.verifier.tasks import Task, VerifierKind
+from intellect.verifier.tasks import Task, TaskSet, VerifierKind
 from intellect.verifier.toploc import proofs_hash
 
 TASK = Task(id="t", prompt="What is 2 + 3?", verifier=VerifierKind.MATH, answer="5")
@@ -515,6 +515,46 @@ def test_the_eos_ids_are_the_models_generation_config_and_the_tokenizers(honest:
     absent = next(t for t in range(2, 512) if all(t not in r.completion_ids for r in early_eos.rows))
     other.generation_config.eos_token_id = absent
     assert _verdict(early_eos, task_set, Checkpoint(other, checkpoint.tokenizer, CID), rules).accepted
+
+
+JUDGED_SEED = hashlib.sha256(b"n0").digest()
+"""A claim seed under which row 3 (problem arith-1-s3's second completion, 32 tokens) ends its text in the number 1."""
+
+
+@pytest.fixture(scope="module")
+def judged_tasks(task_set: Any) -> TaskSet:
+    """The task set with arith-1-s3's answer written `2-1`: row 3's 1 equals it only by the math judge (not a plain
+    number comparison). The same ids and prompts: the same assignment and the same completions."""
+    return TaskSet([t.model_copy(update={"answer": "2-1"}) if t.id == "arith-1-s3" else t for t in task_set],
+                   name=task_set.name)
+
+
+@pytest.fixture(scope="module")
+def judged(engine: TransformersEngine, judged_tasks: TaskSet) -> RolloutFile:
+    rf = _generate(engine, judged_tasks, RULES.model_copy(update={"budgets": {"cpu": [32]}}), seed=JUDGED_SEED)
+    assert [(r.problem_id, r.task_reward) for r in rf.rows][2:] == [("arith-1-s3", 0.0), ("arith-1-s3", 1.0)]
+    return rf
+
+
+def test_a_row_the_math_judge_compares_is_checked_with_the_submissions_judge(judged: RolloutFile,
+                                                                             judged_tasks: TaskSet,
+                                                                             checkpoint: Checkpoint) -> None:
+    """Row 3 solved by the judge's EQUAL: accepted (its task reward 1 recomputed, not |1 + 1| off), and the judge's
+    one call is the submission's budget's (the stats report it)."""
+    v = _verdict(judged, judged_tasks, checkpoint, RULES.model_copy(update={"budgets": {"cpu": [32]}}))
+    assert v.accepted, v.detail
+    assert (v.stats["math_judge"]["invocations"], v.stats["math_judge"]["outcomes"]) == (1, {"equal": 1})
+    assert v.stats["mean_reward"] == 0.25
+
+
+def test_a_workers_claim_of_0_for_an_answer_the_judge_finds_equal_stands(judged: RolloutFile, judged_tasks: TaskSet,
+                                                                         checkpoint: Checkpoint) -> None:
+    """0 is what an unjudgeable comparison scores on a slow worker's machine: the validator's EQUAL cannot refute a
+    claim of 0, so the row counts with it (its group flat: advantages 0) and the file is accepted."""
+    claimed_0 = _edit(_edit(judged, 3, task_reward=0.0, reward=0.0, advantage=0.0), 2, advantage=0.0)
+    v = _verdict(claimed_0, judged_tasks, checkpoint, RULES.model_copy(update={"budgets": {"cpu": [32]}}))
+    assert v.accepted, v.detail
+    assert v.stats["mean_reward"] == 0.0
 
 
 def _upside_down(ambiguous_llr: float | None = None) -> EvidenceRules:
