@@ -9,7 +9,8 @@ Then `check_submission` and its checks (`_check`) on real files of the tiny mode
 stats and texts of each rejection, the evidence a verdict carries, `seconds`, the bounds at their limits (α within
 1e-12, LLR at exactly `ambiguous_llr`, a reward exactly REWARD_TOL off), the seed's spelling, the pool's
 temperature, chat template and length scope in the checks, the EOS ids of model and tokenizer, the aggregate and
-the replay budget, a row only the math judge finds equal (its budget, its claims). The heavy imports sit at the top: mutmut's fork server imports this module once, so each
+the replay budget, a row only the math judge finds equal (its budget, its claims), a completion read without
+its special tokens. The heavy imports sit at the top: mutmut's fork server imports this module once, so each
 mutant's run starts with them loaded.
 docs/benchmarks-security.md ("mutmut") lists the mutants.
 """
@@ -35,6 +36,7 @@ from intellect.agents.roles.canary import perturb
 from intellect.agents.tasks import synthetic_task_set
 from intellect.sdk import IntellectError
 from intellect.verifier.evidence import MARGIN_EDGES, Component, EvidenceRules
+from intellect.verifier.rewards import extract_answer
 from intellect.verifier.rollouts import RolloutFile
 from intellect.verifier.submission import (
     ADV_EPS,
@@ -555,6 +557,28 @@ def test_a_workers_claim_of_0_for_an_answer_the_judge_finds_equal_stands(judged:
     v = _verdict(claimed_0, judged_tasks, checkpoint, RULES.model_copy(update={"budgets": {"cpu": [32]}}))
     assert v.accepted, v.detail
     assert v.stats["mean_reward"] == 0.0
+
+
+PAD_SEED = hashlib.sha256(b"p377").digest()
+"""A claim seed under which row 2 (problem arith-1-s3's first completion, 32 tokens) holds a special token inside the
+number its text ends with: it reads 18 without the special tokens, 8 with them."""
+
+
+def test_completions_are_scored_on_their_text_without_special_tokens(engine: TransformersEngine, task_set: Any,
+                                                                     checkpoint: Checkpoint) -> None:
+    """The worker decodes a completion without its special tokens, and so does the validator: with arith-1-s3's
+    answer written 18, row 2 is solved on both sides and the file accepted (kept, the tokens would read 8)."""
+    tasks = TaskSet([t.model_copy(update={"answer": "18"}) if t.id == "arith-1-s3" else t for t in task_set],
+                    name=task_set.name)
+    rules = RULES.model_copy(update={"budgets": {"cpu": [32]}})
+    rf = _generate(engine, tasks, rules, seed=PAD_SEED)
+    ids = rf.rows[2].completion_ids
+    assert (rf.rows[2].problem_id, rf.rows[2].task_reward) == ("arith-1-s3", 1.0)
+    tok = checkpoint.tokenizer
+    assert extract_answer(tok.decode(ids, skip_special_tokens=True)) == "18"
+    assert extract_answer(tok.decode(ids, skip_special_tokens=False)) == "8"
+    v = _verdict(rf, tasks, checkpoint, rules)
+    assert v.accepted, v.detail
 
 
 def _upside_down(ambiguous_llr: float | None = None) -> EvidenceRules:
