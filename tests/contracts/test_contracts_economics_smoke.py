@@ -74,8 +74,10 @@ def test_one_round_balances_and_pays_by_strategy(simulate, module_isolation):
 def test_canaries_cost_a_lazy_validator(simulate, module_isolation, challenger):
     """Honest workers only, a canary every round (c = 1/2): the lazy validator is paid for the slots it holds of
     the two good submissions it attested (per slot, issue 33) and slashed attesterSlash for each canary it
-    attested, assigned or not, and ends below honest. Fails if the simulation stops injecting canaries or the
-    trainer's slashAttester stops reaching the lazy attester."""
+    attested whose challenge was upheld, assigned or not, and ends below honest. The pool challenges every canary;
+    the honest validators only those they hold a slot of (drawn by stake from the chain's block hashes, which
+    depend on what ran on the chain before: CI's order once gave 1 of 2). Fails if the simulation stops injecting
+    canaries or the trainer's slashAttester stops reaching the lazy attester."""
     p = simulate.Params(rounds=2, tasks=1, workers="honest", validators="honest,lazy", canary_every=1,
                         canary_challenger=challenger, class_history=0)  # no cpu probation: 1 task a round
     result = simulate.run(p)
@@ -84,9 +86,11 @@ def test_canaries_cost_a_lazy_validator(simulate, module_isolation, challenger):
     rows = {r["strategy"]: r for r in result["rows"] if r["role"] == "validator"}
     lazy, honest = rows["lazy"], rows["honest"]
     paid = lazy["counts"].get("attester rewards (slots paid)", 0)
-    assert lazy["counts"]["attester slashes"] == 2 and paid <= 2 * 2  # at most k = 2 slots of each good one
+    upheld = result["stats"].get("upheld", 0)  # honest workers only: every upheld challenge is a canary's
+    assert upheld == 2 if challenger == "pool" else 1 <= upheld <= 2
+    assert lazy["counts"]["attester slashes"] == upheld and paid <= 2 * 2  # at most k = 2 slots of each good one
     attester_slash = 20  # dev_params().attesterSlash in INTL
-    assert lazy["tokens"] == paid * p.attester_reward - 2 * attester_slash
+    assert lazy["tokens"] == paid * p.attester_reward - upheld * attester_slash
     assert lazy["per_day"] < 0 and lazy["per_day"] < honest["per_day"] and honest["honest_strictly_best"]
 
 
