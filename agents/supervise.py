@@ -75,7 +75,7 @@ def supervise(argv: Sequence[str], *, first_delay: float = FIRST_DELAY_S, max_de
                 log.info("supervisor: the agent ended (%s); not restarting", _describe(code))
                 return code
             delay = first_delay if ran >= stable_s else delay
-            log.warning("supervisor: the agent died (%s) after %.0f s; restarting in %.0f s", _describe(code), ran,
+            log.warning("supervisor: the agent died (%s) after %.0f s; restarting in %.3g s", _describe(code), ran,
                         delay)
             if stopping.wait(delay):
                 return 0

@@ -82,12 +82,16 @@ log = logging.getLogger(__name__)
 _LOG_CHUNK = 10_000  # blocks per eth_getLogs request
 
 
+def _web3(url: str, request_timeout: float) -> Web3:
+    """A web3 client of `url` whose requests time out after `request_timeout` s; retries are ours (`with_retries`)."""
+    return Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": request_timeout}, exception_retry_configuration=None))
+
+
 def _first_answering(urls: Sequence[str], request_timeout: float, retry: RetryPolicy) -> tuple[Web3, str, int]:
     """(web3, URL, chain id) of the first of `urls` whose node answers; the last failure if none does."""
     last: Exception | None = None
     for i, url in enumerate(urls):
-        w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": request_timeout},
-                                    exception_retry_configuration=None))
+        w3 = _web3(url, request_timeout)
         # every URL but the last gets two tries: a dead one must not hold the joiner for a whole backoff
         policy = retry if i == len(urls) - 1 else RetryPolicy(attempts=2, base_delay=retry.base_delay)
         try:
@@ -164,8 +168,7 @@ class Protocol(_TokenCalls, _RegistryCalls, _PoolCalls, _AttesterCalls):
         else:
             desc = None
             spec, url = resolve_network(network, rpc_url)
-            w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": request_timeout},
-                                        exception_retry_configuration=None))
+            w3 = _web3(url, request_timeout)
             chain_id = int(with_retries(lambda: w3.eth.chain_id, retry, f"connect to {redact_url(url)}"))
         if spec is not None and spec.chain_id != chain_id:
             raise ConfigError(f"{redact_url(url)} is chain {chain_id}, not {spec.name} ({spec.chain_id}): check --rpc-url")

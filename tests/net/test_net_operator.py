@@ -22,15 +22,14 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from net_hosts import NetUnavailable
+from page_server import serve_pages  # type: ignore[import-not-found]
 from wheel_venv import node_env, node_venv  # type: ignore[import-not-found]
 
 from intellect.sdk import TaskStatus, dev_account
@@ -40,26 +39,6 @@ pytestmark = [pytest.mark.net, pytest.mark.slow, pytest.mark.timeout(2700)]
 
 PASSWORD = "operator's long passphrase"
 PUBLIC = {"port": 8000, "ipfs_port": 8001, "shardcast_port": 8002}
-
-
-def _serve_file(addr: str, path: Path) -> ThreadingHTTPServer:
-    body = path.read_bytes()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            ok = self.path == "/network.json"
-            self.send_response(200 if ok else 404)
-            self.send_header("Content-Length", str(len(body) if ok else 0))
-            self.end_headers()
-            if ok:
-                self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer((addr, 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
 
 
 class Operator:
@@ -115,9 +94,9 @@ def test_operator_behind_nat_joins_from_one_name_survives_a_kill_rotates_its_key
 
     # the network's one name: the deployer signs the descriptor; the tester's LAN address serves it
     desc = sign_network(devnet.deployment, name="lab-net", rpc_urls=[devnet.url], account=dev_account(0))
-    served = _serve_file(f"{lab.subnet}.254", write_network(desc, tmp_path / "network.json"))
-    url = f"http://{lab.subnet}.254:{served.server_address[1]}/network.json"
-    try:
+    pages = {"/network.json": write_network(desc, tmp_path / "network.json").read_bytes()}
+    with serve_pages(f"{lab.subnet}.254", pages) as site:  # the network's "website"
+        url = f"{site}/network.json"
         bin_ = node_venv(tmp_path / "install", "worker")  # while the pool's agents start
         home = tmp_path / "op-home"
         home.mkdir()
@@ -227,6 +206,3 @@ def test_operator_behind_nat_joins_from_one_name_survives_a_kill_rotates_its_key
         assert p.balance_of(owner) == before + 100 * 10**18 + paid
         assert not p.get_events(["Slashed"], filters={"node": node}) and not p.get_events(["Slashed"],
                                                                                            filters={"node": new})
-    finally:
-        served.shutdown()
-        served.server_close()

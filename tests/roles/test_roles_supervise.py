@@ -80,64 +80,33 @@ def _child(code: int) -> list[str]:
     return [sys.executable, "-c", f"import sys; sys.exit({code})"]
 
 
-def test_supervise_restarts_a_crash_with_a_doubling_delay_and_stops_on_a_final_code(tmp_path, caplog):
+def _runs(tmp_path, crashes: int, sleep_s: float) -> list[str]:
+    """A child that sleeps `sleep_s`, then exits 3 (a crash) `crashes` times and 0 after."""
     count = tmp_path / "runs"
-    # exits 3 (a crash) twice, then 0: three runs, two restarts at 0.05 s then 0.1 s
-    script = (f"import pathlib, sys; p = pathlib.Path({str(count)!r}); n = int(p.read_text()) if p.exists() else 0; "
-              "p.write_text(str(n + 1)); sys.exit(3 if n < 2 else 0)")
+    return [sys.executable, "-c", f"import pathlib, sys, time; p = pathlib.Path({str(count)!r}); "
+            f"n = int(p.read_text()) if p.exists() else 0; p.write_text(str(n + 1)); time.sleep({sleep_s}); "
+            f"sys.exit(3 if n < {crashes} else 0)"]
+
+
+def _restart_delays(caplog) -> list[str]:
+    return [m.rsplit("restarting in ", 1)[1] for m in (r.getMessage() for r in caplog.records) if "restarting in" in m]
+
+
+def test_supervise_restarts_a_crash_with_a_doubling_delay_and_stops_on_a_final_code(tmp_path, caplog):
     caplog.set_level("INFO", logger="intellect.agents.supervise")
-    started = time.monotonic()
-    assert supervise([sys.executable, "-c", script], first_delay=0.05, max_delay=1.0, stable_s=60) == 0
-    assert count.read_text() == "3" and time.monotonic() - started >= 0.15
-    msgs = [r.getMessage() for r in caplog.records]
-    assert [m for m in msgs if "restarting in" in m] == [
-        "supervisor: the agent died (exit code 3) after 0 s; restarting in 0 s",
-        "supervisor: the agent died (exit code 3) after 0 s; restarting in 0 s",
-    ] and msgs[-1] == "supervisor: the agent ended (exit code 0); not restarting"
+    # four crashes, then 0: the delay doubles from 0.05 s to its cap 0.2 s
+    assert supervise(_runs(tmp_path, 4, 0), first_delay=0.05, max_delay=0.2, stable_s=60) == 0
+    assert (tmp_path / "runs").read_text() == "5"
+    assert _restart_delays(caplog) == ["0.05 s", "0.1 s", "0.2 s", "0.2 s"]
+    assert caplog.records[-1].getMessage() == "supervisor: the agent ended (exit code 0); not restarting"
     assert supervise(_child(2), first_delay=0.01) == 2  # a configuration error ends supervision
 
 
-@pytest.mark.parametrize(("ran", "expect"), [(0.0, [0.05, 0.1, 0.2, 0.2]), (1.0, [0.05, 0.05, 0.05, 0.05])])
-def test_the_restart_delay_doubles_to_its_cap_and_resets_after_a_stable_run(monkeypatch, ran, expect):
-    """Delays waited between five crashes: doubling to max_delay, back to the first after a child ran stable_s."""
-    import intellect.agents.supervise as sv
-
-    waits: list[float] = []
-    runs = iter(range(5))
-    clock = [0.0]
-
-    class FakeStop:
-        def __init__(self) -> None:
-            self.stop = False
-
-        def set(self) -> None:
-            self.stop = True
-
-        def is_set(self) -> bool:
-            return self.stop
-
-        def wait(self, delay: float) -> bool:
-            waits.append(round(delay, 3))
-            return False
-
-    class Child:
-        pid = 1
-
-        def __init__(self, argv: list[str]) -> None:
-            self.n = next(runs)
-
-        def wait(self) -> int:
-            clock[0] += ran
-            return 0 if self.n == 4 else 1
-
-        def poll(self) -> int:
-            return 0
-
-    monkeypatch.setattr(sv.threading, "Event", FakeStop)
-    monkeypatch.setattr(sv.subprocess, "Popen", Child)
-    monkeypatch.setattr(sv.time, "monotonic", lambda: clock[0])
-    assert supervise(["x"], first_delay=0.05, max_delay=0.2, stable_s=1.0) == 0
-    assert waits == expect
+def test_the_restart_delay_goes_back_to_its_first_step_after_a_stable_run(tmp_path, caplog):
+    caplog.set_level("INFO", logger="intellect.agents.supervise")
+    # each child runs 0.3 s, past stable_s 0.2 s: every restart waits the first delay again
+    assert supervise(_runs(tmp_path, 3, 0.3), first_delay=0.05, max_delay=1.0, stable_s=0.2) == 0
+    assert _restart_delays(caplog) == ["0.05 s", "0.05 s", "0.05 s"]
 
 
 def test_an_agent_whose_key_was_rotated_away_stops_as_a_configuration_error(devnet, tmp_path):

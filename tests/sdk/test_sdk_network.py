@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from cli_runner import run_cli
+from page_server import serve_pages  # type: ignore[import-not-found]
 
 from intellect.sdk import Protocol, RetryPolicy, RpcError, SchemaVersionError, dev_account
 from intellect.sdk.cli import EXIT_USER
@@ -38,25 +37,8 @@ def _signed(net: Devnet, **kw: object) -> NetworkDescriptor:
 def served() -> Iterator[tuple[str, dict[str, bytes]]]:
     """A plain HTTP server on loopback serving the bytes of `pages[path]` (404 otherwise)."""
     pages: dict[str, bytes] = {}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = pages.get(self.path)
-            self.send_response(200 if body is not None else 404)
-            self.send_header("Content-Length", str(len(body or b"")))
-            self.end_headers()
-            self.wfile.write(body or b"")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", pages
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_pages("127.0.0.1", pages) as base:
+        yield base, pages
 
 
 def test_descriptor_round_trips_and_connects_from_its_path_alone(net: Devnet, tmp_path: Path) -> None:

@@ -68,6 +68,17 @@ def _toy(weight: float = 0.1) -> Component:
     )
 
 
+def _mismatches_known_to_a() -> Component:
+    """A second component whose honest distribution only class `a` has."""
+    return Component(
+        name="toploc_exp_mismatches",
+        edges=(0.0, 1.0),
+        weight=0.1,
+        alternative=(0.0, 1.0),
+        honest={"a": (0.5, 0.5)},
+    )
+
+
 def test_observe_bins_every_replayed_token_and_every_chunk() -> None:
     """Tokens not listed in a sample's margins drew the replayed argmax (bin 0); each listed margin falls in the
     first bin whose edge it does not exceed (+inf in the last); every chunk's exponent mismatches likewise; a sample
@@ -150,13 +161,7 @@ def test_rules_for_profile_maps_fp32_to_fp32_rules_and_refuses_an_unknown_profil
 
 
 def test_judged_class_is_the_declaration_only_when_every_component_knows_it() -> None:
-    half = Component(
-        name="toploc_exp_mismatches",
-        edges=(0.0, 1.0),
-        weight=0.1,
-        alternative=(0.0, 1.0),
-        honest={"a": (0.5, 0.5)},
-    )
+    half = _mismatches_known_to_a()
     rules = EvidenceRules(components=(_toy(), half), default_class="a")
     assert rules.classes() == ["a"]
     assert rules.judged_class("a") == "a"
@@ -306,13 +311,7 @@ def test_recheck_claim_at_the_threshold_and_its_refusals_named() -> None:
 
 def test_submission_llr_counts_every_component_the_observations_have() -> None:
     """Observations without the first component's counts still count the second's."""
-    second = Component(
-        name="toploc_exp_mismatches",
-        edges=(0.0, 1.0),
-        weight=0.1,
-        alternative=(0.0, 1.0),
-        honest={"a": (0.5, 0.5)},
-    )
+    second = _mismatches_known_to_a()
     rules = EvidenceRules(components=(_toy(0.1), second), default_class="a")
     obs = Observations(counts={"toploc_exp_mismatches": (0, 2)})
     assert submission_llr(obs, rules) == pytest.approx(2 * math.log(1.1), abs=1e-12)
