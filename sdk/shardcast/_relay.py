@@ -66,8 +66,9 @@ class _RelaySink:
         arena = self.store.arena
         if arena is not None:
             slot = arena.alloc(shard.size)
-            if slot is None and self.store.reclaim(exclude=self.state.manifest.id):
-                slot = arena.alloc(shard.size)  # room made by dropping older, persisted shards
+            if slot is None:  # room made by dropping older, persisted shards (here or by a
+                self.store.reclaim(exclude=self.state.manifest.id)  # concurrent begin)
+                slot = arena.alloc(shard.size)
             if slot is not None:
                 with self._lock:
                     self._slots[shard.index] = slot

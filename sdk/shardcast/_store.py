@@ -178,16 +178,15 @@ class ShardStore:
         being received); returns how many slots were released. They stay served from their files."""
         if self.arena is None:
             return 0
-        dropped: list[Slot] = []
-        with self._cond:
-            for vid, st in self._versions.items():
+        dropped = 0
+        with self._cond:  # released inside the lock: a concurrent reclaim that finds nothing left
+            for vid, st in self._versions.items():  # to drop finds the room already freed
                 if vid == exclude:
                     continue
                 for i in [i for i, s in st.ram.items() if s.persisted]:
-                    dropped.append(st.ram.pop(i))
-        for slot in dropped:
-            self.arena.release(slot)
-        return len(dropped)
+                    self.arena.release(st.ram.pop(i))
+                    dropped += 1
+        return dropped
 
     def _prune_locked(self) -> None:
         if self.keep is None:
