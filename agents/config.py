@@ -307,7 +307,9 @@ class ValidatorSettings(_Section):
     slash_losing_voters: bool = True
     """After a challenge this validator opened or voted on resolves, slash (`AttesterBook.slashVoter`, each once)
     every validator whose vote in its latest round was on the losing side (`intellect.agents.roles.accountability`;
-    the sender gets the challenger's share). Needs the deployment's AttesterBook; off: nobody is slashed by us."""
+    the sender gets the challenger's share), and claim this validator's own share of the pool's reward per resolved
+    challenge where it was on the winning side (`AttesterBook.claimVoterReward`, issue 33). Needs the deployment's
+    AttesterBook; off: nobody is slashed by us and our winning votes' shares wait for anyone to claim them."""
 
 
 class CanarySettings(_Section):

@@ -43,6 +43,12 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
         bool slashed;
     }
 
+    // one slot: the pool's reward per resolved challenge (set once)
+    struct VoterRule {
+        uint96 reward;
+        bool set;
+    }
+
     IERC20 private immutable _token;
     ITaskLedger private immutable _ledger;
     IStakeManager private immutable _stakeManager;
@@ -52,8 +58,9 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
     mapping(uint256 submissionId => mapping(address validator => Record)) private _records;
     uint256 private _attesterSlash;
     uint256 private _voterSlash;
-    // the last round of each challenge for which a validator was slashed as a losing voter
-    mapping(uint256 challengeId => mapping(address validator => uint16 round)) private _voterSlashed;
+    // the last round of each challenge whose vote of a validator was settled: slashed as losing or paid as winning
+    mapping(uint256 challengeId => mapping(address validator => uint16 round)) private _voterSettled;
+    mapping(uint32 poolId => VoterRule) private _voterRules;
 
     /// @param admin receives DEFAULT_ADMIN_ROLE (sets the attester slash)
     /// @param ledger_ the TaskLedger whose submissions are attested (also the attestations' EIP-712 domain)
@@ -187,10 +194,58 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
         if (!resolved || round != c.round || uphold == (c.status == ITaskLedger.ChallengeStatus.Upheld)) {
             revert AttesterBookNotLosingVoter(challengeId, validator);
         }
-        if (_voterSlashed[challengeId][validator] == round) revert AttesterBookAlreadySlashed(challengeId, validator);
-        _voterSlashed[challengeId][validator] = round;
+        if (_voterSettled[challengeId][validator] == round) revert AttesterBookAlreadySlashed(challengeId, validator);
+        _voterSettled[challengeId][validator] = round;
         slashed = _slashValidator(validator, _voterSlash);
         emit VoterSlashed(challengeId, validator, round, slashed);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function setVoterReward(uint32 poolId, uint96 rewardPerChallenge) external {
+        ITaskLedger.PoolView memory p = _ledger.pool(poolId);
+        if (p.owner != msg.sender) revert AttesterBookNotPoolOwner(poolId, msg.sender);
+        VoterRule storage rule = _voterRules[poolId];
+        if (rule.set) revert AttesterBookVoterRewardAlreadySet(poolId);
+        // below the bond: a sham challenge's friendly voters, even holding the whole winning side, win back less
+        // than the bond the sham forfeits
+        if (rewardPerChallenge >= p.params.challengeBond) {
+            revert AttesterBookVoterRewardTooHigh(poolId, rewardPerChallenge, p.params.challengeBond);
+        }
+        rule.reward = rewardPerChallenge;
+        rule.set = true;
+        emit VoterRewardSet(poolId, rewardPerChallenge);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function claimVoterReward(uint256 challengeId, address validator) external nonReentrant returns (uint256 amount) {
+        ITaskLedger.ChallengeView memory c = _ledger.challengeInfo(challengeId);
+        bool upheld = c.status == ITaskLedger.ChallengeStatus.Upheld;
+        if (!upheld && c.status != ITaskLedger.ChallengeStatus.Rejected) {
+            revert AttesterBookNotWinningVoter(challengeId, validator);
+        }
+        (uint16 round, bool uphold) = _ledger.voteOf(challengeId, validator);
+        // the challenger's vote is its challenge (counted for upholding; it cannot vote in its own round)
+        bool won = (round == c.round && uphold == upheld) || (upheld && validator == c.challenger);
+        if (!won) revert AttesterBookNotWinningVoter(challengeId, validator);
+        if (_voterSettled[challengeId][validator] == c.round) revert AttesterBookVoteSettled(challengeId, validator);
+        _voterSettled[challengeId][validator] = c.round;
+        uint32 poolId = _ledger.task(challengeId).poolId;
+        uint256 reward = _voterRules[poolId].reward;
+        if (reward == 0) revert AttesterBookNoVoterReward(poolId);
+        // the winning side's weight at the snapshot includes this voter's: the shares add up to at most `reward`
+        uint256 weight = _stakeManager.validatorWeightAt(validator, c.snapshotBlock);
+        amount = reward * weight / (upheld ? c.weightFor : c.weightAgainst);
+        uint128 budget = _rules[poolId].budget;
+        if (budget < amount) revert AttesterBookInsufficientBudget(poolId, budget, amount);
+        _rules[poolId].budget = budget - uint128(amount); // amount <= budget < 2**128
+        address owner = _registry.ownerOf(validator);
+        emit VoterRewardPaid(challengeId, validator, owner, c.round, amount);
+        _token.safeTransfer(owner, amount);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function voterReward(uint32 poolId) external view returns (uint256) {
+        return _voterRules[poolId].reward;
     }
 
     /// @inheritdoc IAttesterBook

@@ -178,6 +178,24 @@ class _AttesterCalls:
         rc = self.transact(self._book(), "slashVoter", int(challenge_id), _addr(validator))
         return sum(int(e.args["slashed"]) for e in rc.events if e.event == "VoterSlashed")
 
+    def set_voter_reward(self, pool_id: int, reward_per_challenge: int) -> int:
+        """Fix, once, the pool's reward per resolved challenge (below its challenge bond), shared by the winning
+        side of each challenge's latest round by stake weight, paid from the attester budget. Only the pool's
+        owner. Returns the reward as the book now holds it."""
+        self.transact(self._book(), "setVoterReward", int(pool_id), int(reward_per_challenge))
+        return self.voter_reward(pool_id)
+
+    def voter_reward(self, pool_id: int) -> int:
+        """The pool's reward per resolved challenge (0: none)."""
+        return int(self.call(self._book(), "voterReward", int(pool_id)))
+
+    def claim_voter_reward(self, challenge_id: int, validator: str | None = None) -> int:
+        """Pay `validator`'s (default: this account's) owner its share of the pool's reward for having been on
+        the winning side of the challenge's latest resolved round (anyone may send it; once per round); returns
+        the amount paid."""
+        rc = self.transact(self._book(), "claimVoterReward", int(challenge_id), _addr(validator or self.address))
+        return sum(int(e.args["amount"]) for e in rc.events if e.event == "VoterRewardPaid")
+
     def attester_slash(self) -> int:
         return int(self.call(self._book(), "attesterSlash"))
 

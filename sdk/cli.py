@@ -644,6 +644,34 @@ def pool_fund(ctx: _Ctx, pool_id: int, amount: str) -> None:
     _out(ctx, pl, f"pool {pool_id}: budget {_tok(pl.budget)}, reserved {_tok(pl.reserved)}")
 
 
+@pool.command("validator-pay", short_help="Show or set what a pool pays its validators (AttesterBook).")
+@click.argument("pool_id", type=int)
+@click.option("--per-attestation", default=None, help="Set, once, the reward per attestation the trainer used (owner).")
+@click.option("--per-challenge", default=None,
+              help="Set, once, the reward per resolved challenge, shared by its winning side by stake; below the "
+                   "pool's challenge bond (owner).")
+@click.option("--fund", "fund_amount", default=None, help="Escrow this much more for both (anyone).")
+@click.pass_obj
+def pool_validator_pay(ctx: _Ctx, pool_id: int, per_attestation: str | None, per_challenge: str | None,
+                       fund_amount: str | None) -> None:
+    """POOL_ID's validator pay: the reward per attestation the trainer used (per assignment slot), the reward per
+    resolved challenge for the voters on its winning side (issue 33), and the budget both are paid from. Each
+    reward is set once, by the pool's owner; anyone funds."""
+    changing = any(v is not None for v in (per_attestation, per_challenge, fund_amount))
+    p = ctx.protocol(need_account=changing)
+    if per_attestation is not None:
+        p.set_attester_reward(pool_id, _amount(per_attestation))
+    if per_challenge is not None:
+        p.set_voter_reward(pool_id, _amount(per_challenge))
+    if fund_amount is not None:
+        p.fund_attester_rewards(pool_id, _amount(fund_amount))
+    rule = p.attester_pool_rule(pool_id)
+    doc = {"pool_id": pool_id, "reward_per_attestation": rule.reward_per_attestation,
+           "reward_per_challenge": p.voter_reward(pool_id), "budget": rule.budget}
+    _out(ctx, doc, f"pool {pool_id}: {_tok(doc['reward_per_attestation'])} per attestation, "
+                   f"{_tok(doc['reward_per_challenge'])} per resolved challenge, budget {_tok(rule.budget)}")
+
+
 @pool.command("defund", short_help="Take unreserved tokens out of a pool's budget (pool owner).")
 @click.argument("pool_id", type=int)
 @click.argument("amount")

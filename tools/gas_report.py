@@ -123,6 +123,7 @@ def drive(book: GasBook) -> None:
     # attester rewards: the pool owner's rule and budget, the trainer records the attestations it used
     ab = d.attester_book
     book("AttesterBook.setAttesterReward", ab.setAttesterReward(pool, 2 * TOKEN, {"from": admin}))
+    book("AttesterBook.setVoterReward", ab.setVoterReward(pool, 4 * TOKEN, {"from": admin}))
     book("IntellectToken.approve", token.approve(ab, 10**24, {"from": admin}))
     book("AttesterBook.fundAttesterRewards", ab.fundAttesterRewards(pool, 1000 * TOKEN, {"from": admin}))
     attested = subs[workers[3].address][-1]
@@ -136,6 +137,9 @@ def drive(book: GasBook) -> None:
     book("TaskLedger.challenge", ledger.challenge(subs[bad.address][-1], "bafkreievidence0", {"from": validators[0]}))
     book("TaskLedger.vote", ledger.vote(subs[bad.address][-1], True, {"from": validators[1]}))
     book("TaskLedger.resolve (upheld)", ledger.resolve(subs[bad.address][-1], {"from": accounts[9]}))
+    # the winning side's shares of the pool's reward per challenge: the challenger and the voter with it
+    for v in validators[:2]:
+        book("AttesterBook.claimVoterReward", ab.claimVoterReward(subs[bad.address][-1], v, {"from": accounts[9]}))
 
     book("TaskLedger.challenge", ledger.challenge(subs[honest.address][-1], "bafkreievidence1", {"from": validators[1]}))
     book("TaskLedger.vote", ledger.vote(subs[honest.address][-1], False, {"from": validators[0]}))

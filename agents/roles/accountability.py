@@ -7,6 +7,8 @@ challenge it took part in.
             query, both filtered on the indexed challenge id: no scan of the validator set)
             → each voter whose `voteOf` is the latest round and the side that lost → `AttesterBook.slashVoter`
               (the sender gets the challenger's share of the slash)
+            → its own share of the pool's reward per resolved challenge when it was on the winning side (its vote
+              was the outcome, or it opened an upheld round) → `AttesterBook.claimVoterReward`
 
 Each challenge is handled once per round: the state store's `voter_slash` record (id = challenge id) keeps the
 round done and who was slashed. A revert `AttesterBookAlreadySlashed` (someone slashed it first) or
@@ -39,6 +41,10 @@ log = logging.getLogger(__name__)
 KIND = "voter_slash"
 """The state store's records of handled challenges: status `done`, data {round, slashed: [...], skipped: [...]}."""
 SETTLED_REVERTS = ("AttesterBookAlreadySlashed", "AttesterBookNotLosingVoter")
+SHARE_SETTLED_REVERTS = ("AttesterBookNotWinningVoter", "AttesterBookVoteSettled", "AttesterBookNoVoterReward",
+                         "AttesterBookInsufficientBudget")
+"""Reverts of `claimVoterReward` that settle this validator's share: not on the winning side, already paid, no
+reward in the pool, or a pool budget too small for it (logged: the pool's owner underfunded it)."""
 MAX_OWN_ROUNDS = 3
 """Most rounds of one submission a validator opens itself (its first challenge included): re-challenges cost a bond
 per Rejected round; a round that ended NoQuorum returns it."""
@@ -142,7 +148,8 @@ def slash_losing_voters(protocol: Any, state: Any, *, lock: threading.Lock | Non
     """Slash every losing voter of the resolved challenges (`challenge` records upheld or rejected) this
     validator opened or voted on, each once per round; returns the total slashed (wei). A challenge handled
     carries `voters_slashed` in its `challenge` record (the validator's ChallengeOpened handler clears it when a
-    new round opens), so a pass costs no RPC for the challenges already handled."""
+    new round opens), so a pass costs no RPC for the challenges already handled. Before marking a challenge done
+    it claims this validator's own share of the pool's reward per challenge where it won (`_claim_share`)."""
     me = protocol.address.lower()
     total = 0
     for rec in state.records("challenge"):
@@ -154,6 +161,23 @@ def slash_losing_voters(protocol: Any, state: Any, *, lock: threading.Lock | Non
         except Exception:  # this challenge is tried again next pass; the others still go now
             log.exception("challenge %d: slashing its losing voters failed; retrying next pass", cid)
     return total
+
+
+def _claim_share(protocol: Any, cid: int, lock: threading.Lock | None) -> int:
+    """This validator's share of the pool's reward for the challenge's resolved round (issue 33): paid when it
+    was on the winning side; 0 when the book says it was not, or already paid, or the pool pays none."""
+    try:
+        with lock or nullcontext():
+            amount = int(protocol.claim_voter_reward(cid))
+    except ContractRevert as exc:
+        if exc.name not in SHARE_SETTLED_REVERTS:
+            raise
+        if exc.name == "AttesterBookInsufficientBudget":
+            log.warning("challenge %d: the pool's attester budget cannot pay this vote's share (%s)", cid,
+                        exc.error_args)
+        return 0
+    log.info("challenge %d: paid %g tokens for voting with its outcome", cid, amount / 1e18)
+    return amount
 
 
 def _slash_challenge(protocol: Any, state: Any, cid: int, me: str, lock: threading.Lock | None) -> int:
@@ -180,8 +204,12 @@ def _slash_challenge(protocol: Any, state: Any, cid: int, me: str, lock: threadi
             log.info("challenge %d: slashVoter(%s): %s", cid, v, exc.name)
         finally:  # each voter once, even if a later one fails and the challenge is tried again
             state.put(KIND, cid, "partial", {"round": rnd, "slashed": slashed, "skipped": skipped})
+    paid = pd.get("paid")
+    if paid is None:
+        paid = _claim_share(protocol, cid, lock)
+        state.put(KIND, cid, "partial", {"round": rnd, "slashed": slashed, "skipped": skipped, "paid": paid})
     with state.transaction():
-        state.put(KIND, cid, "done", {"round": rnd, "slashed": slashed, "skipped": skipped})
+        state.put(KIND, cid, "done", {"round": rnd, "slashed": slashed, "skipped": skipped, "paid": paid})
         cur = state.record("challenge", cid)  # a new round may have opened meanwhile: then not done
         if cur is not None and cur["status"] in ("upheld", "rejected"):
             state.put("challenge", cid, cur["status"], {"voters_slashed": True})

@@ -37,7 +37,9 @@ what is simulated (TOPLOC and the acceptance rule are tested elsewhere). One rou
   a slot of it, else the volunteer if one plays, else nobody) or `pool` (the pool's own validator key, as
   `trainer.canary.challenger_*` does when nobody else did); either way the challenger collects nothing (since
   issue 33 the worker slash goes wholly to the treasury, the bond comes back when upheld), and the honest
-  validators vote with the truth;
+  validators vote with the truth; after the resolution every validator on the winning side (its vote was the
+  outcome, or it opened an upheld round) claims its share of the pool's reward per challenge (`--voter-reward`,
+  below the bond; `AttesterBook.claimVoterReward`, by stake weight; issue 33; 0: none);
 - validators (100 INTL stake each; `--validators` picks them, `honest` required): `honest` (two nodes, playing
   what the validator agent does by default, `validator.check: assigned`: each checks the submissions it holds a
   slot of (k each), attests the good, challenges the bad ones (alternating when both hold a slot), and checks
@@ -125,6 +127,7 @@ class Params:
     cheat_cost: float = 0.0
     check_cost: float = 1.6
     attester_reward: float = 4.0  # per slot; > k / ((1 - b)·E[slots | assigned]) ≈ 2.0-2.6 (docs/economics.md)
+    voter_reward: float = 9.0  # per resolved challenge, shared by the winning side by stake (< the bond, 10)
     canaries: int = 1  # canaries in a round that has them
     canary_every: int = 1  # a canary round every n rounds (trainer.canary.every_n_steps; 0: no canaries)
     canary_rate: float = 0.0  # > 0: a canary round with this probability instead (trainer.canary.rate)
@@ -198,6 +201,8 @@ class Sim:
             pp["leaseDuration"])
         self.minted = self.token.totalSupply()
         self.tx(self.book.setAttesterReward, self.pool, int(p.attester_reward * TOKEN), sender=self.admin, must=True)
+        if p.voter_reward > 0:
+            self.tx(self.book.setVoterReward, self.pool, int(p.voter_reward * TOKEN), sender=self.admin, must=True)
         self.tx(self.token.approve, self.book, 2**255, sender=self.admin, must=True)
         self.tx(self.book.fundAttesterRewards, self.pool, 20_000 * TOKEN, sender=self.admin, must=True)
         self.tx(self.ledger.publishCheckpoint, self.pool, 0, "m0", sender=self.admin, must=True)
@@ -605,6 +610,7 @@ class Sim:
         for sub, _ in challenged:
             self.tx(self.ledger.resolve, sub.sid, sender=self.admin)
             self.stats["upheld" if self.ledger.task(sub.sid)["status"] == 4 else "rejected"] += 1
+        challenger_of = {sub.sid: who for sub, who in challenged}
         for sub, _ in challenged:
             upheld = self.ledger.task(sub.sid)["status"] == 4
             for v in self.validators:  # an honest validator reports the losing voters (reporter share)
@@ -612,6 +618,12 @@ class Sim:
                 if voted and uphold != upheld and self.tx(self.book.slashVoter, sub.sid, v.node,
                                                           sender=honest[0].node):
                     v.counts["voter slashes"] += 1
+                # the winning side (its voters, the challenger of an upheld round) claims its share of the pool's
+                # reward per challenge, by stake weight
+                won = (voted and uphold == upheld) or (upheld and v is challenger_of[sub.sid])
+                if won and p.voter_reward > 0 and self.tx(self.book.claimVoterReward, sub.sid, v.node,
+                                                          sender=v.node):
+                    v.counts["winning vote shares paid"] += 1
             if upheld:  # the trainer holds the attesters' accepting signatures
                 for v in sub.attesters:
                     reserved = self.book.recorded(sub.sid, v.node) > 0

@@ -18,6 +18,12 @@ pragma solidity ^0.8.24;
 /// A validator that voted against the outcome of a challenge's latest round (the ledger keeps each voter's
 /// side: `voteOf`) may be slashed by anyone (`voterSlash`, capped likewise), once per challenge round.
 ///
+/// Votes on the winning side are paid (issue 33): a pool's owner sets, once, a reward per resolved challenge
+/// (below the pool's challenge bond), paid from the pool's attester budget to the winning side of the latest round
+/// (the voters whose vote was the outcome, and the challenger of an upheld round), each its share by the stake it
+/// weighed at the round's snapshot: the shares add up to at most the reward whatever the number of keys, a sham
+/// challenge costs its bond more than its friends' shares can bring back, and the slash pays nothing back.
+///
 /// Canaries follow with no extra rule: the trainer submits, from a worker node of its own, work it knows to be
 /// bad (on-chain a submission like any other), gets it upheld (its own validator challenges it; honest ones
 /// vote) and slashes every validator that attested it: attesting without checking loses in expectation.
@@ -49,6 +55,14 @@ interface IAttesterBook {
 
     /// @notice Emitted when the admin sets the slash for voting against the outcome.
     event VoterSlashSet(uint256 amount);
+
+    /// @notice Emitted when the owner of pool `poolId` fixes its reward per resolved challenge.
+    event VoterRewardSet(uint32 indexed poolId, uint256 rewardPerChallenge);
+
+    /// @notice Emitted when `validator`'s share of the reward of round `round` of `challengeId` is paid to `owner`.
+    event VoterRewardPaid(
+        uint256 indexed challengeId, address indexed validator, address indexed owner, uint256 round, uint256 amount
+    );
 
     /// @notice Thrown when `caller` is not the owner of pool `poolId`.
     error AttesterBookNotPoolOwner(uint32 poolId, address caller);
@@ -92,6 +106,21 @@ interface IAttesterBook {
 
     /// @notice Thrown for an empty or too long batch (at most 16 validators per submission and call).
     error AttesterBookBadBatch(uint256 length);
+
+    /// @notice Thrown when pool `poolId`'s reward per resolved challenge is already set.
+    error AttesterBookVoterRewardAlreadySet(uint32 poolId);
+
+    /// @notice Thrown when a reward per resolved challenge is not below the pool's challenge bond.
+    error AttesterBookVoterRewardTooHigh(uint32 poolId, uint256 reward, uint256 challengeBond);
+
+    /// @notice Thrown when the challenge's pool pays no reward per resolved challenge.
+    error AttesterBookNoVoterReward(uint32 poolId);
+
+    /// @notice Thrown when `validator` is not on the winning side of the challenge's latest, resolved round.
+    error AttesterBookNotWinningVoter(uint256 challengeId, address validator);
+
+    /// @notice Thrown when `validator`'s vote in the challenge's latest round was already paid or slashed.
+    error AttesterBookVoteSettled(uint256 challengeId, address validator);
 
     /// @notice Sets, once, pool `poolId`'s reward per recorded attestation. Only the pool's owner.
     function setAttesterReward(uint32 poolId, uint96 rewardPerAttestation) external;
@@ -137,6 +166,19 @@ interface IAttesterBook {
 
     /// @notice The slash for voting against the outcome.
     function voterSlash() external view returns (uint256);
+
+    /// @notice Sets, once, pool `poolId`'s reward per resolved challenge (below its challenge bond), shared by the
+    /// winning side of each challenge's latest round by stake weight. Only the pool's owner.
+    function setVoterReward(uint32 poolId, uint96 rewardPerChallenge) external;
+
+    /// @notice Pays `validator`'s owner its share of the pool's reward per resolved challenge: `validator` voted
+    /// for the outcome of the latest round of `challengeId` (resolved upheld or rejected), or opened that round
+    /// and it was upheld; share = reward x its weight / the winning side's weight, both at the round's snapshot,
+    /// from the pool's attester budget. Anyone; once per validator and round (a vote is paid or slashed, never both).
+    function claimVoterReward(uint256 challengeId, address validator) external returns (uint256 amount);
+
+    /// @notice Pool `poolId`'s reward per resolved challenge (0: none).
+    function voterReward(uint32 poolId) external view returns (uint256);
 
     /// @notice Pool `poolId`'s reward per attestation and unreserved attester budget.
     function poolRule(uint32 poolId) external view returns (uint256 rewardPerAttestation, uint256 budget);

@@ -170,3 +170,90 @@ def test_voter_against_the_outcome_slashed_once(worked, book):
     with reverts("AttesterBookAlreadySlashed", tid, v3):
         book.slashVoter(tid, v3, {"from": accounts[9]})
     del worker
+
+
+VOTER_REWARD = 8 * TOKEN  # per resolved challenge; the dev pool's bond is 10
+
+
+def test_voter_reward_set_once_by_the_pool_owner_below_the_bond(worked, book):
+    net = worked[0]
+    bond = int(net.pool()["params"]["challengeBond"])
+    with reverts("AttesterBookNotPoolOwner", net.pool_id, accounts[3]):
+        book.setVoterReward(net.pool_id, 1, {"from": accounts[3]})
+    with reverts("AttesterBookVoterRewardTooHigh", net.pool_id, bond, bond):  # at the bond: one step past
+        book.setVoterReward(net.pool_id, bond, {"from": accounts[0]})
+    tx = book.setVoterReward(net.pool_id, bond - 1, {"from": accounts[0]})  # the limit: just below the bond
+    assert event(tx, "VoterRewardSet")["rewardPerChallenge"] == book.voterReward(net.pool_id) == bond - 1
+    with reverts("AttesterBookVoterRewardAlreadySet", net.pool_id):
+        book.setVoterReward(net.pool_id, 1, {"from": accounts[0]})
+
+
+def test_no_voter_reward_set_pays_nothing(worked, book):
+    net, _worker, v1, tid = worked
+    v2 = net.register(VALIDATOR)
+    net.bond_ready(v1)
+    net.ledger.challenge(tid, "bad", {"from": v1})
+    net.ledger.vote(tid, True, {"from": v2})
+    with reverts("AttesterBookNotWinningVoter", tid, v2):  # open: no outcome yet
+        book.claimVoterReward(tid, v2, {"from": accounts[9]})
+    chain.sleep(121)
+    net.ledger.resolve(tid, {"from": accounts[9]})
+    with reverts("AttesterBookNoVoterReward", net.pool_id):
+        book.claimVoterReward(tid, v2, {"from": accounts[9]})
+
+
+def test_winning_side_of_an_upheld_round_paid_by_stake_once(worked, book):
+    """Issue 33: votes with the outcome cost a check and were unpaid, so a validator that voted only on its slots
+    out-earned the honest one. The pool's reward per challenge goes to the winning side (the challenger of an upheld
+    round included) by stake weight at the snapshot: one owner's 400 split over two keys earns what one key of 400
+    would, and the loser is slashed, not paid."""
+    net, _worker, v1, tid = worked  # v1: MIN_STAKE (100)
+    book.setVoterReward(net.pool_id, VOTER_REWARD, {"from": accounts[0]})
+    owner2 = accounts[5]
+    v2a = net.register(VALIDATOR, owner=owner2, stake=200 * TOKEN)
+    v2b = net.register(VALIDATOR, owner=owner2, stake=200 * TOKEN)
+    v3 = net.register(VALIDATOR)
+    net.bond_ready(v1)
+    net.ledger.challenge(tid, "bad", {"from": v1})
+    for v, up in ((v2a, True), (v2b, True), (v3, False)):
+        net.ledger.vote(tid, up, {"from": v})
+    chain.sleep(121)
+    assert net.ledger.resolve(tid, {"from": accounts[9]}).return_value is True  # 500 for, 100 against
+    budget = book.poolRule(net.pool_id)[1]
+    o1, b1, b2 = net.registry.ownerOf(v1), net.token.balanceOf(net.registry.ownerOf(v1)), net.token.balanceOf(owner2)
+    tx = book.claimVoterReward(tid, v1, {"from": accounts[9]})  # the challenger: 100 of the 500 upholding
+    assert (event(tx, "VoterRewardPaid")["amount"], event(tx, "VoterRewardPaid")["round"]) == (VOTER_REWARD // 5, 1)
+    book.claimVoterReward(tid, v2a, {"from": accounts[9]})
+    book.claimVoterReward(tid, v2b, {"from": accounts[9]})
+    assert net.token.balanceOf(o1) == b1 + VOTER_REWARD // 5
+    assert net.token.balanceOf(owner2) == b2 + VOTER_REWARD * 4 // 5  # two keys of 200: one stake of 400's share
+    assert book.poolRule(net.pool_id)[1] == budget - VOTER_REWARD  # the shares add up to the reward, no more
+    with reverts("AttesterBookVoteSettled", tid, v2a):
+        book.claimVoterReward(tid, v2a, {"from": accounts[9]})
+    with reverts("AttesterBookNotWinningVoter", tid, v3):
+        book.claimVoterReward(tid, v3, {"from": accounts[9]})
+    with reverts("AttesterBookNotWinningVoter", tid, accounts[7]):  # never voted
+        book.claimVoterReward(tid, accounts[7], {"from": accounts[9]})
+    assert event(book.slashVoter(tid, v3, {"from": accounts[9]}), "VoterSlashed")["slashed"] == 10 * TOKEN
+    with reverts("AttesterBookNotLosingVoter", tid, v2a):  # paid as winning: not slashable
+        book.slashVoter(tid, v2a, {"from": accounts[9]})
+
+
+def test_sham_challenge_costs_its_bond_more_than_its_friends_win(worked, book):
+    """A challenge of good work resolved Rejected: the voters against are paid, the challenger is not (it lost its
+    bond); a sham challenger whose friend holds the whole winning side wins back less than the bond (reward < bond)."""
+    net, _worker, v1, tid = worked
+    book.setVoterReward(net.pool_id, VOTER_REWARD, {"from": accounts[0]})
+    attacker = accounts.at(net.registry.ownerOf(v1), force=True)
+    friend = net.register(VALIDATOR, owner=attacker, stake=400 * TOKEN)
+    net.bond_ready(v1)
+    before = net.token.balanceOf(attacker)  # v1 is its own owner: the bond and the friend's share both land here
+    net.ledger.challenge(tid, "sham", {"from": v1})
+    net.ledger.vote(tid, False, {"from": friend})
+    chain.sleep(121)
+    assert net.ledger.resolve(tid, {"from": accounts[9]}).return_value is False
+    with reverts("AttesterBookNotWinningVoter", tid, v1):  # the challenger of a rejected round lost
+        book.claimVoterReward(tid, v1, {"from": accounts[9]})
+    assert event(book.claimVoterReward(tid, friend, {"from": accounts[9]}), "VoterRewardPaid")["amount"] == VOTER_REWARD
+    bond = int(net.pool()["params"]["challengeBond"])
+    assert net.token.balanceOf(attacker) == before - bond + VOTER_REWARD < before

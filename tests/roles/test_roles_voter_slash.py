@@ -1,7 +1,8 @@
 """Validators hold voters to their word (issue 21; `intellect.agents.roles.accountability`): after a challenge the
 honest validator opened resolves, its agent code slashes (`AttesterBook.slashVoter`) the validator that voted on
-the losing side, once, and not the one that voted with the outcome; `validator.slash_losing_voters` off slashes
-nobody; a challenge whose lookup fails is left for the next pass and the others are still handled. Against a
+the losing side, once, and not the one that voted with the outcome, and each agent on the winning side claims its
+share of the pool's reward per challenge (issue 33); `validator.slash_losing_voters` off slashes nobody and claims
+nothing; a challenge whose lookup fails is left for the next pass and the others are still handled. Against a
 real anvil, real `Validator` agents (connected, not started) whose event handler and settle pass drive it."""
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def test_honest_validator_slashes_the_voter_against_its_upheld_challenge(devnet,
     trainer = devnet.protocol(0)
     pool_id = devnet.deployment.default_pool_id or 1
     trainer.publish_checkpoint(pool_id, 1, "bafkreimanifestvoters")
+    trainer.set_voter_reward(pool_id, 4 * TOKEN)
+    trainer.fund_attester_rewards(pool_id, 10 * TOKEN)
     w = devnet.protocol(1)
     w.drip()
     w.register_node(Role.WORKER, gpu_model="cpu")
@@ -61,7 +64,8 @@ def test_honest_validator_slashes_the_voter_against_its_upheld_challenge(devnet,
     off = _agent(devnet, tmp_path / "off", 2, **{"validator.slash_losing_voters": "false"})
     assert off.protocol.address == honest.address and off.state.record("challenge", sid)["status"] == "upheld"
     off._settle()
-    assert not _voter_slashes(honest, wrong.address)  # the knob off: nobody slashed
+    assert not _voter_slashes(honest, wrong.address)  # the knob off: nobody slashed, no share claimed
+    assert not honest.get_events(["VoterRewardPaid"])
 
     # a challenge the chain does not know (its lookup reverts), handled first: left for the next pass
     agent = _agent(devnet, tmp_path / "on", 2, unknown=0)
@@ -75,6 +79,9 @@ def test_honest_validator_slashes_the_voter_against_its_upheld_challenge(devnet,
     assert honest.active_stake(wrong.address) == stake[wrong.address] - honest.voter_slash()
     assert honest.active_stake(right.address) == stake[right.address] and not _voter_slashes(honest, right.address)
     assert agent.state.record(KIND, sid)["data"]["slashed"] == [wrong.address.lower()]
+    assert agent.state.record(KIND, sid)["data"]["paid"] == 3 * TOKEN  # the challenger's 300 of the 400 upholding
+    assert [(e.args["validator"], e.args["amount"]) for e in honest.get_events(["VoterRewardPaid"])] == [
+        (honest.address, 3 * TOKEN)]
     assert agent.state.record("challenge", sid)["data"]["voters_slashed"] is True
     assert not agent.state.record("challenge", 0)["data"].get("voters_slashed")  # tried again next pass
     assert agent.state.record(KIND, 0) is None
@@ -88,7 +95,9 @@ def test_honest_validator_slashes_the_voter_against_its_upheld_challenge(devnet,
     other.state.put("challenge", sid, "upheld", {"voted": True})
     other._settle()
     assert len(_voter_slashes(honest, wrong.address)) == 1
-    assert other.state.record(KIND, sid)["data"] == {"round": 1, "slashed": [], "skipped": [wrong.address.lower()]}
+    assert other.state.record(KIND, sid)["data"] == {"round": 1, "slashed": [], "skipped": [wrong.address.lower()],
+                                                     "paid": TOKEN}
+    assert len(honest.get_events(["VoterRewardPaid"])) == 2  # the loser's agent would claim nothing
     for a in (off, agent, other):
         a.state.close()
 

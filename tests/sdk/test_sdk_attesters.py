@@ -105,6 +105,32 @@ def test_attester_of_upheld_work_and_losing_voter_slashed(net: Devnet) -> None:
     assert err.value.name == "AttesterBookAlreadySlashed"
 
 
+def test_winning_side_claims_its_share_of_the_voter_reward(net: Devnet) -> None:
+    """Issue 33: the pool's reward per resolved challenge, shared by the winning side by stake weight."""
+    trainer, w, sid = _submitted(net, step=4)
+    assert trainer.voter_reward(1) == 0
+    assert trainer.set_voter_reward(1, 3 * TOKEN) == 3 * TOKEN
+    checker, voter, loser = _validator(net, 2, stake=200 * TOKEN), _validator(net, 3), _validator(net, 4)
+    checker.challenge(sid, "bafkreievidence")
+    voter.vote(sid, True)
+    loser.vote(sid, False)
+    with pytest.raises(ContractRevert) as err:  # not resolved yet
+        voter.claim_voter_reward(sid)
+    assert err.value.name == "AttesterBookNotWinningVoter"
+    net.increase_time(w.pool(1).params.vote_period + 1)
+    assert checker.resolve(sid) is True
+    budget = trainer.attester_pool_rule(1).budget
+    before = voter.balance_of()
+    assert voter.claim_voter_reward(sid) == TOKEN  # 100 of the 300 upholding
+    assert voter.balance_of() == before + TOKEN
+    assert w.claim_voter_reward(sid, checker.address) == 2 * TOKEN  # anyone sends it
+    assert trainer.attester_pool_rule(1).budget == budget - 3 * TOKEN
+    for who, name in ((voter, "AttesterBookVoteSettled"), (loser, "AttesterBookNotWinningVoter")):
+        with pytest.raises(ContractRevert) as err:
+            who.claim_voter_reward(sid)
+        assert err.value.name == name and err.value.error_args["validator"] == who.address
+
+
 def test_attester_calls_need_the_book_in_the_deployment(net: Devnet) -> None:
     p = net.protocol(0)
     contracts = {k: v.address for k, v in p.deployment.contracts.items() if k != "AttesterBook"}

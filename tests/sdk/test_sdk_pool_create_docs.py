@@ -56,7 +56,8 @@ def test_docs_pool_example_runs_on_the_devnet(net: Devnet, tmp_path: Path, monke
     created = outs[0].splitlines()
     assert created[0].startswith("pool 2 created: rules "), outs[0]  # plain lines, not a printed Python list
     assert not any(ln.startswith("[") for out in outs for ln in out.splitlines()), outs
-    assert "budget 1000 INTL" in outs[0] and "budget 1400 INTL" in outs[4], outs
+    assert "budget 1000 INTL" in outs[0] and "budget 1400 INTL" in outs[5], outs
+    assert outs[3].strip() == "pool 2: 2 INTL per attestation, 5 INTL per resolved challenge, budget 200 INTL", outs
     rules = json.loads(outs[1].split("\n", 1)[1])  # `pool show 2 --ipfs`: the rules the chain's CID names
     assert rules["length_alpha"] == 0.0003 and rules["group_size"] == 4
     params = net.protocol().pool(2).params

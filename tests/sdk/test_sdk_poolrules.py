@@ -278,6 +278,20 @@ def test_cli_pool_create_fund_defund_show(net: Devnet, tmp_path: Path) -> None:
     code, out = _run([*chain, "--json", "pool", "fund", str(pool_id), "5"])
     assert code == 0 and json.loads(out)["budget"] == 65 * 10**18, out
 
+    # what the pool pays its validators (issue 33): per attestation and per resolved challenge, each set once
+    bond = p.pool(pool_id).params.challenge_bond
+    code, out = _run([*chain, "pool", "validator-pay", str(pool_id), "--per-challenge", str(bond // 10**18)])
+    assert code != 0 and "AttesterBookVoterRewardTooHigh" in out, out  # at the bond: refused by name
+    code, out = _run([*chain, "--json", "pool", "validator-pay", str(pool_id), "--per-attestation", "2",
+                      "--per-challenge", "3", "--fund", "20"])
+    assert code == 0, out
+    assert json.loads(out) == {"pool_id": pool_id, "reward_per_attestation": 2 * 10**18,
+                               "reward_per_challenge": 3 * 10**18, "budget": 20 * 10**18}, out
+    code, out = _run([*chain, "pool", "validator-pay", str(pool_id)])
+    assert code == 0 and "3 INTL per resolved challenge, budget 20 INTL" in out, out
+    code, out = _run([*chain, "pool", "validator-pay", str(pool_id), "--per-challenge", "1"])
+    assert code != 0 and "AttesterBookVoterRewardAlreadySet" in out, out
+
 
 def test_evidence_rules_cid_is_optional_and_left_out_when_none(tmp_path: Path) -> None:
     """A pool names its evidence rules by CID (issue 35: calibrated on its model); a document without the field
