@@ -199,6 +199,18 @@ MUTANTS: list[Mutant] = [
            "if (params.windowLength <= minWindowLength) {", (f"{C}/test_contracts_rule_limits.py",)),
     Mutant("stake-share-cap", "contracts/StakeManager.sol", "if (bps > _BPS) revert StakeManagerInvalidShare(bps);",
            "if (bps >= _BPS) revert StakeManagerInvalidShare(bps);", (f"{C}/test_contracts_rule_limits.py",)),
+    # -- contracts/AttesterBook.sol: votes on the winning side paid (issue 33) ------------------------------
+    Mutant("book-voter-reward-below-bond", "contracts/AttesterBook.sol",
+           "if (rewardPerChallenge >= p.params.challengeBond) {", "if (rewardPerChallenge > p.params.challengeBond) {",
+           (f"{C}/test_contracts_attesters.py",)),
+    Mutant("book-voter-share-by-stake", "contracts/AttesterBook.sol",
+           "amount = reward * weight / (upheld ? c.weightFor : c.weightAgainst);",
+           "amount = reward / (upheld ? c.votesFor : c.votesAgainst);", (f"{C}/test_contracts_attesters.py",)),
+    Mutant("book-voter-once", "contracts/AttesterBook.sol",
+           "        _voterSettled[challengeId][validator] = c.round;\n", "", (f"{C}/test_contracts_attesters.py",)),
+    Mutant("book-voter-rejected-challenger", "contracts/AttesterBook.sol",
+           "|| (upheld && validator == c.challenger)", "|| (validator == c.challenger)",
+           (f"{C}/test_contracts_attesters.py",)),
 ]
 
 
