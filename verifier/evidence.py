@@ -96,7 +96,7 @@ EXP_EDGES = (0.0, 1.0, 2.0, 4.0, 8.0, 12.0, 18.0, 32.0, 1e30)
 class Component(BaseModel):
     """One kind of observation: its bins, the honest probability of each bin per compute class, the cheat shape."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)  # what to_bytes can write
 
     name: ComponentName
     edges: tuple[float, ...]
@@ -162,7 +162,7 @@ class EvidenceRules(BaseModel):
 
     Versioned (`schema`): it goes into pool rules documents and every evidence claim cites its hash (`digest`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
     schema_: Literal["intellect.evidence-rules/v1"] = Field(CALIBRATION_SCHEMA, alias="schema")
     components: tuple[Component, ...]

@@ -414,18 +414,19 @@ def test_rules_document_validation_error_is_cut_at_600_characters() -> None:
     assert str(err.value) == "S: " + full[:600]
 
 
-def test_rules_with_a_non_finite_number_have_no_document() -> None:
-    """JSON has no infinity: rules holding one (an infinite last edge, an infinite ambiguity bound: both pass the
-    model's own checks) make `to_bytes` and `digest` raise instead of writing `Infinity`, which no reader takes."""
-    comp = Component.from_counts("replay_margin", (0.0, 1.0, math.inf), {"c": (5, 1, 0)}, 0.01)
-    rules = EvidenceRules(components=(comp,), default_class="c")
-    assert rules.components[0].edges[-1] == math.inf
+def test_rules_with_a_non_finite_number_are_refused_and_have_no_document() -> None:
+    """JSON has no infinity: the models refuse a non-finite number (an infinite last edge, an infinite ambiguity
+    bound), naming the field, so a pool cannot build rules it could never publish; and rules built around the
+    checks (`model_copy(update=...)` does not validate) still make `to_bytes` and `digest` raise instead of writing `Infinity`, which no
+    reader takes."""
+    with pytest.raises(ValidationError, match=r"edges\.2\n  Input should be a finite number"):
+        Component.from_counts("replay_margin", (0.0, 1.0, math.inf), {"c": (5, 1, 0)}, 0.01)
+    with pytest.raises(ValidationError, match="ambiguous_llr\n  Input should be a finite number"):
+        EvidenceRules.model_validate({**json.loads(DEFAULT_RULES.to_bytes()), "ambiguous_llr": math.inf})
+    with pytest.raises(ValidationError, match="weight\n  Input should be a finite number"):
+        Component.model_validate({**DEFAULT_RULES.components[0].model_dump(), "weight": math.nan})
+    unchecked = DEFAULT_RULES.model_copy(update={"ambiguous_llr": math.inf})
     with pytest.raises(ValueError, match="not JSON compliant"):
-        rules.to_bytes()
+        unchecked.to_bytes()
     with pytest.raises(ValueError, match="not JSON compliant"):
-        rules.digest()
-    inf_llr = EvidenceRules.model_validate(
-        {**json.loads(DEFAULT_RULES.to_bytes()), "ambiguous_llr": math.inf}
-    )
-    with pytest.raises(ValueError, match="not JSON compliant"):
-        inf_llr.to_bytes()
+        unchecked.digest()

@@ -59,3 +59,4 @@ def test_refuses_probabilities_that_do_not_sum_to_one() -> None:
     honest[0] *= 0.5  # a pool owner's hand-edited histogram
     with pytest.raises(EvidenceRulesError, match="positive probabilities summing to 1"):
         EvidenceRules.from_bytes(json.dumps(doc).encode())
+
