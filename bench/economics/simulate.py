@@ -207,6 +207,10 @@ class Sim:
         self.tx(self.book.fundAttesterRewards, self.pool, 20_000 * TOKEN, sender=self.admin, must=True)
         self.tx(self.ledger.publishCheckpoint, self.pool, 0, "m0", sender=self.admin, must=True)
         self.tx(self.token.approve, self.ledger, 2**255, sender=self.admin, must=True)  # refunds after a defund
+        # the seed into the chain's state: every later block hash, so every claim seed and every validator's
+        # assignment draw, follows it (without this, two seeds drew the same slots: the seed reached only the
+        # cheaters', the spot checkers' and the canary schedule's generators). An allowance moves no token.
+        self.tx(self.token.approve, self.treasury, 1 + p.seed, sender=self.admin, must=True)
         self.n = 0
         chosen = [w.strip() for w in p.workers.split(",") if w.strip()]
         unknown = set(chosen) - set(WORKERS)

@@ -139,6 +139,23 @@ def test_same_seed_same_result(simulate, module_isolation):
     assert picker["counts"].get("discarded", 0) + picker["counts"].get("good", 0) >= 2  # it read its claims' seeds
 
 
+def test_another_seed_draws_other_claim_seeds(simulate, module_isolation):
+    """The seed reaches the chain (an allowance set at deployment), so the claim seeds, and with them every
+    validator's assignment draw, differ between seeds; before, two seeds of the same strategies drew the same slots
+    (in 10 seeds the lazy validator held 22 slots every time: the seeds' intervals left the draws out)."""
+    from brownie import chain
+
+    seeds = {}
+    for seed in (1, 2):
+        chain.snapshot()
+        sim = simulate.Sim(simulate.Params(rounds=1, tasks=1, seed=seed, workers="honest", validators="honest"))
+        sim.run()
+        seeds[seed] = [c[0] for _, c in sorted(sim.claims.items())]
+        chain.revert()
+    assert len(seeds[1]) == len(seeds[2]) >= 2
+    assert all(a != b for a, b in zip(seeds[1], seeds[2], strict=True))
+
+
 def test_seeds_aggregate_mean_ci_and_ties(simulate):
     """--seeds: the mean and 95 % Student-t interval per strategy; a strategy with honest's figure in every seed is
     an exact tie, named apart; honest is strictly best only when its interval is above every rival's."""
