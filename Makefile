@@ -7,7 +7,7 @@ export PATH := $(ROOT)/.venv/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: bootstrap lock lock-trl fuzz fuzz-long mutmut test test-all test-security-slow test-soak test-net test-vllm bench-trl demo deploy gas lint slither clean
+.PHONY: bootstrap lock lock-trl fuzz fuzz-long mutmut test test-all test-security-slow test-soak test-dist test-net test-vllm bench-trl demo deploy gas lint slither clean
 
 bootstrap:
 	@bash tools/bootstrap.sh
@@ -45,6 +45,10 @@ test-all: bootstrap
 ## the slow adversarial suite CI also runs (cheater matrix, faults, 200 honest submissions; ~12 min on 2 cores)
 test-security-slow: bootstrap
 	pytest -q -m "slow and not soak" tests/security
+
+## the trainer agent under torchrun, 2 gloo ranks with a worker and a validator on anvil (issue 38; ~1-2 min); CI runs it
+test-dist: bootstrap
+	pytest -q -m slow tests/roles/test_roles_trainer_ranks.py
 
 ## opt-in: a worker killed -9 at random for 30 minutes of chain time (issue 36): ~10 min on 2 cores
 test-soak: bootstrap

@@ -97,9 +97,10 @@ def build_agent(cfg: AgentConfig) -> Any:
 
         return Validator(cfg)
     if cfg.role is Role.TRAINER:
-        from intellect.agents.roles.trainer import Trainer  # deferred: each role loads only its own stack
+        # deferred: each role loads only its own stack; under torchrun a rank above 0 gets a follower (issue 38)
+        from intellect.agents.roles.trainer import trainer_agent
 
-        return Trainer(cfg)
+        return trainer_agent(cfg)
     from intellect.agents.roles.relay import RelayAgent  # deferred: each role loads only its own stack
 
     return RelayAgent(cfg)

@@ -528,11 +528,18 @@ def latest_checkpoint(out_dir: str | Path) -> Path | None:
 __all__ += ["latest_checkpoint"]
 
 
-def init_distributed(device: str = "cpu") -> tuple[int, int, str]:
+def init_distributed(device: str = "cpu", timeout: Any = None) -> tuple[int, int, str]:
     """Join the torch.distributed group described by torchrun's environment (RANK, WORLD_SIZE,
     MASTER_ADDR/PORT) if there is one: gloo on CPU, NCCL on CUDA. Returns (rank, world size,
     this rank's device); (0, 1, device) without a group. `GRPOTrainer` shards itself when a
-    group of more than one process is initialised."""
+    group of more than one process is initialised. `timeout` (a `timedelta`): how long a collective
+    waits for the other ranks (torch's default without it).
+
+    The ranks meet in torchrun's store under a prefix of their attempt (`TORCHELASTIC_RESTART_COUNT`): after a
+    restart (`--max-restarts`) a rank could otherwise read the address a killed rank of the previous attempt
+    published there and fail to connect (seen with gloo on one host: rank 0 dialled the dead rank 1's port)."""
+    from datetime import timedelta
+
     import torch.distributed as dist
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -543,7 +550,15 @@ def init_distributed(device: str = "cpu") -> tuple[int, int, str]:
         torch.cuda.set_device(local)
         device = f"cuda:{local}"
     if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
+        rank = int(os.environ["RANK"])
+        wait = timeout if timeout is not None else timedelta(minutes=30)
+        agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # torchrun's agent hosts it
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
+                              is_master=rank == 0 and not agent_store, timeout=wait)
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo",
+                                store=dist.PrefixStore(f"intellect/attempt-{attempt}", store),
+                                rank=rank, world_size=world, timeout=wait)
     return dist.get_rank(), dist.get_world_size(), device
 
 

@@ -658,6 +658,10 @@ class Agent:
             self.metrics.set("up", 0)
             self.close()
 
+    def close_last(self, fn: Callable[[], None]) -> None:
+        """Have `close` call `fn` after every closer registered so far or later (before the state store closes)."""
+        self._closers.insert(0, fn)
+
     def close(self) -> None:
         for fn in reversed(self._closers):
             try:

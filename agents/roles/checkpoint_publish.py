@@ -11,7 +11,6 @@ submissions are marked consumed only once its checkpoint is on-chain, in one tra
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 from intellect.agents.grpo_trainer import GRPOTrainer, latest_checkpoint
 from intellect.agents.hardware import resolve
 from intellect.agents.models import smollm2_dir, tiny_model_dir
+from intellect.agents.roles import trainer_ranks
 from intellect.agents.roles._runtime import AgentError
 from intellect.agents.roles._state import StateStore
 from intellect.agents.warmstart import WarmStartRecipe, warm_start_cached
@@ -55,26 +55,32 @@ def base_model(cfg: Any) -> Path:
     return p
 
 
-def open_policy(cfg: Any, data_dir: Path, async_level: int) -> GRPOTrainer:
+def open_policy(cfg: Any, data_dir: Path, async_level: int) -> Any:
     """The trainer's `GRPOTrainer`: the recipe `trainer.grpo` with what the agent decides (device, compute dtype,
     the pool's largest thinking budget and `async_level`), resumed from the newest checkpoint under
-    `data_dir/checkpoints`, else from the base model with its step 0 checkpoint written."""
+    `data_dir/checkpoints`, else from the base model with its step 0 checkpoint written. Under torchrun (several
+    ranks, joined by the CLI) rank 0's policy is a `trainer_ranks.LeaderPolicy`: every rank opens its shard."""
     t = cfg.trainer
     ckpt_dir = data_dir / "checkpoints"
     max_tokens = max(max(v) for v in cfg.tasks.budgets.values())
     device, dtype = resolve(t.device, t.dtype, "trainer")
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise AgentError("the trainer agent runs as one process (one GPU): it talks to the chain and serves "
-                         "checkpoints; shard a large model over several GPUs with the offline trainer, "
-                         "`torchrun --nproc-per-node N -m intellect.agents.grpo_trainer` (docs/agents.md)")
+    if trainer_ranks.group_size() > 1:
+        if not trainer_ranks.joined():
+            raise AgentError("the trainer runs under torchrun through `intellect-agent --role trainer`, which joins "
+                             "the ranks' process group (docs/agents.md)")
+        device = trainer_ranks.join(device)[2]
     log.info("training on %s (%s compute, fp32 master weights)", device, dtype)
     config = t.grpo.model_copy(update={
         "device": device, "autocast": None if dtype == "float32" else dtype, "max_completion_tokens": max_tokens,
         "async_level": async_level, "keep_checkpoints": max(t.grpo.keep_checkpoints, async_level + 2)})
     local = latest_checkpoint(ckpt_dir)
-    gt = GRPOTrainer(local or base_model(cfg), ckpt_dir, config)
+    if trainer_ranks.joined():  # every rank opens its shard of the same policy (issue 38)
+        gt: Any = trainer_ranks.lead_open(local or base_model(cfg), ckpt_dir, config, fresh=local is None)
+    else:
+        gt = GRPOTrainer(local or base_model(cfg), ckpt_dir, config)
+        if local is None:
+            gt.save_checkpoint()
     if local is None:
-        gt.save_checkpoint()
         log.info("step 0 checkpoint written from %s", gt.model_dir)
     else:
         log.info("resuming from local checkpoint %s (step %d)", local, gt.step)

@@ -30,7 +30,8 @@ from intellect.agents.engines import TransformersEngine
 from intellect.agents.grpo import UntrustedValueError
 from intellect.agents.grpo_trainer import NonFiniteWeightsError, NoSignalError, signal_groups
 from intellect.agents.hardware import resolve
-from intellect.agents.roles._runtime import Agent, AgentError, StateCursorStore, load_task_set
+from intellect.agents.roles import trainer_ranks
+from intellect.agents.roles._runtime import Agent, AgentError, StateCursorStore, load_task_set, setup_logging
 from intellect.agents.roles.assignment import Assigner
 from intellect.agents.roles.attestation_intake import (
     AttestationIntake,
@@ -72,8 +73,8 @@ from intellect.verifier.assignment import DEV_CHAIN_IDS, assignment_size, effect
 from intellect.verifier.tasks import TaskSet
 
 # the functions that moved to the trainer's modules stay importable from here (tests and tools import them so)
-__all__ = ["DEV_CHAIN_IDS", "Trainer", "effective_quorum", "ready_submissions", "same_operator", "trusted_submissions",
-           "verified_samples", "warm_start_recipe"]
+__all__ = ["DEV_CHAIN_IDS", "Trainer", "effective_quorum", "ready_submissions", "same_operator", "trainer_agent",
+           "trusted_submissions", "verified_samples", "warm_start_recipe"]
 
 log = logging.getLogger(__name__)
 
@@ -410,3 +411,18 @@ class Trainer(Agent):
                               max_steps=self.cfg.trainer.max_steps, quorum=self.quorum, assignments=self._assignments,
                               evaluating=self.evaluator.running if self.evaluator is not None else None,
                               no_signal=self.no_signal)
+
+
+def trainer_agent(cfg: Any) -> Any:
+    """What `intellect-agent --role trainer` runs: the `Trainer`; under torchrun (several ranks, issue 38) every
+    rank joins the process group first and a rank above 0 gets a `trainer_ranks.Follower` instead (its log lines
+    say `trainer-rank<k>`)."""
+    if trainer_ranks.group_size() > 1:
+        rank = trainer_ranks.join(resolve(cfg.trainer.device, cfg.trainer.dtype, "trainer")[0])[0]
+        if rank > 0:
+            setup_logging(cfg.log_level, cfg.log_json, role=f"trainer-rank{rank}")
+            return trainer_ranks.Follower(rank)
+    agent = Trainer(cfg)
+    if trainer_ranks.joined():
+        agent.close_last(trainer_ranks.release)  # the other ranks leave once this agent has stopped
+    return agent

@@ -44,11 +44,14 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 class AgentProc:
-    def __init__(self, name: str, cfg_path: Path, log_path: Path, env: dict[str, str]) -> None:
+    def __init__(self, name: str, cfg_path: Path, log_path: Path, env: dict[str, str],
+                 launcher: list[str] | None = None) -> None:
         self.name = name
         self.cfg_path = cfg_path
         self.log_path = log_path
         self.env = env
+        self.launcher = launcher
+        """the command that runs `intellect-agent` (default AGENT; e.g. torchrun's, issue 38)"""
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -58,7 +61,8 @@ class AgentProc:
         log.flush()
         doc = yaml.safe_load(self.cfg_path.read_text())
         cheater = any((doc.get(r) or {}).get("adversary") is not None for r in ("worker", "validator"))
-        self.proc = subprocess.Popen([*(ATTACK_KIT if cheater else AGENT), "--config", str(self.cfg_path)], stdout=log,
+        command = self.launcher or (ATTACK_KIT if cheater else AGENT)
+        self.proc = subprocess.Popen([*command, "--config", str(self.cfg_path)], stdout=log,
                                      stderr=subprocess.STDOUT,
                                      env=self.env)
         self.starts += 1
@@ -120,7 +124,8 @@ class Swarm:
         self.env["PYTHONUNBUFFERED"] = "1"
         self.env["OMP_NUM_THREADS"] = "1"
 
-    def add(self, name: str, role: str, dev_account: int, extra: dict[str, Any] | None = None) -> AgentProc:
+    def add(self, name: str, role: str, dev_account: int, extra: dict[str, Any] | None = None,
+            launcher: list[str] | None = None) -> AgentProc:
         cfg = _merge(POOL_RULES, {
             "role": role, "data_dir": str(self.root / name), "log_level": "INFO",
             "chain": {"rpc_url": self.devnet.url, "deployment_file": str(self.devnet.deployment_file),
@@ -129,7 +134,7 @@ class Swarm:
         cfg = _merge(cfg, extra or {})
         path = self.root / f"{name}.yaml"
         path.write_text(yaml.safe_dump(cfg))
-        agent = AgentProc(name, path, self.root / f"{name}.log", self.env)
+        agent = AgentProc(name, path, self.root / f"{name}.log", self.env, launcher)
         self.agents[name] = agent
         return agent
 
