@@ -39,7 +39,8 @@ __all__ = ["KIND", "MAX_OWN_ROUNDS", "RoundAction", "losing_voters", "own_rounds
 log = logging.getLogger(__name__)
 
 KIND = "voter_slash"
-"""The state store's records of handled challenges: status `done`, data {round, slashed: [...], skipped: [...]}."""
+"""The state store's records of handled challenges: status `done`, data {round, slashed: [...], skipped: [...], paid:
+wei of this validator's own share of the challenge's voter reward (0: none)}."""
 SETTLED_REVERTS = ("AttesterBookAlreadySlashed", "AttesterBookNotLosingVoter")
 SHARE_SETTLED_REVERTS = ("AttesterBookNotWinningVoter", "AttesterBookVoteSettled", "AttesterBookNoVoterReward",
                          "AttesterBookInsufficientBudget")

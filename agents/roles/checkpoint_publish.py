@@ -59,7 +59,7 @@ def open_policy(cfg: Any, data_dir: Path, async_level: int) -> Any:
     """The trainer's `GRPOTrainer`: the recipe `trainer.grpo` with what the agent decides (device, compute dtype,
     the pool's largest thinking budget and `async_level`), resumed from the newest checkpoint under
     `data_dir/checkpoints`, else from the base model with its step 0 checkpoint written. Under torchrun (several
-    ranks, joined by the CLI) rank 0's policy is a `trainer_ranks.LeaderPolicy`: every rank opens its shard."""
+    ranks, joined by `trainer.trainer_agent`) rank 0's policy is a `trainer_ranks.LeaderPolicy`: every rank opens its shard."""
     t = cfg.trainer
     ckpt_dir = data_dir / "checkpoints"
     max_tokens = max(max(v) for v in cfg.tasks.budgets.values())
