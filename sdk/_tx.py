@@ -270,7 +270,8 @@ class Transactor:
         tx: dict[str, Any] = {"from": self.account.address, "value": value, "chainId": self.chain_id}
         if gas is None:
             try:
-                est = with_retries(lambda: fn.estimate_gas(tx), self.retry, f"{contract}.{function} estimate")
+                est = with_retries(lambda: fn.estimate_gas(tx, block_identifier="pending"), self.retry,
+                                   f"{contract}.{function} estimate")
             except ContractLogicError as exc:
                 raise self.decoder.from_exception(exc, function=function, contract=contract) from None
             gas = int(est * self.gas_margin) + 10_000

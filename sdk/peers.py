@@ -18,6 +18,7 @@ from typing import Any
 from ._errors import IntellectError
 from ._fetch import PeerHttpError, fetch
 from ._models import LISTING_FLOOR, NodeStatus, Role
+from ._validators import ValidatorHistory
 
 __all__ = ["MAX_STATUS_BYTES", "PeerDocumentError", "parse_status", "peer_service", "pool_gateways"]
 
@@ -70,26 +71,35 @@ def _gateway(endpoint: str, timeout: float) -> str | None:
 def pool_gateways(protocol: Any, pool_id: int, *, limit: int = 16, timeout: float = 3.0) -> list[str]:
     """IPFS gateway URLs that may serve pool `pool_id`'s documents: its trainer's, then those of active relays and
     validators staked at least `max(minStake(role), LISTING_FLOOR)`, the most staked first; at most `limit` nodes are
-    asked (concurrently, each `/status` within `timeout` seconds). Unreachable nodes are left out."""
-    trainer = protocol.pool(pool_id).params.trainer
-    roles = {Role.RELAY, Role.VALIDATOR}
-    floor = {r: max(protocol.min_stake(r), LISTING_FLOOR) for r in roles}
-    seen: dict[str, int] = {}
-    for e in protocol.get_events(["NodeRegistered"]):
-        a = str(e.args["node"])
-        if a.lower() != trainer.lower() and int(e.args["role"]) in {int(r) for r in roles}:
-            seen[a] = 0
-    ranked: list[tuple[int, str]] = []
-    for a in seen:
-        node = protocol.node(a)
-        if node.status != NodeStatus.ACTIVE or not node.endpoint or node.role not in roles:
-            continue
+    asked (concurrently, each `/status` within `timeout` seconds). Unreachable nodes are left out.
+
+    Cost: the validators' stakes come from the event log (`ValidatorHistory`: no call per validator), relays are
+    read one by one (two calls each: few register), and only the nodes to be asked have their endpoint read: a
+    few `eth_getLogs` and O(relays + `limit`) `eth_call`s, whatever the number of validators. (Before: two calls
+    per registered relay or validator on every CLI call.)"""
+    trainer = protocol.pool(pool_id).params.trainer.lower()
+    head = protocol.block_number()
+    floor = max(protocol.min_stake(Role.VALIDATOR), LISTING_FLOOR)
+    ranked: list[tuple[int, str]] = [(w, v) for v, w in ValidatorHistory(protocol).stakes_at(head).items()
+                                     if w >= floor and v != trainer]
+    relay_floor = max(protocol.min_stake(Role.RELAY), LISTING_FLOOR)
+    relays = {str(e.args["node"]) for e in protocol.get_events(["NodeRegistered"], to_block=head)
+              if int(e.args["role"]) == int(Role.RELAY) and str(e.args["node"]).lower() != trainer}
+    for a in relays:
         stake = protocol.active_stake(a)
-        if stake >= floor[node.role]:
-            ranked.append((stake, node.endpoint))
+        if stake >= relay_floor:
+            ranked.append((stake, a))
+    endpoints: list[str] = []
     first = protocol.node(trainer).endpoint
-    endpoints = ([first] if first else []) + [e for _, e in sorted(ranked, key=lambda t: -t[0])]
-    endpoints = list(dict.fromkeys(endpoints))[:limit]
+    if first:
+        endpoints.append(first)
+    for _, a in sorted(ranked, key=lambda t: -t[0]):  # endpoints read only until `limit` are found
+        if len(endpoints) >= limit:
+            break
+        node = protocol.node(a)
+        if node.status == NodeStatus.ACTIVE and node.endpoint and node.role in (Role.RELAY, Role.VALIDATOR) \
+                and node.endpoint not in endpoints:
+            endpoints.append(node.endpoint)
     if not endpoints:
         return []
     with ThreadPoolExecutor(max_workers=min(8, len(endpoints))) as pool:

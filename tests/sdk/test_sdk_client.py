@@ -336,3 +336,20 @@ def test_token_roles_wiring_and_permit(net: Devnet) -> None:
     with pytest.raises(ContractRevert) as err:
         spender.mint(spender.address, 1)
     assert err.value.name == "AccessControlUnauthorizedAccount"
+
+
+def test_a_validator_exits_and_unstakes_in_the_block_after_staking(net: Devnet) -> None:
+    """The weight checkpoints are keyed by block: estimated against the latest block, where this node's (and the
+    total's) checkpoint of that block already exists, an exit or unstake right after a stake costs an overwrite;
+    sent, it lands in the next block and pushes two new checkpoints (~40k more gas) and ran out of gas (receipt
+    status 0, "unknown" revert). Estimated against the pending block, both go through."""
+    for account, act in ((2, "exit"), (3, "unstake")):
+        p = net.protocol(account)
+        p.drip()
+        p.register_node(Role.VALIDATOR, gpu_model="cpu")
+        p.stake(p.address, 100 * TOKEN)
+        if act == "exit":
+            p.exit_node()
+            assert p.node().status == NodeStatus.EXITED
+        else:
+            assert p.request_unstake(p.address, 60 * TOKEN).unbonding == 60 * TOKEN
