@@ -30,6 +30,7 @@ from hexbytes import HexBytes
 from web3 import Web3
 from web3.contract import Contract
 from web3.exceptions import ContractLogicError, Web3Exception
+from web3.types import RPCEndpoint
 
 from ._accounts import dev_account, load_keystore
 from ._client_attesters import AttesterClaimCursor, _AttesterCalls
@@ -83,8 +84,13 @@ _LOG_CHUNK = 10_000  # blocks per eth_getLogs request
 
 
 def _web3(url: str, request_timeout: float) -> Web3:
-    """A web3 client of `url` whose requests time out after `request_timeout` s; retries are ours (`with_retries`)."""
-    return Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": request_timeout}, exception_retry_configuration=None))
+    """A web3 client of `url` whose requests time out after `request_timeout` s; retries are ours (`with_retries`).
+
+    `eth_chainId` is answered from web3's request cache after its first request: web3 asks it around every call and
+    transaction, and it was a third of a worker's and two thirds of a validator's requests (bench/scale/chain_load.py);
+    a provider bills each one. `Protocol` checks the chain id against the deployment when it connects."""
+    return Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": request_timeout}, exception_retry_configuration=None,
+                                  cache_allowed_requests=True, cacheable_requests={RPCEndpoint("eth_chainId")}))
 
 
 def _first_answering(urls: Sequence[str], request_timeout: float, retry: RetryPolicy) -> tuple[Web3, str, int]:

@@ -12,7 +12,9 @@ follows `WorkSubmitted` from the chain, fetches every submission's file by CID f
 checks the CID of the bytes and parses and checks the rollout file (`RolloutFile.from_bytes`); it does not
 run the model's prefill (the TOPLOC check: bench/agents/verify_vs_generate.py measures that, 0.108x the
 generation cost). Reported: submissions/s accepted by the chain, failed transactions (target: none lost),
-and the validators' backlog (submitted but not yet checked by every validator) sampled every second.
+and the validators' backlog (submitted but not yet checked by every validator) sampled every second, and the
+JSON-RPC requests each node's client sent per minute of the run (median and max over the workers and over the
+validators, with the methods' shares).
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ def main() -> None:
         lock = threading.Lock()
         checked: list[dict[int, float]] = [{} for _ in range(V)]
         done = threading.Event()
+        fetch_retries = [0]  # validator fetches cut short or not the CID's bytes, tried again
 
         def worker(k: int) -> None:
             p = workers[k]
@@ -106,17 +109,46 @@ def main() -> None:
                 for s in subs:
                     if s.submission_id in seen:
                         continue
-                    reply = fetch("GET", f"{gw.url}/ipfs/{s.rollouts_cid}", deadline=10.0, max_bytes=1 << 20)
+                    try:  # a fetch cut short (the one gateway under load) is tried again next pass, as an agent does
+                        reply = fetch("GET", f"{gw.url}/ipfs/{s.rollouts_cid}", deadline=10.0, max_bytes=1 << 20)
+                    except Exception:  # PeerHttpError and friends: counted, retried
+                        with lock:
+                            fetch_retries[0] += 1
+                        continue
                     if reply.status != 200 or compute_cid(reply.body) != s.rollouts_cid:
-                        raise RuntimeError(f"validator {v}: submission {s.submission_id}'s file failed its CID")
+                        with lock:
+                            fetch_retries[0] += 1
+                        continue
                     RolloutFile.from_bytes(reply.body)
                     seen.add(s.submission_id)
                     checked[v][s.submission_id] = time.monotonic()
-                if subs:
+                if subs and all(s.submission_id in seen for s in subs):  # rescan from the first one not yet checked
                     frm = max(frm, max(s.block_number or 0 for s in subs))
                 time.sleep(0.5)
                 if time.monotonic() - t0 > args.timeout:
                     return
+
+        # JSON-RPC requests each node's client puts on the wire during the load (below web3's request cache: its
+        # HTTP session's POSTs, one JSON-RPC request each; web3's private session manager, a benchmark's liberty)
+        rpc_counts: dict[int, dict[str, int]] = {}
+
+        def count_rpc(node: int, p: object) -> None:
+            counts = rpc_counts.setdefault(node, {})
+            session = p.w3.provider._request_session_manager  # type: ignore[attr-defined]
+            post = session.make_post_request
+
+            def counted(uri, data, **kwargs):  # type: ignore[no-untyped-def]
+                try:
+                    method = str(json.loads(data)["method"])
+                except (ValueError, KeyError, TypeError):
+                    method = "?"
+                counts[method] = counts.get(method, 0) + 1
+                return post(uri, data, **kwargs)
+
+            session.make_post_request = counted
+
+        for i, p in enumerate([*workers, *validators]):
+            count_rpc(i, p)
 
         t0 = time.monotonic()
         backlog: list[tuple[float, int]] = []
@@ -135,7 +167,19 @@ def main() -> None:
             if time.monotonic() - t0 > args.timeout + 30:
                 break
             time.sleep(1.0)
+        elapsed_min = (time.monotonic() - t0) / 60
         load_end = max(submitted.values()) - t0 if submitted else 0.0
+
+        def per_minute(nodes: range) -> dict[str, float]:
+            totals = sorted(sum(rpc_counts.get(i, {}).values()) / elapsed_min for i in nodes)
+            methods: dict[str, int] = {}
+            for i in nodes:
+                for m, c in rpc_counts.get(i, {}).items():
+                    methods[m] = methods.get(m, 0) + c
+            top = sorted(methods.items(), key=lambda kv: -kv[1])[:4]
+            return {"median": round(statistics.median(totals), 1), "max": round(totals[-1], 1),
+                    "top_methods_share": {m: round(c / max(sum(methods.values()), 1), 2) for m, c in top}}
+
         lat = [max(c.get(sid, float("nan")) for c in checked) - ts for sid, ts in submitted.items()]
         lat = [x for x in lat if x == x]
         print(json.dumps({
@@ -149,6 +193,10 @@ def main() -> None:
             "check_latency_s_max": round(max(lat), 2) if lat else None,
             "backlog_peak": max((b for _, b in backlog), default=0),
             "backlog_every_5s": " ".join(f"{t:g}s:{b}" for t, b in backlog[::5]),
+            "validator_fetch_retries": fetch_retries[0],
+            "run_minutes": round(elapsed_min, 2),
+            "rpc_per_worker_per_minute": per_minute(range(W)),
+            "rpc_per_validator_per_minute": per_minute(range(W, W + V)),
         }, indent=1))
         if failures or len(submitted) != W * args.rounds:
             sys.exit(1)
