@@ -48,6 +48,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -528,18 +529,16 @@ def latest_checkpoint(out_dir: str | Path) -> Path | None:
 __all__ += ["latest_checkpoint"]
 
 
-def init_distributed(device: str = "cpu", timeout: Any = None) -> tuple[int, int, str]:
+def init_distributed(device: str = "cpu", timeout: timedelta | None = None) -> tuple[int, int, str]:
     """Join the torch.distributed group described by torchrun's environment (RANK, WORLD_SIZE,
     MASTER_ADDR/PORT) if there is one: gloo on CPU, NCCL on CUDA. Returns (rank, world size,
     this rank's device); (0, 1, device) without a group. `GRPOTrainer` shards itself when a
-    group of more than one process is initialised. `timeout` (a `timedelta`): how long a collective
-    waits for the other ranks (torch's default without it).
+    group of more than one process is initialised. `timeout`: how long a collective waits for the
+    other ranks (torch's default for gloo, 30 minutes, without it).
 
     The ranks meet in torchrun's store under a prefix of their attempt (`TORCHELASTIC_RESTART_COUNT`): after a
     restart (`--max-restarts`) a rank could otherwise read the address a killed rank of the previous attempt
     published there and fail to connect (seen with gloo on one host: rank 0 dialled the dead rank 1's port)."""
-    from datetime import timedelta
-
     import torch.distributed as dist
 
     world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -83,8 +83,10 @@ def pool_gateways(protocol: Any, pool_id: int, *, limit: int = 16, timeout: floa
     ranked: list[tuple[int, str]] = [(w, v) for v, w in ValidatorHistory(protocol).stakes_at(head).items()
                                      if w >= floor and v != trainer]
     relay_floor = max(protocol.min_stake(Role.RELAY), LISTING_FLOOR)
-    relays = {str(e.args["node"]) for e in protocol.get_events(["NodeRegistered"], to_block=head)
-              if int(e.args["role"]) == int(Role.RELAY) and str(e.args["node"]).lower() != trainer}
+    # `role` is indexed: the node returns the relays' registrations only, not every worker's
+    relays = {str(e.args["node"]) for e in protocol.get_events(["NodeRegistered"], to_block=head,
+                                                                filters={"role": int(Role.RELAY)})
+              if str(e.args["node"]).lower() != trainer}
     for a in relays:
         stake = protocol.active_stake(a)
         if stake >= relay_floor:

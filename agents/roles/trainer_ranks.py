@@ -45,8 +45,8 @@ from intellect.agents.grpo_trainer import (
 )
 from intellect.agents.roles._runtime import AgentError
 
-__all__ = ["DEFAULT_TIMEOUT_S", "Follower", "LeaderPolicy", "OpenMessage", "follow", "group_size", "join", "joined", "lead_open",
-           "release"]
+__all__ = ["DEFAULT_TIMEOUT_S", "Follower", "LeaderPolicy", "OpenMessage", "follow", "group_size", "join", "joined",
+           "lead_open", "release"]
 
 log = logging.getLogger(__name__)
 
@@ -127,13 +127,14 @@ def _same_step(gt: GRPOTrainer) -> None:
     steps: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(steps, gt.step)
     if len(set(steps)) > 1:
-        raise AgentError(f"the trainer's ranks resumed different steps ({', '.join(f'rank {r}: step {s}' for r, s in enumerate(steps))}): "
-                         f"every rank must see the checkpoint directory {gt.out_dir} (a shared filesystem for "
-                         "several hosts)")
+        resumed = ", ".join(f"rank {r}: step {s}" for r, s in enumerate(steps))
+        raise AgentError(f"the trainer's ranks resumed different steps ({resumed}): every rank must see the "
+                         f"checkpoint directory {gt.out_dir} (a shared filesystem for several hosts)")
 
 
 def _open(msg: OpenMessage, device: str | None = None) -> GRPOTrainer:
-    config = GRPOConfig(**{**msg.config, **({"device": device} if device else {})})
+    """Open `msg`'s policy on this rank (`device`: the rank's own, for a follower); step 0 written when fresh."""
+    config = GRPOConfig(**(msg.config | {"device": device} if device else msg.config))
     gt = GRPOTrainer(Path(msg.model_dir), Path(msg.out_dir), config)
     if msg.fresh:
         gt.save_checkpoint()

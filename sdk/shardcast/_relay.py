@@ -66,8 +66,10 @@ class _RelaySink:
         arena = self.store.arena
         if arena is not None:
             slot = arena.alloc(shard.size)
-            if slot is None:  # room made by dropping older, persisted shards (here or by a
-                self.store.reclaim(exclude=self.state.manifest.id)  # concurrent begin)
+            if slot is None:
+                # room made by dropping older, persisted shards, here or by a concurrent begin: allocate again
+                # whatever this reclaim dropped
+                self.store.reclaim(exclude=self.state.manifest.id)
                 slot = arena.alloc(shard.size)
             if slot is not None:
                 with self._lock:

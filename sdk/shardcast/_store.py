@@ -179,8 +179,9 @@ class ShardStore:
         if self.arena is None:
             return 0
         dropped = 0
-        with self._cond:  # released inside the lock: a concurrent reclaim that finds nothing left
-            for vid, st in self._versions.items():  # to drop finds the room already freed
+        # released inside the lock: a concurrent reclaim that finds nothing left to drop finds the room freed
+        with self._cond:
+            for vid, st in self._versions.items():
                 if vid == exclude:
                     continue
                 for i in [i for i, s in st.ram.items() if s.persisted]:

@@ -5,6 +5,7 @@ process for the same batches, through a batch every rank refuses (no signal) and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -62,7 +63,7 @@ def _ranks(driver: Path, tiny_dir: Path, out: Path, rollouts: Path) -> tuple[dic
 
 def _single_step(gt: GRPOTrainer, samples: list[Sample]) -> float:
     with pytest.raises(NoSignalError):  # as the ranks refused it
-        gt.train_step([Sample(**{**s.__dict__, "advantage": 0.0}) for s in samples])
+        gt.train_step([dataclasses.replace(s, advantage=0.0) for s in samples])
     return gt.train_step(samples).loss
 
 
