@@ -7,7 +7,7 @@ export PATH := $(ROOT)/.venv/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: bootstrap lock lock-trl fuzz fuzz-long mutmut test test-all test-security-slow test-soak test-dist test-net test-vllm bench-trl demo deploy gas lint slither clean
+.PHONY: bootstrap lock lock-trl fuzz fuzz-long mutmut test test-all test-security-slow test-soak test-image test-dist test-net test-vllm bench-trl demo deploy gas lint slither clean
 
 bootstrap:
 	@bash tools/bootstrap.sh
@@ -53,6 +53,11 @@ test-dist: bootstrap
 ## opt-in: a worker killed -9 at random for 30 minutes of chain time (issue 36): ~10 min on 2 cores
 test-soak: bootstrap
 	pytest -q -m soak tests/security
+
+## opt-in: the trainer, validator and worker images booted under their own systemd, the worker killed -9 at random for
+## 30 minutes of chain time and restarted by systemd alone (issue 36; root, systemd-container, mmdebstrap; ~15 min)
+test-image: bootstrap
+	pytest -q -m image tests/image
 
 ## the multi-host swarm in network namespaces (root; skips with the reason elsewhere): 2-4 min
 test-net: bootstrap

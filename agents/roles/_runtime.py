@@ -451,7 +451,6 @@ class Agent:
         self.metrics.declare("errors_total", "counter", "errors by kind")
         self.doing = "starting"
         self.counters: dict[str, int] = {}
-        self._counter_lock = threading.Lock()
         self.state = StateStore(self.data_dir / "state.sqlite")
         self.protocol: Any = None
         self.ipfs: Any = None
@@ -463,7 +462,10 @@ class Agent:
 
     # -- counters ------------------------------------------------------------------------------
     def count(self, name: str, amount: int = 1) -> None:
-        with self._counter_lock:
+        # under the state store's lock, not one of the counters' own: `count` runs inside state transactions
+        # (a published step's submissions consumed) and from HTTP threads; two locks taken in both orders
+        # deadlocked the trainer (tests/agents/test_runtime_counters.py)
+        with self.state.locked():
             self.counters[name] = self.counters.get(name, 0) + amount
             self.state.set(f"counter:{name}", self.counters[name])
 

@@ -95,6 +95,15 @@ class StateStore:
             self._db.close()
 
     @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's (re-entrant) lock: for a read-modify-write of a caller's own values that must stay in
+        step with the store. Take no other lock inside it that another thread holds while it calls the store:
+        this lock comes first (the agent's counters use it rather than a lock of their own, which deadlocked a
+        trainer whose publish transaction counted while an HTTP thread counting held that other lock)."""
+        with self._lock:
+            yield
+
+    @contextmanager
     def transaction(self) -> Iterator[None]:
         """Group several writes into one atomic commit."""
         with self._lock:
