@@ -159,7 +159,9 @@ class ImageAgent:
         """SIGKILL the agent (as the OOM killer or a crash would); systemd is left to restart it. Returns the
         killed PID (inside the container)."""
         pid = self.main_pid()
-        assert pid, f"{self.name}: no agent running to kill"
+        if not pid:
+            props = self.unit_props("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts")
+            raise AssertionError(f"{self.name}: no agent running to kill: {props}\n{self.journal(60)}")
         done = self.inside("sh", "-c", f"kill -KILL {pid}")  # the shell's kill: minbase has no procps
         assert done.returncode == 0, f"{self.name}: kill -KILL {pid}: {done.stderr.strip()}"
         return pid

@@ -51,9 +51,16 @@ def _sent(data_dir: Path) -> set[int]:
 
 def test_role_images_run_a_pool_under_systemd_and_a_killed_worker_comes_back_by_itself(images, tmp_path):
     from intellect.sdk import devnet as dn
+    from intellect.sdk.deploy import dev_params
 
     h = roles_helpers()
-    net = dn.start(tmp_path / "deployments")
+    params = dev_params().model_dump()
+    # each outage (up to 300 s of chain time and the restart) well inside the window, as real outages are inside
+    # 24 h windows: with the dev pool's 300 s window, a worker down for 4 minutes whose files were not stored at
+    # the trainer (its pushes refused over the per-worker rate: this tiny model submits ~2 a second) is rightly
+    # challenged as `unavailable` once its window is nearly over (seen: 25 such challenges upheld, 4 slashes)
+    params["defaultPool"]["windowLength"] = 1200
+    net = dn.start(tmp_path / "deployments", params=params)
     rng = random.Random(36)
 
     def cfg(account: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
