@@ -50,7 +50,7 @@ from intellect.agents.roles.leases import (
     unfinished_claims,
 )
 from intellect.agents.roles.pool_rules import apply_pool_rules, rules_tokenizer
-from intellect.agents.roles.store import push_file
+from intellect.agents.roles.push_retry import push_or_keep, retry_pushes
 from intellect.sdk import ContractRevert, PoolState, TaskStatus
 from intellect.sdk.shardcast import SourceReputation
 from intellect.verifier.submission import is_fresh, thinking_budgets
@@ -265,18 +265,12 @@ class Worker(Agent):
 
     def _push(self, task_id: int, plan: PlannedSubmission) -> None:
         """Store the file where the pool keeps work (`worker.push_to`) so validators need not reach this worker;
-        a failed push is logged and the submission goes on (this worker's own gateway, if any, still serves it)."""
+        a failed push is kept and tried again from the loop (`push_retry`), and the submission goes on."""
         pushed: set[str] = self.__dict__.setdefault("_pushed_cids", set())  # once per file, across submit retries
         if plan.rollouts_cid in pushed:
             return
-        try:
-            where = push_file(self, Path(plan.path), plan.rollouts_cid, task_id)
-        except Exception as exc:  # the trainer down or refusing, a Kubo node unreachable
-            self.metrics.inc("errors_total", kind="push")
-            log.warning("task %d: pushing %s to %s failed: %s", task_id, plan.rollouts_cid, self.cfg.worker.push_to, exc)
-            return
-        pushed.add(plan.rollouts_cid)
-        if where:
+        if (where := push_or_keep(self, task_id, plan.rollouts_cid, Path(plan.path))) is not None:
+            pushed.add(plan.rollouts_cid)
             self.count("pushed")
             log.info("task %d: %s stored at %s", task_id, plan.rollouts_cid, where)
 
@@ -435,6 +429,7 @@ class Worker(Agent):
                         self.work_on(tid, seed)
                     recovered = True
                 self.maybe_claim_rewards()
+                retry_pushes(self)
                 if self.done():
                     self.doing = "done: claiming rewards"
                     self.wait(self.cfg.worker.poll_interval)

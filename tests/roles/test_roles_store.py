@@ -304,3 +304,63 @@ def test_worker_pushes_to_any_kubo_node_through_its_rpc_api(tmp_path):
         with pytest.raises(RuntimeError, match="stored the file as"):
             push_file(worker, path, compute_cid(b"another file"))
     worker.state.close()
+
+
+def test_a_push_the_trainer_missed_while_restarting_is_kept_and_stored_on_a_later_try(devnet, pool, tmp_path):
+    """A worker behind NAT depends on its push: one that failed (the trainer restarting) is kept in the worker's
+    state store and pushed again from its loop once due (`push_retry`), not lost; one whose file is gone is
+    forgotten. A real trainer stopped and started again on its registered port, a real worker."""
+    import socket
+    import time
+
+    from intellect.agents.roles import push_retry
+    from intellect.agents.roles.worker import Worker
+
+    _, pool_id, _ = pool
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+
+    def trainer_up():
+        t = _trainer(devnet, tmp_path / "trainer", **{"server.port": port})
+        t.start_server()
+        t.server.route("POST", "/store", lambda _q, body: accept_pushed_file(t, body))  # as Trainer.start
+        return t
+
+    first = trainer_up()
+    first.ensure_node(stake_amount=0.0001, auto_stake=True)  # the endpoint workers push to
+    staked_node(devnet, 1, "worker")
+    worker = Worker(swarm_pool_config(devnet, tmp_path / "worker", "worker", 1, **{"worker.push_to": "trainer"}))
+    worker.connect()
+    second = None
+    try:
+        claim = worker.protocol.claim_task(pool_id)
+        path = tmp_path / "task.rollouts"
+        path.write_bytes(_rollouts(worker.protocol.address, claim.task_id))
+        cid = compute_cid(path.read_bytes())
+        first.close()  # the trainer restarting: nothing listens on its port
+
+        assert push_retry.push_or_keep(worker, claim.task_id, cid, path) is None
+        kept = worker.state.record(push_retry.KIND, cid)
+        assert kept["status"] == "pending" and kept["data"]["attempts"] == 1
+        assert kept["data"]["retry_at"] >= time.time() + push_retry.RETRY_FIRST_S - 5
+        assert push_retry.retry_pushes(worker) == 0  # not due yet: nothing tried
+        assert worker.state.record(push_retry.KIND, cid)["data"]["attempts"] == 1
+
+        second = trainer_up()
+        later = time.time() + push_retry.RETRY_FIRST_S + 1
+        assert push_retry.retry_pushes(worker, now=later) == 1
+        assert worker.state.record(push_retry.KIND, cid) is None and worker.counters["pushes_retried"] == 1
+        assert cid in second.ipfs.pins() and second.state.record("stored", cid)["status"] == "pinned"
+
+        # a kept push whose file is gone is forgotten, not tried
+        gone = compute_cid(b"a file deleted since")
+        worker.state.put(push_retry.KIND, gone, "pending", {"task_id": claim.task_id, "attempts": 1, "retry_at": 0,
+                                                            "path": str(tmp_path / "gone.rollouts")})
+        assert push_retry.retry_pushes(worker, now=later) == 0
+        assert worker.state.record(push_retry.KIND, gone) is None
+        assert push_retry.retry_in(1) == 30 and push_retry.retry_in(2) == 60 and push_retry.retry_in(9) == 600
+    finally:
+        worker.close()
+        if second is not None:
+            second.close()
