@@ -323,8 +323,14 @@ class Directory:
                             if self._nodes.pop(a, None) is not None:
                                 self._status.pop(a.lower(), None)
                         elif a in changed or a not in self._nodes:
+                            old = self._nodes.get(a)
                             self._nodes[a] = self.protocol.node(a)
                             self._status.pop(a.lower(), None)  # its endpoint may have changed
+                            if old is not None and old.endpoint != self._nodes[a].endpoint:
+                                # a node back with a new endpoint (a restart on another port) is asked afresh:
+                                # its bench was earned by the old one, and would hide its files for up to
+                                # bench_max (seen: a restarted worker's work challenged as unavailable)
+                                self._bench.pop(a.lower(), None)
                     self._block = head
                 self._scanned_at = time.monotonic()
             return dict(self._nodes)

@@ -160,6 +160,25 @@ def test_directory_benches_a_dripping_peer_and_follows_events(devnet, drip):
         assert devnet.protocol(3).address in nodes and reads[n_reads:] == [devnet.protocol(3).address]
 
 
+def test_a_benched_node_back_on_a_new_endpoint_is_asked_again(devnet, drip):
+    """A worker restarted on another port registers its new endpoint; the bench its old endpoint earned (a dead
+    or dripping /status) must not hide the new one for up to `bench_max` (its files would be fetched by no
+    validator, its work challenged as unavailable). The same endpoint stays benched."""
+    from intellect.sdk import Role
+
+    with status_server() as honest:
+        w = staked_node(devnet, 1, Role.WORKER, endpoint=drip.url)
+        d = Directory(devnet.protocol(0), timeout=1.0)
+        assert d.services("ipfs") == [] and d.benched(w.address)
+        w.update_node(w.address, gpu_model="cpu", vram_gib=0, gpu_count=0, endpoint=drip.url)  # same endpoint
+        d.nodes(refresh=True)
+        assert d.benched(w.address)
+        w.update_node(w.address, gpu_model="cpu", vram_gib=0, gpu_count=0, endpoint=honest)  # back, elsewhere
+        d.nodes(refresh=True)
+        assert not d.benched(w.address)
+        assert d.services("ipfs") == ["http://127.0.0.1:1/ipfs"] and d.status(w.address) is not None
+
+
 def test_dripping_peers_are_asked_together_and_benched(devnet):
     """Three staked peers that drip: one refresh asks them at once (never one deadline after another), benches
     all three, and still returns the honest peer's service; the next refresh asks none of them."""
