@@ -71,7 +71,10 @@ def test_role_images_run_a_pool_under_systemd_and_a_killed_worker_comes_back_by_
     trainer = ImageAgent("trainer", "trainer", images["trainer"], cfg(0, {"trainer": {"max_steps": 1000}}),
                          net.deployment_file, tmp_path)
     validator = ImageAgent("validator", "validator", images["validator"], cfg(4), net.deployment_file, tmp_path)
-    worker = ImageAgent("worker", "worker", images["worker"], cfg(1), net.deployment_file, tmp_path)
+    # paced by the trainer (one submission per checkpoint): the tiny model would otherwise submit ~2 a second, far
+    # past what one validator checks on 2 cores and the trainer's per-worker push rate
+    worker = ImageAgent("worker", "worker", images["worker"], cfg(1, {"worker": {"tasks_per_step": 1}}),
+                        net.deployment_file, tmp_path)
     agents = (trainer, validator, worker)
     p = net.protocol(0)
     try:
