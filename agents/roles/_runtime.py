@@ -470,7 +470,7 @@ class Agent:
     def count(self, name: str, amount: int = 1) -> None:
         # under the state store's lock, not one of the counters' own: `count` runs inside state transactions
         # (a published step's submissions consumed) and from HTTP threads; two locks taken in both orders
-        # deadlocked the trainer (tests/agents/test_runtime_counters.py)
+        # deadlocked the trainer (tests/roles/test_roles_counter_lock.py)
         with self.state.locked():
             self.counters[name] = self.counters.get(name, 0) + amount
             self.state.set(f"counter:{name}", self.counters[name])

@@ -8,7 +8,7 @@ no validator and the submission is challenged as `unavailable` when its window n
 kept in the worker's state store (kind `push`, id the CID) and tried again from the worker's loop, RETRY_FIRST_S
 later and doubling up to RETRY_MAX_S, while its file exists and its task is still claimed, submitted or
 challenged within its window; a restart resumes them. It is forgotten once stored, after MAX_ATTEMPTS, or when the
-task no longer needs it. At most MAX_PENDING are kept (the oldest dropped first) and one pass makes at most
+task no longer needs it or the trainer's store refuses it for good (a 4xx other than its rate). At most MAX_PENDING are kept (the oldest dropped first) and one pass makes at most
 PER_PASS pushes, stopping at the first failure (the store is likely still refusing)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from intellect.sdk import TaskStatus
 
-from .store import push_file
+from .store import StoreRefused, push_file
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,10 @@ def retry_pushes(agent: Any, now: float | None = None) -> int:
         try:
             where = push_file(agent, path, cid, task_id)
         except Exception as exc:
+            if isinstance(exc, StoreRefused) and exc.final:
+                log.warning("task %d: the store refuses %s for good: %s", task_id, cid, exc)
+                agent.state.delete(KIND, cid)
+                continue
             if attempts >= MAX_ATTEMPTS:
                 log.warning("task %d: giving up pushing %s after %d tries: %s", task_id, cid, attempts, exc)
                 agent.state.delete(KIND, cid)

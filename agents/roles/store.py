@@ -109,6 +109,19 @@ def store_request(private_key: Any, chain_id: int, ledger: str, task_id: int, ci
             "data": base64.b64encode(data).decode(), "signature": "0x" + bytes(signed.signature).hex()}
 
 
+class StoreRefused(RuntimeError):
+    """The trainer's store answered a push with HTTP `status` (not 200): 429 is its rate (try later), another 4xx
+    refuses this file for good (not eligible, no such lease, too large, not a rollout file of the claim)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+    @property
+    def final(self) -> bool:
+        return 400 <= self.status < 500 and self.status not in (408, 429)
+
+
 def push_to(agent: Any, target: str, setting: str, what: str, data: bytes, cid: str, route: str,
             body: Callable[[], dict[str, Any]]) -> str | None:
     """Store `data` (the `what` whose CID is `cid`) where `target`, the value of config key `setting`, says:
@@ -132,7 +145,7 @@ def push_to(agent: Any, target: str, setting: str, what: str, data: bytes, cid: 
         raise RuntimeError(f"pool {agent.pool_id}'s trainer registered no endpoint to push the {what} to")
     reply = fetch("POST", endpoint.rstrip("/") + route, json_body=body(), deadline=60.0, max_bytes=64 * 1024)
     if reply.status != 200:
-        raise RuntimeError(f"trainer store {endpoint}: HTTP {reply.status} {reply.body[:200]!r}")
+        raise StoreRefused(reply.status, f"trainer store {endpoint}: HTTP {reply.status} {reply.body[:200]!r}")
     return endpoint
 
 

@@ -359,6 +359,14 @@ def test_a_push_the_trainer_missed_while_restarting_is_kept_and_stored_on_a_late
                                                             "path": str(tmp_path / "gone.rollouts")})
         assert push_retry.retry_pushes(worker, now=later) == 0
         assert worker.state.record(push_retry.KIND, gone) is None
+        # one the store refuses for good (a 4xx other than its rate: here not a rollout file of the claim) is
+        # forgotten after that answer, not tried 12 times
+        junk = tmp_path / "junk.rollouts"
+        junk.write_bytes(b"not a rollout file")
+        worker.state.put(push_retry.KIND, compute_cid(junk.read_bytes()), "pending",
+                         {"task_id": claim.task_id, "attempts": 1, "retry_at": 0, "path": str(junk)})
+        assert push_retry.retry_pushes(worker, now=later) == 0
+        assert worker.state.records(push_retry.KIND) == []
         assert push_retry.retry_in(1) == 30 and push_retry.retry_in(2) == 60 and push_retry.retry_in(9) == 600
     finally:
         worker.close()
