@@ -17,7 +17,7 @@ from typing import Any
 from intellect.sdk.shardcast import Client, FetchResult, SourceReputation
 from intellect.verifier.submission import Checkpoint
 
-__all__ = ["CheckpointCache", "checkpoint_dir", "fetch_checkpoint", "load_checkpoint"]
+__all__ = ["MAX_DELTA_CHAIN", "CheckpointCache", "checkpoint_dir", "fetch_checkpoint", "held_steps", "load_checkpoint"]
 
 log = logging.getLogger(__name__)
 
@@ -27,14 +27,40 @@ def checkpoint_dir(root: Path, step: int) -> Path:
     return root / f"step-{step}"
 
 
+MAX_DELTA_CHAIN = 8
+"""The most deltas a node applies to catch up (`fetch_checkpoint`); further behind, it fetches the checkpoint."""
+
+
+def held_steps(root: Path) -> set[int]:
+    """The steps whose checkpoints are complete under `root` (a fetch in progress has no config.json yet)."""
+    return {int(p.name.split("-")[1]) for p in root.glob("step-*") if (p / "config.json").is_file()}
+
+
 def fetch_checkpoint(cid: str, root: Path, step: int, *, sources: list[str], ipfs: Any,
-                     reputation: SourceReputation) -> FetchResult:
+                     reputation: SourceReputation, cid_of: Callable[[int], str] | None = None) -> FetchResult:
     """Fetch checkpoint `step` (manifest `cid`) into `checkpoint_dir(root, step)` from `sources` (relays, the
-    manifest through `ipfs`), every shard sha256-checked; only the change against step − 1 when that one is held
-    (the full checkpoint otherwise). `reputation` benches a source that served corrupt shards, across fetches."""
-    prev = checkpoint_dir(root, step - 1)
-    return Client(relays=sources, ipfs=ipfs, fsync=False, reputation=reputation).fetch_detailed(
-        cid, checkpoint_dir(root, step), base=prev if (prev / "config.json").is_file() else None)
+    manifest through `ipfs`), every shard sha256-checked. Only the changes when it can: the delta against the step
+    the manifest's delta names when that step is held; a node further behind follows the deltas back (`cid_of`:
+    a step's manifest CID, from the chain) to a step it holds, at most MAX_DELTA_CHAIN of them, and rebuilds each
+    step in turn when that is fewer bytes (`Client.fetch_chain`); the full checkpoint otherwise. `reputation`
+    benches a source that served corrupt shards, across fetches."""
+    client = Client(relays=sources, ipfs=ipfs, fsync=False, reputation=reputation)
+    out = checkpoint_dir(root, step)
+    held = held_steps(root)
+    try:
+        chain = [client.resolve(cid)]
+        while (d := chain[0].delta) is not None and d.base_step not in held and len(chain) < MAX_DELTA_CHAIN \
+                and cid_of is not None and d.base_step > max(held, default=d.base_step):
+            chain.insert(0, client.resolve(cid_of(d.base_step)))
+    except Exception as exc:  # a manifest on the way back not found: the checkpoint itself, as before
+        log.info("checkpoint step %d: no delta chain from the steps held (%s); fetching it whole", step, exc)
+        chain = [client.resolve(cid)]
+    first, target = chain[0].delta, chain[-1]
+    if len(chain) > 1 and first is not None and first.base_step in held:
+        return client.fetch_chain(chain, [checkpoint_dir(root, m.step) for m in chain],
+                                  base=checkpoint_dir(root, first.base_step), overwrite=True)
+    prev = checkpoint_dir(root, target.delta.base_step if target.delta is not None else step - 1)
+    return client.fetch_detailed(target, out, base=prev if (prev / "config.json").is_file() else None)
 
 
 def load_checkpoint(path: Path, cid: str, device: str, dtype: str) -> Checkpoint:

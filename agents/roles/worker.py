@@ -111,7 +111,7 @@ class CheckpointFollower:
         t0 = time.perf_counter()
         # only the change against the step held before, when held (the full checkpoint otherwise)
         res = fetch_checkpoint(cid, self.root, step, sources=w.shardcast_sources(), ipfs=w.ipfs,
-                               reputation=self.reputation)
+                               reputation=self.reputation, cid_of=w.manifest_cid)  # a chain of deltas when behind
         w.count("checkpoints_fetched")
         if res.corrupt_dropped:  # a source served bytes that failed the manifest's sha256: benched by the client
             w.count("corrupt_shards_dropped", res.corrupt_dropped)
@@ -119,6 +119,7 @@ class CheckpointFollower:
                         res.corrupt_dropped, res.per_source)
         self.fetches = [*self.fetches[-9:], {"step": step, "manifest_cid": cid, "shards": res.downloaded_shards,
                                              "bytes": res.downloaded_bytes, "delta": res.delta,
+                                             "delta_steps": res.delta_steps,
                                              "delta_error": res.delta_error,
                                              "corrupt_dropped": res.corrupt_dropped, "per_source": res.per_source}]
         log.info("fetched checkpoint step %d (%s) in %.2fs", step, cid, time.perf_counter() - t0)

@@ -29,7 +29,7 @@ import threading
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ._delta import DELTA_SCHEMA, DeltaError, UnknownDeltaVersionError, decode_delta
@@ -87,6 +87,8 @@ class FetchResult:
     """True when the checkpoint was rebuilt from its delta against a local base."""
     delta_error: str | None = None
     """Why a delta offered for this checkpoint was refused (then the full checkpoint was fetched)."""
+    delta_steps: int = 0
+    """How many deltas rebuilt it: 1 from the step before, more through a chain (`Client.fetch_chain`)."""
 
 
 class Staging:
@@ -367,19 +369,28 @@ class Client:
         only the delta is downloaded and the checkpoint rebuilt from it; else the full checkpoint."""
         return self.fetch_detailed(manifest_or_cid, out_dir, overwrite=overwrite, base=base).path
 
-    def fetch_detailed(self, manifest_or_cid: Manifest | str | bytes | Path, out_dir: Path | str, *,
-                       overwrite: bool = False, base: Path | str | None = None) -> FetchResult:
-        t0 = time.monotonic()
-        manifest = self.resolve(manifest_or_cid)
+    def _sources(self, manifest: Manifest) -> list[str]:
         sources = list(self.relays)
         if self.use_relay_hints:
             sources += [h.rstrip("/") for h in manifest.relay_hints if h.rstrip("/") not in sources]
         if not sources:
             raise ShardcastError("no relays to fetch from: pass relays=[...] or publish with relay hints")
+        return sources
+
+    @staticmethod
+    def _out(out_dir: Path | str, overwrite: bool) -> Path:
         out = Path(out_dir)
         if out.exists() and not overwrite:
             raise OutputExistsError(f"{out} already exists; remove it or pass overwrite=True")
         out.parent.mkdir(parents=True, exist_ok=True)
+        return out
+
+    def fetch_detailed(self, manifest_or_cid: Manifest | str | bytes | Path, out_dir: Path | str, *,
+                       overwrite: bool = False, base: Path | str | None = None) -> FetchResult:
+        t0 = time.monotonic()
+        manifest = self.resolve(manifest_or_cid)
+        sources = self._sources(manifest)
+        out = self._out(out_dir, overwrite)
         delta_error: str | None = None
         if base is not None and manifest.delta is not None:
             try:
@@ -455,6 +466,46 @@ class Client:
 
     # -- deltas ------------------------------------------------------------------------------------
 
+    def fetch_chain(self, chain: Sequence[Manifest | str | bytes | Path], out_dirs: Sequence[Path | str], *,
+                    base: Path | str, overwrite: bool = False) -> FetchResult:
+        """Catch up several steps through their deltas. `chain`: the manifests of the steps after the one `base`
+        holds, oldest first, each carrying its delta against the one before it (the first against `base`'s);
+        `out_dirs`: where each step's checkpoint goes. When they link up and their deltas together are fewer
+        bytes than the last step's checkpoint, each step is rebuilt from the one before and verified against its
+        manifest's file hashes (a client several steps behind downloads the changes, not the model); otherwise,
+        or when a delta is refused on the way (the steps rebuilt before it stay), the last step is fetched full.
+        Returns the last step's result with the bytes and shards of the whole chain and `delta_steps` the
+        number of deltas applied; `delta_error` says why the chain was not used, when it was not."""
+        if not chain or len(chain) != len(out_dirs):
+            raise ValueError(f"a chain of {len(chain)} manifests needs as many output directories, not {len(out_dirs)}")
+        manifests = [self.resolve(m) for m in chain]
+        last, t0 = manifests[-1], time.monotonic()
+        why = _chain_gap(manifests)
+        if why is None and (total := sum(m.delta.size for m in manifests if m.delta)) >= last.total_size:
+            why = (f"the {len(manifests)} deltas are {total} bytes together, not fewer than step {last.step}'s "
+                   f"checkpoint ({last.total_size})")
+        if why is None:
+            results: list[FetchResult] = []
+            cur = Path(base)
+            try:
+                for m, d in zip(manifests, out_dirs, strict=True):
+                    results.append(self._fetch_delta(m, self._sources(m), cur, self._out(d, overwrite), overwrite,
+                                                     time.monotonic()))
+                    cur = Path(d)
+            except (DeltaError, FetchError) as e:
+                why = f"step {manifests[len(results)].step}: {type(e).__name__}: {e}"
+                log.warning("delta chain to %s step %d refused (%s): fetching the full checkpoint", last.model_name,
+                            last.step, why)
+            else:
+                result = replace(results[-1], downloaded_bytes=sum(r.downloaded_bytes for r in results),
+                                 downloaded_shards=sum(r.downloaded_shards for r in results),
+                                 corrupt_dropped=sum(r.corrupt_dropped for r in results),
+                                 failures=sum(r.failures for r in results), seconds=time.monotonic() - t0,
+                                 delta_steps=len(results))
+                self.last_result = result
+                return result
+        return self._fetch_full(last, self._sources(last), self._out(out_dirs[-1], overwrite), overwrite, t0, why)
+
     def _fetch_delta(self, manifest: Manifest, sources: list[str], base: Path, out: Path, overwrite: bool,
                      t0: float) -> FetchResult:
         """Rebuild the checkpoint from its delta and the files in `base`; raises DeltaError (or
@@ -523,7 +574,8 @@ class Client:
             raise
         result = FetchResult(path=out, manifest=manifest, resumed_shards=0, downloaded_shards=stats.shards,
                              downloaded_bytes=stats.bytes, corrupt_dropped=stats.corrupt, failures=stats.failures,
-                             seconds=time.monotonic() - t0, per_source=dict(stats.per_source), delta=True)
+                             seconds=time.monotonic() - t0, per_source=dict(stats.per_source), delta=True,
+                             delta_steps=1)
         self.last_result = result
         log.info("rebuilt %s step %d from its %d-byte delta against step %d (%.2f %% of the checkpoint; decoded in "
                  "%.2f s) into %s", manifest.model_name, manifest.step, d.size, d.base_step,
@@ -628,3 +680,13 @@ class Client:
     def _install(side: Path, out: Path, overwrite: bool) -> None:
         Client._install_dir(side / "data", out, overwrite, sync=True)
         shutil.rmtree(side, ignore_errors=True)
+
+
+def _chain_gap(manifests: list[Manifest]) -> str | None:
+    """Why `manifests` (oldest first) do not make a chain of deltas, each against the one before; None when they do."""
+    for i, m in enumerate(manifests):
+        if m.delta is None:
+            return f"step {m.step} carries no delta"
+        if i and (m.delta.base_step != manifests[i - 1].step or m.delta.base_manifest_id != manifests[i - 1].id):
+            return f"step {m.step}'s delta is against step {m.delta.base_step}, not step {manifests[i - 1].step}"
+    return None

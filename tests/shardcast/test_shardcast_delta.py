@@ -385,3 +385,62 @@ def test_origin_publishes_the_checkpoint_when_its_delta_fails(tmp_path: Path, or
     res = Client([origin.url], fsync=False).fetch_detailed(m2, tmp_path / "out", base=one)
     assert not res.delta and res.delta_error is None
     assert_same_tree(two, tmp_path / "out")
+
+
+# -- a node several steps behind: a chain of deltas --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def three_steps(steps: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """Steps 1 and 2 as `steps`, and step 3: step 2 after one more real AdamW step."""
+    one, two = steps
+    return one, two, _train_step(two, tmp_path_factory.mktemp("delta3") / "step-3")
+
+
+def test_a_client_two_steps_behind_rebuilds_both_from_their_deltas(tmp_path: Path, three_steps) -> None:
+    """Issue 38: a worker holding step 1 when step 3 is out downloads the deltas of 2 and 3 (fewer bytes than
+    step 3's checkpoint), rebuilds both bit-exact, each checked against its manifest; through the worker's own
+    `fetch_checkpoint`, which follows the deltas back to the step it holds (manifest CIDs as the chain gives
+    them). A node holding nothing, or a chain that does not link up, gets the checkpoint itself."""
+    from intellect.agents.roles.checkpoints import MAX_DELTA_CHAIN, checkpoint_dir, fetch_checkpoint
+    from intellect.sdk.ipfs import EmbeddedIpfs
+    from intellect.sdk.shardcast import SourceReputation
+
+    one, two, three = three_steps
+    ipfs = EmbeddedIpfs(tmp_path / "ipfs")
+    origin = Origin(tmp_path / "origin", shard_size=SHARD, ipfs=ipfs).start()
+    try:
+        published = {s: origin.publish(d, step=s, model_name="tiny") for s, d in ((1, one), (2, two), (3, three))}
+        (m2, _), (m3, cid3) = published[2], published[3]
+        assert m3.delta is not None and m3.delta.base_step == 2 and m3.delta.base_manifest_id == m2.id
+        chain_bytes = m2.delta.size + m3.delta.size  # type: ignore[union-attr]
+        assert chain_bytes < m3.total_size
+
+        root = tmp_path / "worker"
+        _local_copy(one, checkpoint_dir(root, 1))  # what it fetched before it fell behind
+        asked: list[int] = []
+        res = fetch_checkpoint(cid3, root, 3, sources=[origin.url], ipfs=ipfs, reputation=SourceReputation(),
+                               cid_of=lambda s: asked.append(s) or published[s][1])  # type: ignore[func-returns-value]
+        assert asked == [2] and res.delta and res.delta_steps == 2 and res.delta_error is None
+        assert res.downloaded_bytes == chain_bytes and res.path == checkpoint_dir(root, 3)
+        assert_same_tree(two, checkpoint_dir(root, 2))
+        assert_same_tree(three, checkpoint_dir(root, 3))
+
+        # the same with the one step before held: one delta, no chain asked for
+        res = fetch_checkpoint(cid3, tmp_path / "w2", 3, sources=[origin.url], ipfs=ipfs,
+                               reputation=SourceReputation(), cid_of=lambda s: pytest.fail("no chain needed"))
+        assert not res.delta and res.downloaded_bytes == m3.total_size  # nothing held: the checkpoint itself
+        _local_copy(two, checkpoint_dir(tmp_path / "w3", 2))
+        res = fetch_checkpoint(cid3, tmp_path / "w3", 3, sources=[origin.url], ipfs=ipfs,
+                               reputation=SourceReputation(), cid_of=lambda s: pytest.fail("no chain needed"))
+        assert res.delta_steps == 1 and res.downloaded_bytes == m3.delta.size  # type: ignore[union-attr]
+        assert MAX_DELTA_CHAIN >= 2
+
+        # manifests that do not link up (here out of order): the last one fetched whole, saying why
+        res = Client([origin.url], fsync=False).fetch_chain([m3, m2], [tmp_path / "x3", tmp_path / "x2"],
+                                                            base=checkpoint_dir(root, 1))
+        assert not res.delta and res.downloaded_bytes == m2.total_size
+        assert "step 2's delta is against step 1, not step 3" in (res.delta_error or "")
+        assert_same_tree(two, tmp_path / "x2")
+    finally:
+        origin.stop()
