@@ -10,7 +10,8 @@ With `--steps DIR` (checkpoints DIR/step-0 and DIR/step-1 of a real model, as be
 delta_chain.py save them) the origin publishes step 0 first and step 1, with its delta against step 0, on the
 clock; the clients fetch step 1 twice in the same run: once holding step 0 (the delta through the tree, each
 rebuilding step 1 and checking it) and once holding nothing (the checkpoint itself), each against the floor of its
-own bytes.
+own bytes. The first round meets relays still pulling from the origin, the second warm ones: `--full-first` swaps
+them.
 
 The origin and the relays run before the version is published (relays long-poll the origin); clients are
 running `Client`s (bench/shardcast/client_driver.py, a worker agent's case) handed the manifest when the
@@ -31,6 +32,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -93,6 +95,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=540.0)
     ap.add_argument("--steps", type=Path, default=None,
                     help="DIR with step-0 and step-1 of a real model: step 1 fetched as a delta and whole")
+    ap.add_argument("--full-first", action="store_true",
+                    help="with --steps: the whole checkpoint's round first (it then meets the relays cold)")
     args = ap.parse_args()
 
     size = args.size_mib * 2**20
@@ -131,6 +135,8 @@ def main() -> None:
                                           stdout=log, stderr=subprocess.STDOUT, env=env))
             wait_for(work / f"relay{i}.url", procs[-1], 60, f"relay {i}")
             r_urls.append(f"http://{r.addr}:8002")
+
+        client_seconds: dict[str, list[float]] = {}
 
         def fetch_round(label: str, base: Path | None, publish: bool) -> tuple[float, int, dict[str, int]]:
             """Every client fetches the manifest (published now when `publish`); seconds until the last one holds
@@ -177,6 +183,7 @@ def main() -> None:
                 doc = json.loads((work / f"{label}-client{i}.log").read_text().strip().splitlines()[-1])
                 assert doc.get("delta", False) == (base is not None), doc.get("delta_error")
                 downloaded += int(doc.get("downloaded_bytes", 0))
+                client_seconds.setdefault(label, []).append(float(doc["seconds"]))
                 for src, n in doc["per_source"].items():
                     per_source[src] = per_source.get(src, 0) + n
             return max(ends) - t0, downloaded, per_source
@@ -191,10 +198,13 @@ def main() -> None:
                                      "client_rate": args.client_rate, "relay_rate": args.relay_rate,
                                      "origin_rate": args.origin_rate}
         rounds = [("delta", args.steps / "step-0"), ("full", None)] if args.steps else [("full", None)]
+        if args.full_first:
+            rounds.reverse()
         for k, (label, base) in enumerate(rounds):
             total, downloaded, per_source = fetch_round(label, base, publish=k == 0)
             per_client = downloaded / args.clients
             report[label] = {"seconds_all_verified": round(total, 2), "bytes_per_client": int(per_client),
+                             "client_seconds_median": round(statistics.median(client_seconds[label]), 2),
                              "floor_seconds": round(floor(per_client), 2),
                              "ratio_to_floor": round(total / floor(per_client), 2), "shards_per_source": per_source}
         if args.steps:
