@@ -613,6 +613,14 @@ def _preexec(limits: SandboxLimits, uid: int | None, fs_dir: str | None):
     _libc()  # loaded here, not in the child
 
     def preexec() -> None:  # runs in the child between fork and exec
+        try:
+            _preexec_steps()
+        except BaseException as exc:  # subprocess reports only "Exception occurred in preexec_fn": say which
+            with contextlib.suppress(OSError):
+                os.write(2, f"sandbox preexec: {type(exc).__name__}: {exc}\n".encode(errors="replace"))
+            raise
+
+    def _preexec_steps() -> None:
         import resource
 
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
@@ -785,6 +793,28 @@ class _Proc:
             return ""
 
 
+def _start_pair(rt: _Runtime, limits: SandboxLimits, tmp: Path) -> tuple[_Proc, _Proc]:
+    """The run's two sandboxes (the completion's, the tests'). A start the kernel refuses between fork and exec
+    (seen once in CI, not reproduced: "Exception occurred in preexec_fn") is tried once more; the error names the
+    step that failed (the child writes it to its output file)."""
+    for attempt in (1, 2):
+        started: list[_Proc] = []
+        try:
+            started.append(_Proc(rt, _CANDIDATE, limits, tmp, f"candidate{attempt}"))
+            started.append(_Proc(rt, _TESTER, limits, tmp, f"tests{attempt}"))
+            return started[0], started[1]
+        except (OSError, subprocess.SubprocessError) as exc:
+            for proc in started:
+                proc.kill()
+            step = "; ".join(line for f in sorted(tmp.glob(f"*{attempt}.out"))
+                             for line in f.read_text(errors="replace").splitlines() if "sandbox preexec" in line)
+            why = f"bubblewrap could not start: {exc}" + (f" ({step})" if step else "")
+            if attempt == 2:
+                raise SandboxUnavailableError(why) from exc
+            logger.warning("sandbox: %s; trying once more", why)
+    raise AssertionError("unreachable")
+
+
 def _died_reason(rc: int | None, cand: _Proc) -> SandboxReason:
     """Why the completion's process ended with status `rc`: a limit's signal, a MemoryError it printed, or
     an early exit."""
@@ -845,11 +875,7 @@ def run_python(
     deadline = start + limits.wall_seconds
     nproc = limits.max_processes
     with _run_dir() as tmp:
-        try:
-            cand = _Proc(rt, _CANDIDATE, limits, tmp, "candidate")
-            tester = _Proc(rt, _TESTER, limits, tmp, "tests")
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise SandboxUnavailableError(f"bubblewrap could not start: {exc}") from exc
+        cand, tester = _start_pair(rt, limits, tmp)
         calls = 0
         reason, detail, rc = SandboxReason.ERROR, "", None
         try:

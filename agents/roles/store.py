@@ -58,7 +58,7 @@ from eth_account import Account
 from eth_account.messages import encode_defunct
 
 from intellect.agents.roles._server import HttpError
-from intellect.sdk import ContractRevert, NodeStatus, Role, TaskStatus
+from intellect.sdk import ContractRevert, IntellectError, NodeStatus, Role, TaskStatus
 from intellect.sdk.http import fetch
 from intellect.sdk.ipfs import KuboIpfs, compute_cid
 from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutLimits
@@ -109,7 +109,7 @@ def store_request(private_key: Any, chain_id: int, ledger: str, task_id: int, ci
             "data": base64.b64encode(data).decode(), "signature": "0x" + bytes(signed.signature).hex()}
 
 
-class StoreRefused(RuntimeError):
+class StoreRefused(IntellectError, RuntimeError):
     """The trainer's store answered a push with HTTP `status` (not 200): 429 is its rate (try later), another 4xx
     refuses this file for good (not eligible, no such lease, too large, not a rollout file of the claim)."""
 

@@ -150,3 +150,16 @@ def test_honest_code_using_tmp_and_shared_memory_passes() -> None:
             "    finally:\n        m.close()\n        m.unlink()\n")
     r = run_python(code, ["assert f([1, 2, 3]) == 6", "assert f(list(range(100))) == 4950"], SandboxLimits())
     assert r.passed, r
+
+
+def test_a_sandbox_start_the_kernel_refuses_names_the_step_that_failed(tmp_path) -> None:
+    """Between fork and exec the sandbox's child sets its limits, drops root and mounts its tmpfs; Python reports
+    any failure there only as "Exception occurred in preexec_fn". The child writes which step failed to its
+    output first (what `run_python`'s error then quotes; seen once in CI, without it, not reproduced)."""
+    import subprocess
+
+    err = tmp_path / "child.err"
+    with open(err, "wb") as fh, pytest.raises(subprocess.SubprocessError, match="preexec_fn"):
+        subprocess.run(["true"], stderr=fh, preexec_fn=sandbox._preexec(SandboxLimits(), None,
+                                                                        str(tmp_path / "no-such-mount-point")))
+    assert "sandbox preexec: " in err.read_text() and "mount(tmpfs)" in err.read_text(), err.read_text()
