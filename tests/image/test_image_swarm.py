@@ -1,6 +1,6 @@
 """The three model roles' images run a pool under their own systemd, and a worker killed at random comes back by
 itself (issue 36; opt-in: `make test-image`, root, Debian's systemd-container and mmdebstrap; the first run builds
-the images, ~5 min each on 2 cores, then reuses them until the sources change).
+the images, under a minute each here with the pip cache warm, then reuses them until the sources change).
 
 The trainer, the validator and the worker each boot their image (tools/image/build-node-image.sh, SYSTEMD=1) with
 systemd-nspawn: the agent is started by systemd from deploy/systemd/intellect-agent@.service as shipped (the
