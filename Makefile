@@ -55,7 +55,7 @@ test-soak: bootstrap
 	pytest -q -m soak tests/security
 
 ## opt-in: the trainer, validator and worker images booted under their own systemd, the worker killed -9 at random for
-## 30 minutes of chain time and restarted by systemd alone (issue 36; root, systemd-container, mmdebstrap; ~15 min)
+## 30 minutes of chain time and restarted by systemd alone (issue 36; root, systemd-container, mmdebstrap; ~8 min)
 test-image: bootstrap
 	pytest -q -m image tests/image
 
