@@ -497,7 +497,12 @@ class Client:
                 log.warning("delta chain to %s step %d refused (%s): fetching the full checkpoint", last.model_name,
                             last.step, why)
             else:
+                per_source: dict[str, int] = {}
+                for r in results:
+                    for src, n in r.per_source.items():
+                        per_source[src] = per_source.get(src, 0) + n
                 result = replace(results[-1], downloaded_bytes=sum(r.downloaded_bytes for r in results),
+                                 per_source=per_source,
                                  downloaded_shards=sum(r.downloaded_shards for r in results),
                                  corrupt_dropped=sum(r.corrupt_dropped for r in results),
                                  failures=sum(r.failures for r in results), seconds=time.monotonic() - t0,

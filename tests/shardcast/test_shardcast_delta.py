@@ -423,6 +423,7 @@ def test_a_client_two_steps_behind_rebuilds_both_from_their_deltas(tmp_path: Pat
                                cid_of=lambda s: asked.append(s) or published[s][1])  # type: ignore[func-returns-value]
         assert asked == [2] and res.delta and res.delta_steps == 2 and res.delta_error is None
         assert res.downloaded_bytes == chain_bytes and res.path == checkpoint_dir(root, 3)
+        assert sum(res.per_source.values()) == res.downloaded_shards == len(m2.delta.shards) + len(m3.delta.shards)  # type: ignore[union-attr]
         assert_same_tree(two, checkpoint_dir(root, 2))
         assert_same_tree(three, checkpoint_dir(root, 3))
 
