@@ -47,15 +47,16 @@ def fetch_checkpoint(cid: str, root: Path, step: int, *, sources: list[str], ipf
     client = Client(relays=sources, ipfs=ipfs, fsync=False, reputation=reputation)
     out = checkpoint_dir(root, step)
     held = held_steps(root)
+    target = client.resolve(cid)
+    chain = [target]
     try:
-        chain = [client.resolve(cid)]
         while (d := chain[0].delta) is not None and d.base_step not in held and len(chain) < MAX_DELTA_CHAIN \
                 and cid_of is not None and d.base_step > max(held, default=d.base_step):
             chain.insert(0, client.resolve(cid_of(d.base_step)))
     except Exception as exc:  # a manifest on the way back not found: the checkpoint itself, as before
         log.info("checkpoint step %d: no delta chain from the steps held (%s); fetching it whole", step, exc)
-        chain = [client.resolve(cid)]
-    first, target = chain[0].delta, chain[-1]
+        chain = [target]
+    first = chain[0].delta
     if len(chain) > 1 and first is not None and first.base_step in held:
         return client.fetch_chain(chain, [checkpoint_dir(root, m.step) for m in chain],
                                   base=checkpoint_dir(root, first.base_step), overwrite=True)

@@ -12,17 +12,16 @@ log_text), so `Swarm.wait` and `diagnose` work on a mix of both."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import yaml
+from swarm_loader import roles_helpers
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "tools" / "image" / "build-node-image.sh"
@@ -131,19 +130,8 @@ class ImageAgent:
     def data_dir(self) -> Path:
         return self.state
 
-    def url(self) -> str | None:
-        p = self.state / "url"
-        return p.read_text().strip() if p.is_file() else None
-
     def status(self) -> dict[str, Any] | None:
-        url = self.url()
-        if not url:
-            return None
-        try:
-            with urllib.request.urlopen(url + "/status", timeout=20) as resp:
-                return json.loads(resp.read())
-        except OSError:
-            return None
+        return roles_helpers().status_at(self.state)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -16,7 +16,6 @@ delay, the agent's start and a random wait, so the run stays under it as a node 
 from __future__ import annotations
 
 import random
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import pytest
 from node_image import ImageAgent, ensure_image, unavailable, wait_for  # type: ignore[import-not-found]
 from swarm_loader import roles_helpers
 
-from intellect.sdk import ChallengeStatus, TaskStatus
+from intellect.sdk import TaskStatus
 
 pytestmark = [pytest.mark.slow, pytest.mark.image, pytest.mark.timeout(7200)]
 
@@ -39,14 +38,6 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         pytest.skip(f"node images cannot be built and booted here: {why}")
     log = tmp_path_factory.mktemp("images") / "build.log"
     return {role: ensure_image(role, log) for role in ("trainer", "validator", "worker")}
-
-
-def _sent(data_dir: Path) -> set[int]:
-    db = sqlite3.connect(data_dir / "state.sqlite")
-    try:
-        return {int(r[0]) for r in db.execute("SELECT id FROM records WHERE kind = 'submission' AND status = 'sent'")}
-    finally:
-        db.close()
 
 
 def test_role_images_run_a_pool_under_systemd_and_a_killed_worker_comes_back_by_itself(images, tmp_path):
@@ -108,24 +99,17 @@ def test_role_images_run_a_pool_under_systemd_and_a_killed_worker_comes_back_by_
         restarts = int(worker.unit_props("NRestarts")["NRestarts"])
         assert restarts == kills, f"systemd restarted the worker {restarts} times for {kills} kills"
 
-        wait_for(lambda: len(_sent(worker.data_dir)) >= len(pids) // 2 + 1, 900,
+        wait_for(lambda: len(h.sent_submissions(worker.data_dir)) >= len(pids) // 2 + 1, 900,
                  "the worker submitting after the soak")
         wait_for(lambda: (validator.status() or {}).get("backlog", 1) == 0, 900, "the validator's backlog drained")
         statuses = {a.name: a.stop() for a in (worker, validator, trainer)}
         assert statuses == {"worker": 0, "validator": 0, "trainer": 0}, statuses
 
-        sent = _sent(worker.data_dir)
+        sent = h.sent_submissions(worker.data_dir)
         assert kills >= 5 and p.chain_time() - t0 >= CHAIN_SOAK_S and sent
-        tasks = {sid: p.task(sid) for sid in sent}
-        lost = {sid: t.status.name for sid, t in tasks.items()
-                if t.node.lower() != node.lower() or t.status not in (TaskStatus.SUBMITTED, TaskStatus.PAID)}
-        assert not lost, f"submissions the worker recorded as sent but the ledger does not hold: {lost}"
+        tasks = h.assert_sent_kept_and_nobody_slashed(p, sent, node, "the worker")
         paid = sum(t.status == TaskStatus.PAID for t in tasks.values())
         assert paid >= 1, "the worker was never paid"
-        upheld = [e.args["challengeId"] for e in p.get_events(["ChallengeResolved"])
-                  if p.challenge_info(int(e.args["challengeId"])).status == ChallengeStatus.UPHELD]
-        assert not upheld, f"honest work slashed: {upheld}"
-        assert not p.get_events(["Slashed"]), "an honest node was slashed"
         print(f"image soak: {kills} kills, {restarts} systemd restarts over {p.chain_time() - t0} s of chain "
               f"time; the worker sent {len(sent)}, {paid} paid")
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -43,6 +44,44 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def status_at(data_dir: Path) -> dict[str, Any] | None:
+    """The /status of the agent whose data directory is `data_dir` (it writes its URL to `<data_dir>/url`); None
+    while it has no URL or does not answer."""
+    p = data_dir / "url"
+    if not p.is_file():
+        return None
+    try:
+        with urllib.request.urlopen(p.read_text().strip() + "/status", timeout=20) as resp:
+            return json.loads(resp.read())
+    except OSError:
+        return None
+
+
+def sent_submissions(data_dir: Path) -> set[int]:
+    """The task ids a worker's own state store (under `data_dir`) records as submitted."""
+    db = sqlite3.connect(data_dir / "state.sqlite")
+    try:
+        return {int(r[0]) for r in db.execute("SELECT id FROM records WHERE kind = 'submission' AND status = 'sent'")}
+    finally:
+        db.close()
+
+
+def assert_sent_kept_and_nobody_slashed(p: Any, sent: set[int], node: str, who: str) -> dict[int, Any]:
+    """Every submission `who` (worker `node`) recorded as sent is its Submitted or Paid work on the ledger, no
+    challenge was upheld and nobody slashed (the kill soaks' invariants); returns the ledger's tasks by id."""
+    from intellect.sdk import ChallengeStatus, TaskStatus
+
+    tasks = {sid: p.task(sid) for sid in sent}
+    lost = {sid: t.status.name for sid, t in tasks.items()
+            if t.node.lower() != node.lower() or t.status not in (TaskStatus.SUBMITTED, TaskStatus.PAID)}
+    assert not lost, f"submissions {who} recorded as sent but the ledger does not hold as its paid work: {lost}"
+    upheld = [e.args["challengeId"] for e in p.get_events(["ChallengeResolved"])
+              if p.challenge_info(int(e.args["challengeId"])).status == ChallengeStatus.UPHELD]
+    assert not upheld, f"honest work slashed: {upheld}"
+    assert not p.get_events(["Slashed"]), "an honest node was slashed"
+    return tasks
+
+
 class AgentProc:
     def __init__(self, name: str, cfg_path: Path, log_path: Path, env: dict[str, str],
                  launcher: list[str] | None = None) -> None:
@@ -77,14 +116,7 @@ class AgentProc:
         return p.read_text().strip() if p.is_file() else None
 
     def status(self) -> dict[str, Any] | None:
-        url = self.url()
-        if not url:
-            return None
-        try:
-            with urllib.request.urlopen(url + "/status", timeout=20) as resp:
-                return json.loads(resp.read())
-        except OSError:
-            return None
+        return status_at(self.data_dir)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -8,31 +8,22 @@ tiny model, SIGKILL."""
 from __future__ import annotations
 
 import random
-import sqlite3
 import time
-from pathlib import Path
 
 import pytest
+from swarm_loader import roles_helpers
 from test_security_cheaters import assert_books_balance  # type: ignore[import-not-found]
 
-from intellect.sdk import ChallengeStatus, TaskStatus
+from intellect.sdk import TaskStatus
 
 pytestmark = [pytest.mark.slow, pytest.mark.soak, pytest.mark.timeout(3000)]
 
 CHAIN_SOAK_S = 1800
 
 
-def _sent(data_dir: Path) -> set[int]:
-    """The task ids the worker's own state store records as submitted."""
-    db = sqlite3.connect(data_dir / "state.sqlite")
-    try:
-        return {int(r[0]) for r in db.execute("SELECT id FROM records WHERE kind = 'submission' AND status = 'sent'")}
-    finally:
-        db.close()
-
-
 def test_a_worker_killed_at_random_for_30_minutes_of_chain_time_loses_no_submission(sec_swarm, big_devnet):
     swarm, devnet = sec_swarm, big_devnet
+    h = roles_helpers()
     rng = random.Random(36)
     p = devnet.protocol(0)
     trainer = swarm.add("trainer", "trainer", 0, {"trainer": {"max_steps": 1000}}).start()
@@ -50,22 +41,16 @@ def test_a_worker_killed_at_random_for_30_minutes_of_chain_time_loses_no_submiss
         time.sleep(rng.uniform(0, 3))
         victim.start()
         swarm.wait(lambda: victim.status() is not None, 300, "the victim back up", 1)
-    swarm.wait(lambda: len(_sent(victim.data_dir)) >= kills // 2, 900, "the victim submitting after the soak", 2)
-    submitted_after = len(_sent(victim.data_dir))
+    swarm.wait(lambda: len(h.sent_submissions(victim.data_dir)) >= kills // 2, 900,
+               "the victim submitting after the soak", 2)
+    submitted_after = len(h.sent_submissions(victim.data_dir))
     swarm.wait(lambda: (validator.status() or {}).get("backlog", 1) == 0, 600, "validator backlog drained", 2)
     for a in (victim, steady, trainer, validator):
         assert a.stop(timeout=120) == 0, a.name
 
-    sent = _sent(victim.data_dir)
+    sent = h.sent_submissions(victim.data_dir)
     assert kills >= 10 and p.chain_time() - t0 >= CHAIN_SOAK_S and sent
-    tasks = {sid: p.task(sid) for sid in sent}
-    lost = {sid: t.status.name for sid, t in tasks.items()
-            if t.node.lower() != node.lower() or t.status not in (TaskStatus.SUBMITTED, TaskStatus.PAID)}
-    assert not lost, f"submissions the victim recorded as sent but the ledger does not hold as its paid work: {lost}"
-    upheld = [e.args["challengeId"] for e in p.get_events(["ChallengeResolved"])
-              if p.challenge_info(int(e.args["challengeId"])).status == ChallengeStatus.UPHELD]
-    assert not upheld, f"honest work slashed: {upheld}"
-    assert not p.get_events(["Slashed"]), "an honest node was slashed"
+    tasks = h.assert_sent_kept_and_nobody_slashed(p, sent, node, "the victim")
     assert_books_balance(p)
     print(f"soak: {kills} kills over {p.chain_time() - t0} s of chain time; the victim sent {len(sent)} "
           f"({submitted_after} when the soak ended), {sum(t.status == TaskStatus.PAID for t in tasks.values())} paid")
