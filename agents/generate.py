@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from intellect.agents.engines import SamplingParams
+from intellect.verifier.difficulty import DifficultyTable
 from intellect.verifier.replay import problem_seed
 from intellect.verifier.rewards import JudgeBudget, LengthScope
 from intellect.verifier.rollouts import RolloutFile, RolloutMeta, RolloutRow
@@ -44,10 +45,12 @@ def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: 
                        budgets: Sequence[int], group_size: int, temperature: float, length_alpha: float,
                        policy_step: int, worker: str, model: str, tokenizer: Any = None,
                        length_scope: LengthScope = "solved", problem_order: ProblemOrder = "epochs",
+                       difficulty: DifficultyTable | None = None,
                        replace: Callable[[int, list[str], SamplingParams, list[Any]], list[Any]] | None = None,
                        ) -> RolloutFile:
     """The rollout file for ledger task claim `task_id` with chain-drawn `seed`: `problems` problems and target
-    lengths from `assign_problems` under the pool's `problem_order`, `group_size` completions of each
+    lengths from `assign_problems` under the pool's `problem_order` (`difficulty`: the checkpoint's table, for
+    `adaptive`), `group_size` completions of each
     sampled with the replayable seed `problem_seed(seed, k)` and TOPLOC proofs. `model` is the
     checkpoint's manifest CID; `tokenizer`: whose chat template the prompts use (None: the bare text, see
     `prompt_text`); `length_scope`: the pool rules' (which rows carry the length penalty). `replace(k, prompts,
@@ -56,7 +59,7 @@ def generate_for_claim(engine: Any, task_set: TaskSet, seed: bytes, *, task_id: 
     rows: list[RolloutRow] = []
     judge = JudgeBudget()
     assigned = assign_problems(task_set, problem_order, seed=seed, task_id=task_id, n=problems,
-                               target_lengths=budgets)
+                               target_lengths=budgets, difficulty=difficulty)
     for k, a in enumerate(assigned):
         task = task_set[a.task_id]
         params = SamplingParams(max_tokens=a.target_len, temperature=temperature, seed=problem_seed(seed, k),

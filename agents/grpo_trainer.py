@@ -166,6 +166,9 @@ class GRPOTrainer:
         """the model step 0 was made from: the KL reference, whatever step the trainer resumed from"""
         self.updates = 0
         """optimizer updates made since step 0 (drives the learning-rate warm-up)"""
+        self.checkpoint_files: dict[str, bytes] = {}
+        """files written into every checkpoint saved from now on, name → bytes, in the same atomic rename (the
+        trainer role's difficulty table, `intellect.verifier.difficulty`)"""
         self.device = torch.device(self.config.device)
         self.model = AutoModelForCausalLM.from_pretrained(
             str(self.model_dir), dtype=getattr(torch, self.config.dtype)
@@ -482,6 +485,8 @@ class GRPOTrainer:
                     "base": str(self.base_dir),
                     "config": self.config.model_dump(exclude={"betas"})}
             (tmp / CHECKPOINT_META).write_text(json.dumps(meta, sort_keys=True, default=str))
+            for name, data in self.checkpoint_files.items():
+                (tmp / name).write_bytes(data)
             if final.exists():
                 shutil.rmtree(final)
             os.replace(tmp, final)

@@ -52,7 +52,7 @@ MAX_UNITS = 2**32 - 1
 """Largest `max_units_per_submission` (the ledger keeps work units in 32 bits)."""
 
 
-ProblemOrder = Literal["epochs", "random"]
+ProblemOrder = Literal["epochs", "random", "adaptive"]
 """How a pool assigns a claim's problems (`intellect.verifier.tasks.assign_problems`)."""
 PROBLEM_ORDERS: tuple[str, ...] = get_args(ProblemOrder)
 
@@ -116,7 +116,9 @@ class PoolRules(_Strict):
     trainer's epochs walk its data) or `random` (drawn from the claim's chain seed: a problem can come back
     before others were served once; the rule before the field existed). A new document gets `epochs`; a stored
     document without the field is read as `random` (and `random` is left out of the canonical document, so
-    pools made before it keep their CID). Target lengths come from the claim's seed either way."""
+    pools made before it keep their CID), or `adaptive` (online difficulty filtering, issue 37: drawn from the
+    claim's seed, weighted by the solve rates the trainer publishes with each checkpoint,
+    `intellect.verifier.difficulty`). Target lengths come from the claim's seed either way."""
     sampler: SamplerRules = Field(default_factory=SamplerRules)
     toploc_profile: Literal["mixed", "fp32", "reference"] = "mixed"
     """Verification profile validators apply (`mixed`: honest bf16 and fp32 workers on any hardware; `fp32`:

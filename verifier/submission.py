@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from intellect.sdk import IntellectError
 from intellect.verifier.budget_class import hardware_class
 from intellect.verifier.completion import EndError, check_completion_end, eos_token_ids
+from intellect.verifier.difficulty import DifficultyTable
 from intellect.verifier.evidence import EvidenceRules, observe, rules_for_profile, submission_llr
 from intellect.verifier.prefill import verify_samples
 from intellect.verifier.prompts import prompt_text
@@ -348,8 +349,9 @@ class SubmissionRules(BaseModel):
     for pools whose rules document predates the field"""
     problem_order: ProblemOrder = "epochs"
     """how a claim's problems are chosen (`intellect.verifier.tasks.assign_problems`): `epochs` (the claim's slot in
-    seeded shuffled passes over the task set, by ledger task id) or `random` (drawn from the claim's seed: pools
-    whose rules document predates the field)"""
+    seeded shuffled passes over the task set, by ledger task id), `random` (drawn from the claim's seed: pools
+    whose rules document predates the field) or `adaptive` (drawn from the claim's seed weighted by the difficulty
+    table of the submission's checkpoint: online difficulty filtering)"""
     toploc_profile: Literal["mixed", "fp32", "reference"] = "mixed"
     """the verification profile (`intellect.verifier.toploc.PROFILES`): `mixed` (default) accepts honest bf16 and
     fp32 workers against a validator on any hardware; `fp32` is exact for pools whose every node computes in fp32;
@@ -386,7 +388,8 @@ class Claim:
 
 def check_submission(rollouts: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
                      model: Callable[[int], Checkpoint], *, evidence: EvidenceRules | None = None,
-                     compute_class: str | None = None) -> Verdict:
+                     compute_class: str | None = None,
+                     difficulty: Callable[[int], DifficultyTable] | None = None) -> Verdict:
     """Run every check of a submission (see the module docstring); `model(step)` loads the checkpoint of
     the file's policy step, called only once the cheaper checks passed. Never raises `Rejection`:
     a failed check is a rejecting `Verdict`.
@@ -394,12 +397,14 @@ def check_submission(rollouts: bytes, claim: Claim, task_set: TaskSet, rules: Su
     `evidence`: the pool's evidence rules (default: `rules_for_profile(rules.toploc_profile)`); the verdict carries
     the submission's LLR and observations, and a submission that passes every check with LLR ≥
     `evidence.ambiguous_llr` is `ambiguous` (reason `evidence_high`). `compute_class`: the worker's declared class
-    (the rules' default class when None or unknown)."""
+    (the rules' default class when None or unknown). `difficulty(step)`: the difficulty table published with
+    checkpoint `step` (`intellect.verifier.difficulty.table_in`), read only in a pool whose problem order is
+    `adaptive` (required there)."""
     t0 = time.perf_counter()
     ev = evidence if evidence is not None else rules_for_profile(rules.toploc_profile)
     found: dict[str, Any] = {}
     try:
-        stats = _check(rollouts, claim, task_set, rules, model, ev, compute_class, found)
+        stats = _check(rollouts, claim, task_set, rules, model, ev, compute_class, found, difficulty)
     except Rejection as rej:
         return Verdict(submission_id=claim.submission_id, accepted=False, reason=rej.reason, detail=rej.detail,
                        stats=rej.stats, seconds=time.perf_counter() - t0, outcome="reject",
@@ -421,7 +426,7 @@ EVIDENCE_HIGH = "evidence_high"
 
 def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
            load: Callable[[int], Checkpoint], ev: EvidenceRules, compute_class: str | None,
-           found: dict[str, Any]) -> dict[str, Any]:
+           found: dict[str, Any], difficulty: Callable[[int], DifficultyTable] | None = None) -> dict[str, Any]:
     R = RejectReason
     # -- the file against the on-chain submission -----------------------------------------------
     try:
@@ -450,8 +455,14 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
         budgets = class_budgets(rules.budgets, claim.budget_class())
     except ValueError as exc:
         raise IntellectError(f"the pool rules cannot be applied: {exc}") from exc
+    table = None
+    if rules.problem_order == "adaptive":
+        if difficulty is None:
+            raise IntellectError("a pool with problem order `adaptive` is checked with its checkpoints' difficulty "
+                                 "tables (check_submission(difficulty=...))")
+        table = difficulty(meta.policy_step)
     assigned = assign_problems(task_set, rules.problem_order, seed=seed, task_id=claim.submission_id,
-                               n=rules.problems_per_task, target_lengths=budgets)
+                               n=rules.problems_per_task, target_lengths=budgets, difficulty=table)
     if meta.group_size != rules.group_size:
         raise Rejection(R.WRONG_GROUP_SIZE, f"group size {meta.group_size}, the pool's is {rules.group_size}")
     if abs(meta.length_alpha - rules.length_alpha) > 1e-12:

@@ -11,8 +11,10 @@ generator live in `intellect.agents.tasks`; they produce these `Task` rows.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
@@ -22,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from intellect.sdk import IntellectError
 from intellect.sdk.poolrules import PROBLEM_ORDERS, ProblemOrder
+from intellect.verifier.difficulty import DifficultyTable, cached_weights
 
 TASKSET_SCHEMA = "intellect.taskset/v1"
 
@@ -357,14 +360,79 @@ def epoch_problems(
     return out
 
 
+ADAPTIVE_DOMAIN = b"intellect.sample-adaptive/v1"
+MAX_ADAPTIVE_DRAWS = 4096
+"""Draws `adaptive_problems` makes before it fills what is left in task-set order (never reached with the floor
+of 1/32: a safety bound, the same on every node)."""
+
+
+def adaptive_problems(
+    task_set: TaskSet, table: DifficultyTable, seed: bytes, n: int, target_lengths: Sequence[int]
+) -> list[Assignment]:
+    """The `n` distinct problems of a claim with chain seed `seed` in a pool with online difficulty filtering
+    (`problem_order: adaptive`), drawn with the weights of `table` (`intellect.verifier.difficulty.weights`).
+
+    Algorithm (reimplementable anywhere): W = the weights in task-set order, C their running sums, T = C[-1].
+    The draws are the 8-byte words of sha256(b"intellect.sample-adaptive/v1" || seed || u64be(counter)),
+    counter = 0, 1, 2, ..., four words per hash taken h[0:8] first, each rejected as in `sample_problems`
+    (w >= 2**64 - 2**64 % T); a word u picks the first problem i with C[i] > u mod T, and a problem already
+    drawn is drawn again. After `MAX_ADAPTIVE_DRAWS` words the rest are the first problems not drawn, in
+    task-set order. Target lengths as in `epoch_problems` (LENGTH_DOMAIN words), in the order drawn.
+    """
+    seed = _check_seed(seed)
+    if n <= 0 or n > len(task_set):
+        raise TaskSetError(
+            f"cannot take {n} distinct problems per claim from task set {task_set.name!r} of {len(task_set)}"
+        )
+    lengths = _check_lengths(target_lengths)
+    cum = list(itertools.accumulate(cached_weights(table, task_set)))
+    total = cum[-1]
+    picked: list[int] = []
+    drawn: set[int] = set()
+    words: list[bytes] = []
+    counter = draws = 0
+    while len(picked) < n and draws < MAX_ADAPTIVE_DRAWS:
+        if not words:
+            h = hashlib.sha256(ADAPTIVE_DOMAIN + seed + counter.to_bytes(8, "big")).digest()
+            counter += 1
+            words = [h[24:32], h[16:24], h[8:16], h[0:8]]  # popped from the end: h[0:8] first
+        draws += 1
+        u = _uniform(words.pop(), total)
+        if u is None:
+            continue
+        i = bisect.bisect_right(cum, u)
+        if i not in drawn:
+            drawn.add(i)
+            picked.append(i)
+    picked += [i for i in range(len(task_set)) if i not in drawn][: n - len(picked)]
+    out: list[Assignment] = []
+    counter = 0
+    for i in picked:
+        while True:
+            h = hashlib.sha256(LENGTH_DOMAIN + seed + counter.to_bytes(8, "big")).digest()
+            counter += 1
+            j = _uniform(h[0:8], len(lengths))
+            if j is not None:
+                break
+        out.append(Assignment(task_id=task_set.tasks[i].id, target_len=lengths[j], index=i))
+    return out
+
+
 def assign_problems(
-    task_set: TaskSet, order: ProblemOrder, *, seed: bytes, task_id: int, n: int, target_lengths: Sequence[int]
+    task_set: TaskSet, order: ProblemOrder, *, seed: bytes, task_id: int, n: int, target_lengths: Sequence[int],
+    difficulty: DifficultyTable | None = None,
 ) -> list[Assignment]:
     """The problems and target lengths of claim `task_id` (chain seed `seed`) under the pool's problem order:
-    `random` (`sample_problems`: drawn from the claim's seed, the rule of pools made before the field) or
-    `epochs` (`epoch_problems`: the claim's slot in seeded shuffled passes over the set)."""
+    `random` (`sample_problems`: drawn from the claim's seed, the rule of pools made before the field),
+    `epochs` (`epoch_problems`: the claim's slot in seeded shuffled passes over the set) or `adaptive`
+    (`adaptive_problems`: drawn from the claim's seed with the weights of `difficulty`, the table published with
+    the checkpoint of the submission's policy step; required for that order)."""
     if order == "random":
         return sample_problems(task_set, seed, n, target_lengths)
     if order == "epochs":
         return epoch_problems(task_set, task_id, seed, n, target_lengths)
+    if order == "adaptive":
+        if difficulty is None:
+            raise TaskSetError("problem order `adaptive` needs the difficulty table of the submission's checkpoint")
+        return adaptive_problems(task_set, difficulty, seed, n, target_lengths)
     raise TaskSetError(f"unknown problem order {order!r} (known: {', '.join(PROBLEM_ORDERS)})")

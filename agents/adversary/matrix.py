@@ -43,6 +43,7 @@ from intellect.sdk import ContractRevert
 from intellect.sdk.ipfs import Cid
 from intellect.verifier.capture import generate_with_states
 from intellect.verifier.completion import eos_token_ids
+from intellect.verifier.difficulty import table_for
 from intellect.verifier.prefill import prefill_hidden_states
 from intellect.verifier.replay import gumbel_noise, masked_scores, problem_seed, sample_seed
 from intellect.verifier.rewards import JudgeBudget, applied_length_penalty, reward
@@ -270,7 +271,8 @@ class _ProvenWithRealModel(Worker):
         judge = JudgeBudget()  # one per file, as the honest builder (agents.generate) and validators spend it
         t = self.cfg.tasks
         assigned = assign_problems(self.task_set, t.problem_order, seed=seed, task_id=task_id,
-                                   n=w.problems_per_task, target_lengths=self.budgets)
+                                   n=w.problems_per_task, target_lengths=self.budgets,
+                                   difficulty=table_for(t.problem_order, self.follower.path(step), w.group_size))
         for k, a in enumerate(assigned):
             task = self.task_set[a.task_id]
             prompt = list(tok(prompt_text(task, a.target_len), add_special_tokens=False)["input_ids"])

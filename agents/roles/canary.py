@@ -67,6 +67,7 @@ from intellect.sdk import (
     load_keystore,
 )
 from intellect.sdk import dev_account as dev_key
+from intellect.verifier.difficulty import table_for
 from intellect.verifier.submission import too_stale
 from intellect.verifier.toploc import proofs_hash
 
@@ -422,6 +423,7 @@ class CanaryInjector:
                                   budgets=budgets, group_size=w.group_size, temperature=tasks.temperature,
                                   length_alpha=tasks.length_alpha, length_scope=tasks.length_scope,
                                   problem_order=tasks.problem_order,
+                                  difficulty=table_for(tasks.problem_order, self.t.checkpoint_path(step), w.group_size),
                                   policy_step=step, worker=self.worker.address,
                                   model=self.t.protocol.checkpoint(self.t.pool_id, step).manifest_cid,
                                   tokenizer=rules_tokenizer(self.t.rules, engine.tokenizer), replace=replace)

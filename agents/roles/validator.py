@@ -27,6 +27,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from intellect.agents.hardware import resolve
@@ -56,6 +57,7 @@ from intellect.agents.roles.claim_lookup import claim_class, claim_seed, validat
 from intellect.agents.roles.evidence_store import push_challenge_evidence
 from intellect.agents.roles.pool_rules import apply_pool_rules, pool_evidence_rules
 from intellect.sdk import EventStream, IntellectError, IpfsError
+from intellect.verifier.difficulty import DifficultyTable, table_in
 from intellect.verifier.evidence import rules_for_profile
 from intellect.verifier.isolation import ParseUnavailable
 from intellect.verifier.submission import (
@@ -204,6 +206,12 @@ class Validator(Agent):
         return self.checkpoints.get(step, self._load_checkpoint)
 
     def _load_checkpoint(self, step: int) -> Checkpoint:
+        cid, path = self._fetched(step)
+        device, dtype = resolve(self.cfg.validator.device, self.cfg.validator.dtype, "validator")
+        return load_checkpoint(path, cid, device, dtype)
+
+    def _fetched(self, step: int) -> tuple[str, Path]:
+        """(manifest CID, directory) of the pool's checkpoint `step`, fetched via Shardcast unless held."""
         cid = self.protocol.checkpoint(self.pool_id, step).manifest_cid
         root = self.data_dir / "checkpoints"
         if not (checkpoint_dir(root, step) / "config.json").is_file():
@@ -212,8 +220,19 @@ class Validator(Agent):
             self.refresh_ipfs_peers(extra=[self.directory.service(self.pool.params.trainer, "ipfs") or ""])
             root.mkdir(parents=True, exist_ok=True)
             fetch_checkpoint(cid, root, step, sources=sources, ipfs=self.ipfs, reputation=self.checkpoints.reputation)
-        device, dtype = resolve(self.cfg.validator.device, self.cfg.validator.dtype, "validator")
-        return load_checkpoint(checkpoint_dir(root, step), cid, device, dtype)
+        return cid, checkpoint_dir(root, step)
+
+    def difficulty_table(self, step: int) -> DifficultyTable:
+        """The difficulty table published with checkpoint `step` (an `adaptive` pool's problem weights), read from
+        the fetched checkpoint (its manifest's hashes cover it); kept for the last few steps."""
+        tables: dict[int, DifficultyTable] = self.__dict__.setdefault("_tables", {})
+        if (got := tables.get(step)) is None:
+            got = table_in(self._fetched(step)[1], self.cfg.worker.group_size)
+            with self.__dict__.setdefault("_tables_lock", threading.Lock()):  # checks run on several threads
+                while len(tables) >= 8:
+                    tables.pop(min(tables))
+                tables[step] = got
+        return got
 
     def _preload_latest(self) -> None:
         """Fetch and load the newest published checkpoint in the background as soon as it is posted,
@@ -258,7 +277,7 @@ class Validator(Agent):
                       seed=lambda: claim_seed(self.protocol, self.state, sid),
                       budget_class=lambda: claim_class(self.protocol, self.state, self.classes, sid, sub["node"]))
         verdict = check_submission(data, claim, self.task_set, self.submission_rules(), self.checkpoint_model,
-                                   evidence=self.evidence_rules)
+                                   evidence=self.evidence_rules, difficulty=self.difficulty_table)
         return verdict.model_copy(update={"seconds": time.perf_counter() - t0})
 
     # -- acting on verdicts --------------------------------------------------------------------

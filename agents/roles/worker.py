@@ -53,6 +53,7 @@ from intellect.agents.roles.pool_rules import apply_pool_rules, rules_tokenizer
 from intellect.agents.roles.push_retry import push_or_keep, retry_pushes
 from intellect.sdk import ContractRevert, PoolState, TaskStatus
 from intellect.sdk.shardcast import SourceReputation
+from intellect.verifier.difficulty import table_for
 from intellect.verifier.submission import is_fresh, thinking_budgets
 from intellect.verifier.toploc import proofs_hash
 
@@ -254,6 +255,7 @@ class Worker(Agent):
                                   length_alpha=t.length_alpha, policy_step=step, worker=self.protocol.address,
                                   model=self.manifest_cid(step), length_scope=t.length_scope,
                                   problem_order=t.problem_order,
+                                  difficulty=table_for(t.problem_order, self.follower.path(step), w.group_size),
                                   tokenizer=rules_tokenizer(getattr(self, "rules", None), self.engine.tokenizer))
 
     def submission_for(self, task_id: int, rf: Any) -> PlannedSubmission:

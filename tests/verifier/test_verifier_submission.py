@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 import torch
 
+from intellect.sdk import IntellectError
 from intellect.verifier.completion import EndError
+from intellect.verifier.difficulty import DifficultyTable
 from intellect.verifier.rollouts import RolloutFile
 from intellect.verifier.submission import (
     Checkpoint,
@@ -428,3 +430,50 @@ def test_a_file_bad_in_one_row_is_rejected_and_only_that_row_differs(honest: Rol
     assert differs == [row]
     verdict = _check(canary, task_set, checkpoint)
     assert not verdict.accepted and verdict.outcome == "reject", verdict.detail
+
+
+# -- online difficulty filtering (issue 37): the `adaptive` order judged with the checkpoint's table ---------------
+
+ADAPTIVE = RULES.model_copy(update={"problem_order": "adaptive"})
+
+
+def _learnt(task_set: Any) -> DifficultyTable:
+    """A table that makes the adaptive draw differ from a uniform one: half the problems never solved."""
+    return DifficultyTable(group_size=RULES.group_size,
+                           counts={t.id: (64, 0) if k % 2 else (8, 4) for k, t in enumerate(task_set)})
+
+
+@pytest.fixture(scope="module")
+def adaptive(task_set: Any, checkpoint: Checkpoint) -> RolloutFile:
+    from intellect.agents.engines import TransformersEngine
+    from intellect.agents.generate import generate_for_claim
+    from intellect.agents.models import tiny_model_dir
+
+    engine = TransformersEngine(tiny_model_dir())
+    return generate_for_claim(engine, task_set, SEED, task_id=SID, problems=ADAPTIVE.problems_per_task,
+                              budgets=ADAPTIVE.budgets["cpu"], group_size=ADAPTIVE.group_size,
+                              temperature=ADAPTIVE.temperature, length_alpha=ADAPTIVE.length_alpha, policy_step=3,
+                              worker=WORKER, model=CID, problem_order="adaptive", difficulty=_learnt(task_set))
+
+
+def test_adaptive_submission_judged_with_the_table_of_its_checkpoint(adaptive: RolloutFile, task_set: Any,
+                                                                     checkpoint: Checkpoint) -> None:
+    asked: list[int] = []
+
+    def table(step: int) -> DifficultyTable:
+        asked.append(step)
+        return _learnt(task_set)
+
+    claim = _claim(adaptive)
+    data = adaptive.to_bytes()
+    verdict = check_submission(data, claim, task_set, ADAPTIVE, lambda step: checkpoint, difficulty=table)
+    assert verdict.accepted, verdict.detail
+    assert asked == [3]  # the table of the file's (on-chain) policy step
+    # the same file judged with another table (a validator that ignored the checkpoint's) is not the assignment
+    verdict = check_submission(data, claim, task_set, ADAPTIVE, lambda step: checkpoint,
+                               difficulty=lambda step: DifficultyTable.empty(RULES.group_size))
+    assert (verdict.accepted, verdict.reason) == (False, RejectReason.WRONG_PROBLEMS), verdict.detail
+    # and a pool with another order does not accept it either
+    assert _check(adaptive, task_set, checkpoint).reason == RejectReason.WRONG_PROBLEMS
+    with pytest.raises(IntellectError, match="difficulty tables"):
+        check_submission(data, claim, task_set, ADAPTIVE, lambda step: checkpoint)
