@@ -480,8 +480,9 @@ def _evidence_rules_cid(store: Any, path_or_cid: str | None, dry_run: bool) -> s
                    "(default: solved, or the --rules document's).")
 @click.option("--problem-order", type=click.Choice(PROBLEM_ORDERS), default=None,
               help="How a claim's problems are chosen: epochs (its slot in seeded shuffled passes over the task "
-                   "set, every problem once per pass) or random (drawn from the claim's seed) (default: epochs, "
-                   "or the --rules document's).")
+                   "set, every problem once per pass), random (drawn from the claim's seed) or adaptive (drawn "
+                   "from the claim's seed, weighted by the solve rates the trainer publishes with each checkpoint: "
+                   "online difficulty filtering) (default: epochs, or the --rules document's).")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature.")
 @click.option("--toploc-profile", type=click.Choice(["mixed", "fp32", "reference"]), default=None,
               help="verification profile (default mixed: bf16 and fp32 workers; fp32: exact, all nodes in fp32)")

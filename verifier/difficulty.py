@@ -17,7 +17,9 @@ costs its generation. This module does the same online, from evidence the pool a
 
 The weight of a problem is the chance that a group of `group_size` completions has signal, 1 − p^G − (1 − p)^G,
 with p its solve rate shrunk towards the pool's (p = (s + 2·p₀) / (n + 2), p₀ = (S + 1) / (N + 2) over the whole
-table), so an unseen problem starts at the pool's rate and a few groups move it. Everything is integer arithmetic
+table), so one group moves it only part of the way; a problem never tried has p = 1/2, the largest weight there is
+(what is unexplored is explored before a problem is revisited: the pool walks a new task set much as the
+offline filter would measure it, then spends its generation where groups had signal). Everything is integer arithmetic
 (`weights`): every node computes the same weights, bit for bit. A floor (1/32 of the largest weight) keeps every
 problem drawable: a problem solved never (or always) so far is still tried now and then, since the policy moves.
 
@@ -191,15 +193,17 @@ _cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, ...]]] = weakref.Wea
 def weights(table: DifficultyTable, task_ids: Sequence[str]) -> tuple[int, ...]:
     """Each problem's integer weight, in `task_ids` order (exact integer arithmetic; see the module docstring):
     max(WEIGHT_FLOOR, ⌊WEIGHT_SCALE · (1 − p^G − (1 − p)^G)⌋) with p = (s + 2·p₀) / (n + 2) and
-    p₀ = (S + 1) / (N + 2)."""
+    p₀ = (S + 1) / (N + 2), or p = 1/2 for a problem never tried (n = 0)."""
     tried_all, solved_all = table.totals()
     g = table.group_size
     out = []
     for task_id in task_ids:
         tried, solved = table.counts.get(task_id, (0, 0))
-        # p = a / b with a = s·(N+2) + 2·(S+1) and b = (n+2)·(N+2)
-        a = solved * (tried_all + 2) + PRIOR_STRENGTH * (solved_all + 1)
-        b = (tried + PRIOR_STRENGTH) * (tried_all + 2)
+        if tried == 0:  # never tried: p = 1/2, the most a problem can weigh (explored before any problem is revisited)
+            a, b = 1, 2
+        else:  # p = a / b with a = s·(N+2) + 2·(S+1) and b = (n+2)·(N+2)
+            a = solved * (tried_all + 2) + PRIOR_STRENGTH * (solved_all + 1)
+            b = (tried + PRIOR_STRENGTH) * (tried_all + 2)
         bg = b**g
         signal = bg - a**g - (b - a) ** g
         out.append(max(WEIGHT_FLOOR, signal * WEIGHT_SCALE // bg))

@@ -132,7 +132,8 @@ class DemoOptions(BaseModel):
     group_size: int = Field(GROUP_SIZE, ge=2)
     problems_per_task: int = Field(PROBLEMS_PER_TASK, ge=1)
     problem_order: ProblemOrder = "epochs"
-    """How claims' problems are chosen (the pool rule `problem_order`): seeded shuffled passes or per-claim draws."""
+    """How claims' problems are chosen (the pool rule `problem_order`): seeded shuffled passes, per-claim draws, or
+    per-claim draws weighted by the trainer's difficulty table (`adaptive`)."""
     batch_groups: int | None = Field(None, ge=1)
     """GRPO groups (problems) per training step; default problems_per_task × workers (one submission of
     each honest worker per step)."""
@@ -702,7 +703,8 @@ def _claim_honest(net: Any, reader: Any, specs: list[NodeSpec], accounts: dict[s
               help="Submissions each worker makes per policy step (raise it with --batch-groups, so flat groups "
                    "can be refilled).")
 @click.option("--problem-order", type=click.Choice(PROBLEM_ORDERS), default="epochs", show_default=True,
-              help="How claims' problems are chosen: seeded shuffled passes over the task set, or per-claim draws.")
+              help="How claims' problems are chosen: seeded shuffled passes over the task set, per-claim draws, or "
+                   "adaptive (per-claim draws weighted by the solve rates the trainer publishes with each checkpoint).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8090, show_default=True,
               help="Dashboard port (0: a free one).")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,

@@ -62,8 +62,9 @@ def no_signal_report(samples: Sequence[Any], *, step: int, submissions: int, wai
             f"({signal_chance(p, 2 * g):.1%} with {2 * g}, {signal_chance(p, max(2, g // 2)):.1%} with {max(2, g // 2)})")
     if never >= always:
         advice = ("the problems are too hard for this model: give the pool an easier task set (`intellect taskset "
-                  "filter --low 0.1 --high 0.8` keeps the band the model solves sometimes, docs/tasksets.md), or a "
-                  "larger group (more tries per problem)")
+                  "filter --low 0.1 --high 0.8` keeps the band the model solves sometimes, docs/tasksets.md), a "
+                  "pool with `--problem-order adaptive` (online difficulty filtering: problems that keep coming back "
+                  "flat are drawn less), or a larger group (more tries per problem)")
     else:
         advice = ("the problems are too easy: a harder filter band (raise `--low`), or a length term "
                   "(length_alpha > 0 ranks solved answers by length, so solved groups carry signal)"

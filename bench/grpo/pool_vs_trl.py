@@ -44,7 +44,10 @@ them); the pool samples with its own engine (same temperature, no top-k/top-p on
 log-probs equal a clean forward pass's to 2e-5 and its draws match softmax, chi-square, docs/benchmarks-grpo.md);
 the pool assigns each submission's problems as the network does (`assign_problems` under the pool rule
 `problem_order`: by default its ledger task id's slot in seeded shuffled passes, every problem once per pass;
-`--problem-order random`: drawn from each claim's seed, so a problem may come back before others were seen); by
+`--problem-order random`: drawn from each claim's seed, so a problem may come back before others were seen;
+`--problem-order adaptive`: online difficulty filtering, drawn from each claim's seed with the weights of the
+difficulty table the pool side's trainer writes into every checkpoint, `intellect.verifier.difficulty`; TRL's side,
+having no such filter, then walks the same seeded draws with every problem weighed alike); by
 default TRL walks the pool side's problem sequence (`--trl-order pool`: round b's problems at TRL's step b), so
 at equal steps both train on the same problems until a pool round is refilled past or spent flat
 (`--trl-order shuffled`: TRL's own shuffled epochs); the pool's rollouts may be up to `async_level` policy steps
@@ -644,11 +647,17 @@ def _keep(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, copy_function=os.link)
 
 
-def round_problems(cfg: BenchConfig, train: Any, b: int) -> list[Any]:
+def round_problems(cfg: BenchConfig, train: Any, b: int, difficulty: Any = None) -> list[Any]:
     """Generation round b's problems as the network assigns them: the round's submissions are consecutive ledger
     task ids, each claim's problems from `assign_problems` under the pool's problem order (its chain seed stood
-    in for by a hash of the bench seed and the task id; only the problems are used, not the target lengths)."""
+    in for by a hash of the bench seed and the task id; only the problems are used, not the target lengths).
+    `difficulty`: under `adaptive`, the table of the checkpoint the round is generated with (None: the empty
+    table, every problem alike: what TRL's side walks, having no online filtering)."""
+    from intellect.verifier.difficulty import DifficultyTable
     from intellect.verifier.tasks import assign_problems
+
+    if cfg.problem_order == "adaptive" and difficulty is None:
+        difficulty = DifficultyTable.empty(cfg.group_size)
 
     per_round = cfg.submissions_per_round
     out: list[Any] = []
@@ -656,7 +665,8 @@ def round_problems(cfg: BenchConfig, train: Any, b: int) -> list[Any]:
         task_id = b * per_round + i + 1  # the ledger's ids start at 1
         claim_seed = hashlib.sha256(f"pool-vs-trl/{cfg.seed}/{task_id}".encode()).digest()
         for a in assign_problems(train, cfg.problem_order, seed=claim_seed, task_id=task_id,
-                                 n=cfg.problems_per_submission, target_lengths=[cfg.max_new_tokens]):
+                                 n=cfg.problems_per_submission, target_lengths=[cfg.max_new_tokens],
+                                 difficulty=difficulty):
             out.append(train[a.task_id])
     return out
 
@@ -694,6 +704,7 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
         latest_checkpoint,
         signal_groups,
     )
+    from intellect.verifier.difficulty import DIFFICULTY_FILE, table_after, table_for
     from intellect.verifier.rollouts import RolloutFile
     from intellect.verifier.submission import too_stale
 
@@ -738,7 +749,8 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
                 latest = latest_checkpoint(ckpt_dir)
                 if latest is not None and latest != gen_engine.checkpoint_dir:
                     gen_engine.load(latest)  # hot swap
-                problems = round_problems(cfg, train, b)
+                problems = round_problems(cfg, train, b, table_for(
+                    cfg.problem_order, gen_engine.checkpoint_dir or ckpt_dir / "step-0", cfg.group_size))
                 parts = make_rollouts(gen_engine, problems, params, cfg.group_size, tokenizer,
                                       policy_step=gen_engine.policy_step or 0, task_id=f"bench-{b}",
                                       seed=round_seed(cfg, b), problems_per_file=cfg.problems_per_submission,
@@ -795,6 +807,9 @@ def train_pool(cfg: BenchConfig, model_dir: Path, train: Any, out: Path) -> Side
                 _keep(trainer.checkpoint_path(), dst)
                 excluded += time.perf_counter() - t0
                 points.append(Point(trainer.step, gen_before, last_wall, checkpoint=str(dst), trained=trained))
+            if cfg.problem_order == "adaptive":  # online difficulty filtering: the next table rides the checkpoint
+                trainer.checkpoint_files[DIFFICULTY_FILE] = table_after(
+                    trainer.checkpoint_path(), samples, cfg.group_size).to_bytes()
             try:
                 stats = trainer.train_step(samples)
             except NoSignalError as exc:  # all groups flat (only without refill): no step, the round is spent

@@ -315,6 +315,26 @@ def test_pool_side_rounds_take_the_networks_assignment(bench) -> None:
     assert len(set(drawn)) < 18
 
 
+def test_adaptive_rounds_take_the_checkpoints_table(bench) -> None:
+    """Under `adaptive` the pool side's rounds are drawn with the table of the checkpoint they are generated with
+    (problems found never solved come back rarely); without a table (TRL's side) every problem weighs alike."""
+    import hashlib
+
+    from intellect.agents.tasks import synthetic_task_set
+    from intellect.verifier.difficulty import DifficultyTable
+    from intellect.verifier.tasks import assign_problems
+
+    train = synthetic_task_set(20, seed=5, max_operand=20, ops=("+",), name="train")
+    cfg = bench.BenchConfig(prompts_per_step=8, problems_per_submission=2, problem_order="adaptive")
+    empty = DifficultyTable.empty(cfg.group_size)
+    claim_seed = hashlib.sha256(b"pool-vs-trl/0/6").digest()
+    assert [t.id for t in bench.round_problems(cfg, train, 1)[2:4]] == [a.task_id for a in assign_problems(
+        train, "adaptive", seed=claim_seed, task_id=6, n=2, target_lengths=[1], difficulty=empty)]
+    hard = DifficultyTable(group_size=cfg.group_size, counts={t.id: (32, 0) for t in list(train)[:15]})
+    drawn = [t.id for b in range(10) for t in bench.round_problems(cfg, train, b, hard)]
+    assert sum(1 for i in drawn if i in hard.counts) < len(drawn) / 4  # 15 of 20 problems, drawn < 25 % of the time
+
+
 def test_inference_runs_ahead_only_as_far_as_stays_fresh(bench) -> None:
     # async 2: round b waits until b - 2 rounds are in finished steps (their checkpoint is then the policy)
     assert bench.may_generate(2, done_rounds=0, async_level=2, trainer_starved=False)

@@ -221,6 +221,8 @@ def test_cli_pool_create_length_scope_reads_back(tmp_path: Path) -> None:
                       "--ipfs", f"embedded:{tmp_path / 'ipfs'}"])
     assert code == 0 and "problem_order" not in json.loads(out)["rules"], out  # still `random`
     assert json.loads(_run(base)[1])["rules"]["problem_order"] == "epochs"
+    code, out = _run([*base, "--problem-order", "adaptive"])  # online difficulty filtering (issue 37)
+    assert code == 0 and json.loads(out)["rules"]["problem_order"] == "adaptive", out
 
 
 def test_cli_pool_create_refuses_alpha_times_budget_at_least_one(tmp_path: Path) -> None:

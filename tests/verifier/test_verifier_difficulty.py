@@ -48,7 +48,7 @@ def _weight_by_fractions(table: DifficultyTable, task_id: str) -> int:
     tried_all, solved_all = table.totals()
     p0 = Fraction(solved_all + 1, tried_all + 2)
     n, s = table.counts.get(task_id, (0, 0))
-    p = (s + 2 * p0) / (n + 2)
+    p = (s + 2 * p0) / (n + 2) if n else Fraction(1, 2)
     g = table.group_size
     return max(WEIGHT_FLOOR, int((1 - p**g - (1 - p) ** g) * WEIGHT_SCALE))
 
@@ -59,9 +59,9 @@ def test_empty_table_weighs_every_problem_alike():
 
 
 def test_weights_follow_the_documented_rule_exactly():
-    table = _table({"never": (16, 0), "always": (16, 16), "half": (8, 4), "once": (4, 1), "big": (2**40, 2**39)},
-                   g=8)
-    ids = ["never", "always", "half", "once", "big", "unseen"]
+    table = _table({"never": (16, 0), "always": (16, 16), "half": (8, 4), "once": (4, 1), "big": (2**40, 2**39),
+                    "untried": (0, 0)}, g=8)
+    ids = ["never", "always", "half", "once", "big", "untried", "unseen"]
     assert weights(table, ids) == tuple(_weight_by_fractions(table, i) for i in ids)
 
 
@@ -70,10 +70,11 @@ def test_problems_near_half_solved_outweigh_those_never_or_always_solved():
     w = dict(zip(["never", "always", "half", "once", "unseen"],
                  weights(table, ["never", "always", "half", "once", "unseen"]), strict=True))
     assert w["half"] > w["once"] > w["never"] and w["half"] > w["always"]
-    # an unseen problem starts at the pool's rate, p₀ = (21 + 1) / (44 + 2): signal chance 1 − p₀⁴ − (1 − p₀)⁴
-    assert w["never"] < w["unseen"] < w["half"] and w["unseen"] == _weight_by_fractions(table, "unseen")
-    p0 = 22 / 46
-    assert abs(w["unseen"] / WEIGHT_SCALE - (1 - p0**4 - (1 - p0) ** 4)) < 1e-5
+    # a problem never tried weighs the most (p = 1/2): explored before anything is revisited
+    assert w["unseen"] == WEIGHT_SCALE * 14 // 16 > w["half"]
+    # one tried problem's p is shrunk towards the pool's, p₀ = (21 + 1) / (44 + 2): 1 of 4 → (1 + 2 p₀) / 6
+    p = (1 + 2 * 22 / 46) / 6
+    assert abs(w["once"] / WEIGHT_SCALE - (1 - p**4 - (1 - p) ** 4)) < 1e-5
     # a problem never solved in a pool that solves almost nothing is at the floor: drawn now and then, not starved
     w = weights(_table({"never": (1000, 0), "half": (8, 4)}), ["never", "half"])
     assert w[0] == WEIGHT_FLOOR and w[1] > 20 * WEIGHT_FLOOR
