@@ -35,8 +35,9 @@ from intellect.sdk.network import NetworkDescriptorError, parse_network, sign_ne
 from intellect.sdk.poolrules import PoolRules, PoolRulesError
 from intellect.sdk.shardcast import Manifest, ManifestError
 from intellect.verifier import rewards as _rewards
+from intellect.verifier.difficulty import DifficultyError, DifficultyTable, weights
 from intellect.verifier.rollouts import RolloutFile, RolloutFileError, RolloutMeta, RolloutRow
-from intellect.verifier.tasks import Task, TaskSet, TaskSetError, assign_problems
+from intellect.verifier.tasks import Task, TaskSet, TaskSetError, adaptive_problems, assign_problems
 from intellect.verifier.toploc import ProofFormatError, decode_proof, encode_proof
 
 __all__ = ["READERS", "Finding", "Reader"]
@@ -204,6 +205,41 @@ def poolrules_seeds() -> dict[str, bytes]:
     out["other_schema"] = out["minimal"].replace(b"poolrules/v1", b"poolrules/v9")
     out["not_object"] = b'["intellect.poolrules/v1"]'
     return out
+
+
+# ------------------------------------------------------------------------------------- difficulty table
+
+DIFFICULTY_ERRORS = (DifficultyError,)
+_DIFFICULTY_TASKS = TaskSet([Task(id=f"t{i}", prompt=f"p{i}", verifier="math", answer=str(i)) for i in range(12)],
+                            name="fuzz-difficulty")
+
+
+def difficulty_target(data: bytes) -> None:
+    """A checkpoint's `difficulty.json` as workers and validators read it (issue 37): refused with a message, or
+    a table that round-trips, whose weights are positive and whose adaptive draw takes distinct problems."""
+    table = _refused(lambda: DifficultyTable.from_bytes(data, name="fuzz"), DIFFICULTY_ERRORS)
+    if table is None:
+        return
+    if DifficultyTable.from_bytes(table.to_bytes()) != table:
+        raise Finding("an accepted difficulty table does not round-trip through to_bytes")
+    ids = [t.id for t in _DIFFICULTY_TASKS] + list(table.counts)[:4]
+    if min(weights(table, ids)) <= 0:
+        raise Finding("a problem weighs nothing: it could never be drawn")
+    got = adaptive_problems(_DIFFICULTY_TASKS, table, hashlib.sha256(data).digest(), 5, [8, 16])
+    if len({a.index for a in got}) != 5:
+        raise Finding("the adaptive draw repeated a problem")
+
+
+def difficulty_seeds() -> dict[str, bytes]:
+    table = DifficultyTable(group_size=4, counts={"t0": (8, 4), "t1": (16, 0), "t2": (4, 4), "other": (2**40, 1)})
+    doc = json.loads(table.to_bytes())
+    return {
+        "empty": DifficultyTable.empty(8).to_bytes(),
+        "learnt": table.to_bytes(),
+        "other_schema": table.to_bytes().replace(b"difficulty/v1", b"difficulty/v2"),
+        "solved_over_tried": json.dumps({**doc, "counts": {"t0": [1, 2]}}).encode(),
+        "not_object": b'["intellect.difficulty/v1"]',
+    }
 
 
 # ------------------------------------------------------------------------------------- network descriptor
@@ -949,6 +985,8 @@ READERS: dict[str, Reader] = {r.name: r for r in [
            manifest_seeds),
     Reader("poolrules", "pool-rules document (`PoolRules.from_bytes`)", poolrules_target, POOLRULES_ERRORS,
            poolrules_seeds),
+    Reader("difficulty", "a checkpoint's difficulty table (`DifficultyTable.from_bytes`, weights, adaptive draw)",
+           difficulty_target, DIFFICULTY_ERRORS, difficulty_seeds),
     Reader("network", "signed network descriptor (`parse_network`)", network_target, NETWORK_ERRORS,
            network_seeds),
     Reader("taskset", "task set, JSONL (`TaskSet.from_bytes`)", taskset_target, TASKSET_ERRORS, taskset_seeds),

@@ -127,7 +127,7 @@ class DifficultyTable(BaseModel):
             raise DifficultyError(f"{name}: {len(data)} bytes, more than the {MAX_TABLE_BYTES} a table may have")
         try:
             doc = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, an integer of over 4,300 digits
             raise DifficultyError(f"{name}: not JSON ({exc})") from None
         if not isinstance(doc, dict):
             raise DifficultyError(f"{name}: a JSON object expected, got {type(doc).__name__}")
