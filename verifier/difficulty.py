@@ -187,6 +187,8 @@ def table_for(problem_order: str, checkpoint_dir: str | Path, group_size: int) -
     return table_in(checkpoint_dir, group_size) if problem_order == "adaptive" else None
 
 
+MAX_CACHED_TABLES = 8
+"""Tables whose weights `cached_weights` keeps per task set (a node judges a few recent checkpoints at a time)."""
 _cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, ...]]] = weakref.WeakKeyDictionary()
 
 
@@ -215,7 +217,7 @@ def cached_weights(table: DifficultyTable, task_set: Any) -> tuple[int, ...]:
     per_set = _cache.setdefault(task_set, {})
     got = per_set.get(table.digest)
     if got is None:
-        if len(per_set) >= 8:
+        if len(per_set) >= MAX_CACHED_TABLES:
             per_set.pop(next(iter(per_set)))
         got = per_set[table.digest] = weights(table, [t.id for t in task_set.tasks])
     return got

@@ -12,12 +12,14 @@ import pytest
 
 from intellect.verifier.difficulty import (
     DIFFICULTY_FILE,
+    MAX_CACHED_TABLES,
     MAX_TABLE_BYTES,
     SOLVED_AT,
     WEIGHT_FLOOR,
     WEIGHT_SCALE,
     DifficultyError,
     DifficultyTable,
+    cached_weights,
     record_completions,
     table_after,
     table_for,
@@ -206,3 +208,53 @@ def test_table_changes_the_assignment(task_set):
     learnt = adaptive_problems(task_set, _table({a.task_id: (32, 0) for a in empty}), seed, 4, [8])
     # the four problems drawn with no evidence, since found never solved, are not drawn again for the same seed
     assert {a.task_id for a in empty}.isdisjoint({a.task_id for a in learnt})
+
+
+def test_table_size_limit_is_exact(tmp_path):
+    data = _table({"x": (3, 1)}).to_bytes()
+    at_limit = data + b" " * (MAX_TABLE_BYTES - len(data))  # JSON may end in whitespace
+    assert DifficultyTable.from_bytes(at_limit).counts == {"x": (3, 1)}
+    (tmp_path / DIFFICULTY_FILE).write_bytes(at_limit)
+    assert table_in(tmp_path, 4).counts == {"x": (3, 1)}
+    (tmp_path / DIFFICULTY_FILE).write_bytes(at_limit + b" ")
+    assert table_in(tmp_path, 4) == DifficultyTable.empty(4)
+
+
+def test_refusals_name_the_file_and_what_was_wrong(tmp_path, caplog):
+    with pytest.raises(DifficultyError, match=r"^difficulty table: a JSON object expected, got list$"):
+        DifficultyTable.from_bytes(b"[1]")
+    doc = json.loads(_table({"x": (3, 1)}).to_bytes())
+    with pytest.raises(DifficultyError, match=r"^t\.json: Value error, problem 'x': .*\(at counts\)$"):
+        DifficultyTable.from_bytes(json.dumps({**doc, "counts": {"x": [1, 2]}}).encode(), name="t.json")
+    with pytest.raises(DifficultyError, match=r"^t\.json: Input should be a valid integer.*\(at counts\.x\.1\)$"):
+        DifficultyTable.from_bytes(json.dumps({**doc, "counts": {"x": [1, "a"]}}).encode(), name="t.json")
+    path = tmp_path / DIFFICULTY_FILE
+    path.write_bytes(b"[1]")
+    with caplog.at_level(logging.WARNING):
+        table_in(tmp_path, 4)
+    assert caplog.records[0].getMessage() == (f"difficulty table refused, problems drawn with equal weights: {path}: "
+                                              "a JSON object expected, got list")
+    caplog.clear()
+    path.write_bytes(b" " * (MAX_TABLE_BYTES + 1))
+    with caplog.at_level(logging.WARNING):
+        table_in(tmp_path, 4)
+    assert f"{path}: {MAX_TABLE_BYTES + 1} bytes, more than the {MAX_TABLE_BYTES} a table may have" in caplog.text
+
+
+def test_an_empty_table_takes_the_pools_group_size(tmp_path):
+    assert table_in(tmp_path, 8).group_size == 8
+    assert table_for("adaptive", tmp_path, 16).group_size == 16
+    assert table_after(tmp_path, [], 6) == DifficultyTable.empty(6)
+
+
+def test_cached_weights_are_kept_for_the_last_few_tables(task_set):
+    ids = [t.id for t in task_set]
+    first = _table({"t0": (4, 1)})
+    got = cached_weights(first, task_set)
+    assert got == weights(first, ids) and cached_weights(first, task_set) is got  # computed once
+    for k in range(MAX_CACHED_TABLES - 1):
+        cached_weights(_table({"t1": (k + 1, 0)}), task_set)
+    assert cached_weights(first, task_set) is got  # still one of the last MAX_CACHED_TABLES
+    cached_weights(_table({"t2": (1, 1)}), task_set)  # one more than MAX_CACHED_TABLES
+    again = cached_weights(first, task_set)
+    assert again == got and again is not got  # the oldest was dropped, then computed again
