@@ -231,7 +231,7 @@ def difficulty_target(data: bytes) -> None:
 
 
 def difficulty_seeds() -> dict[str, bytes]:
-    table = DifficultyTable(group_size=4, counts={"t0": (8, 4), "t1": (16, 0), "t2": (4, 4), "other": (2**40, 1)})
+    table = DifficultyTable(group_size=4, counts={"t0": (8, 4), "t1": (16, 0), "t2": (4, 4), "other": (2**48, 1)})
     doc = json.loads(table.to_bytes())
     return {
         "empty": DifficultyTable.empty(8).to_bytes(),

@@ -7,7 +7,8 @@ costs its generation. This module does the same online, from evidence the pool a
 
 - the trainer keeps a **difficulty table** (`DifficultyTable`, schema `intellect.difficulty/v1`): for every
   problem it has seen, the completions tried and solved (`record_completions`, from every group of every step it
-  trained, flat ones included: a flat group is the evidence that a problem is too easy or too hard);
+  trained, flat ones included: a flat group is the evidence that a problem is too easy or too hard), older
+  evidence fading by 7/8 a step so the table follows the policy;
 - it writes the table into each checkpoint it publishes (`DIFFICULTY_FILE`), so the table travels with the
   weights through Shardcast and is covered by the checkpoint's manifest hashes, whose CID is on-chain;
 - a pool whose rule `problem_order` is `adaptive` draws each claim's problems from the claim's chain seed with
@@ -68,8 +69,13 @@ DIFFICULTY_FILE = "difficulty.json"
 MAX_TABLE_BYTES = 32 * 1024 * 1024
 """Largest table read (a million problems with counts in the millions is ~40 MB of JSON is refused; a task set of
 200,000 problems fits)."""
-MAX_COUNT = 2**40
-"""Largest attempts count a table may hold for one problem."""
+COUNT_UNIT = 256
+"""Counts are kept in units of 1/256 completion, so that old evidence can fade in integer arithmetic."""
+DECAY_SHIFT = 3
+"""Each training step keeps x − ⌊x / 2³⌋ of every count (7/8 a step: evidence halves in about 5 steps), so the
+table follows the policy as it learns instead of weighing a problem by how the first checkpoints did."""
+MAX_COUNT = 2**48
+"""Largest count (in `COUNT_UNIT`s) a table may hold for one problem."""
 SOLVED_AT = 0.5
 """A completion counts as solved when its reward (the pool's task reward and length term) is at least this."""
 WEIGHT_SCALE = 2**20
@@ -85,8 +91,9 @@ class DifficultyError(IntellectError, ValueError):
 
 
 class DifficultyTable(BaseModel):
-    """Per-problem evidence: `counts[task_id] = [completions tried, completions solved]`, over the groups the
-    pool's trainer trained on up to the checkpoint that carries the table. `group_size`: the pool's, for the
+    """Per-problem evidence: `counts[task_id] = [completions tried, completions solved]` in units of
+    1/`COUNT_UNIT` completion, over the groups the pool's trainer trained on up to the checkpoint that carries the
+    table, each step's faded by 7/8 per later step (`record_completions`). `group_size`: the pool's, for the
     signal chance of a group (`weights`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -148,13 +155,17 @@ class DifficultyTable(BaseModel):
         return sum(t for t, _ in self.counts.values()), sum(s for _, s in self.counts.values())
 
 
-def record_completions(table: DifficultyTable, completions: Iterable[tuple[str, float]]) -> DifficultyTable:
-    """The table with completions added, each (problem id, its reward); a reward ≥ `SOLVED_AT` counts as solved.
-    Returns a new table (tables are immutable)."""
-    counts = dict(table.counts)
+def record_completions(table: DifficultyTable, completions: Iterable[tuple[str, float]], *,
+                       decay: bool = True) -> DifficultyTable:
+    """The table of the next step: every count faded by one step (`DECAY_SHIFT`, unless `decay` is False), then
+    the completions added, each (problem id, its reward) one `COUNT_UNIT` tried, and solved when the reward is ≥
+    `SOLVED_AT`. Returns a new table (tables are immutable)."""
+    counts = {k: (t - (t >> DECAY_SHIFT), s - (s >> DECAY_SHIFT)) for k, (t, s) in table.counts.items()} \
+        if decay else dict(table.counts)
     for task_id, reward in completions:
         tried, solved = counts.get(task_id, (0, 0))
-        counts[task_id] = (min(tried + 1, MAX_COUNT), min(solved + (reward >= SOLVED_AT), MAX_COUNT))
+        counts[task_id] = (min(tried + COUNT_UNIT, MAX_COUNT),
+                           min(solved + COUNT_UNIT * (reward >= SOLVED_AT), MAX_COUNT))
     return DifficultyTable(group_size=table.group_size, counts=counts)
 
 
@@ -195,17 +206,18 @@ _cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, ...]]] = weakref.Wea
 def weights(table: DifficultyTable, task_ids: Sequence[str]) -> tuple[int, ...]:
     """Each problem's integer weight, in `task_ids` order (exact integer arithmetic; see the module docstring):
     max(WEIGHT_FLOOR, ⌊WEIGHT_SCALE · (1 − p^G − (1 − p)^G)⌋) with p = (s + 2·p₀) / (n + 2) and
-    p₀ = (S + 1) / (N + 2), or p = 1/2 for a problem never tried (n = 0)."""
+    p₀ = (S + 1) / (N + 2), counts in completions (the table's / COUNT_UNIT), or p = 1/2 for a problem never tried
+    (n = 0)."""
     tried_all, solved_all = table.totals()
-    g = table.group_size
+    g, u = table.group_size, COUNT_UNIT
     out = []
     for task_id in task_ids:
         tried, solved = table.counts.get(task_id, (0, 0))
         if tried == 0:  # never tried: p = 1/2, the most a problem can weigh (explored before any problem is revisited)
             a, b = 1, 2
-        else:  # p = a / b with a = s·(N+2) + 2·(S+1) and b = (n+2)·(N+2)
-            a = solved * (tried_all + 2) + PRIOR_STRENGTH * (solved_all + 1)
-            b = (tried + PRIOR_STRENGTH) * (tried_all + 2)
+        else:  # in COUNT_UNITs u: p = a / b with a = s·(N+2u) + 2u·(S+u) and b = (n+2u)·(N+2u)
+            a = solved * (tried_all + 2 * u) + PRIOR_STRENGTH * u * (solved_all + u)
+            b = (tried + PRIOR_STRENGTH * u) * (tried_all + 2 * u)
         bg = b**g
         signal = bg - a**g - (b - a) ** g
         out.append(max(WEIGHT_FLOOR, signal * WEIGHT_SCALE // bg))

@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 
 from intellect.verifier.difficulty import (
+    COUNT_UNIT,
     DIFFICULTY_FILE,
     MAX_CACHED_TABLES,
     MAX_TABLE_BYTES,
@@ -41,16 +42,20 @@ def task_set() -> TaskSet:
     return TaskSet([Task(id=f"t{i}", prompt=f"p{i}", verifier="math", answer=str(i)) for i in range(50)])
 
 
+U = COUNT_UNIT
+
+
 def _table(counts: dict[str, tuple[int, int]], g: int = 4) -> DifficultyTable:
-    return DifficultyTable(group_size=g, counts=counts)
+    """A table of `counts` in completions (stored in COUNT_UNITs)."""
+    return DifficultyTable(group_size=g, counts={k: (t * U, s * U) for k, (t, s) in counts.items()})
 
 
 def _weight_by_fractions(table: DifficultyTable, task_id: str) -> int:
     """The documented rule, in rationals: max(floor, ⌊scale · (1 − p^G − (1 − p)^G)⌋), p shrunk to the pool's."""
     tried_all, solved_all = table.totals()
-    p0 = Fraction(solved_all + 1, tried_all + 2)
+    p0 = Fraction(solved_all + U, tried_all + 2 * U)  # (S + 1) / (N + 2) in completions
     n, s = table.counts.get(task_id, (0, 0))
-    p = (s + 2 * p0) / (n + 2) if n else Fraction(1, 2)
+    p = (s + 2 * U * p0) / (n + 2 * U) if n else Fraction(1, 2)
     g = table.group_size
     return max(WEIGHT_FLOOR, int((1 - p**g - (1 - p) ** g) * WEIGHT_SCALE))
 
@@ -63,7 +68,8 @@ def test_empty_table_weighs_every_problem_alike():
 def test_weights_follow_the_documented_rule_exactly():
     table = _table({"never": (16, 0), "always": (16, 16), "half": (8, 4), "once": (4, 1), "big": (2**40, 2**39),
                     "untried": (0, 0)}, g=8)
-    ids = ["never", "always", "half", "once", "big", "untried", "unseen"]
+    table = DifficultyTable(group_size=8, counts={**table.counts, "faded": (7, 3)})  # a trace of old evidence
+    ids = ["never", "always", "half", "once", "big", "untried", "faded", "unseen"]
     assert weights(table, ids) == tuple(_weight_by_fractions(table, i) for i in ids)
 
 
@@ -85,15 +91,30 @@ def test_problems_near_half_solved_outweigh_those_never_or_always_solved():
 def test_record_completions_counts_tried_and_solved_at_the_limit():
     table = record_completions(DifficultyTable.empty(4), [("a", SOLVED_AT), ("a", SOLVED_AT - 1e-9), ("b", 1.0),
                                                           ("a", -0.2)])
-    assert table.counts == {"a": (3, 1), "b": (1, 1)}
-    assert record_completions(table, [("b", 0.0)]).counts["b"] == (2, 1)
-    assert table.counts["b"] == (1, 1)  # tables are immutable
+    assert table.counts == {"a": (3 * U, U), "b": (U, U)}
+    assert record_completions(table, [("b", 0.0)], decay=False).counts["b"] == (2 * U, U)
+    assert table.counts["b"] == (U, U)  # tables are immutable
+
+
+def test_each_step_fades_the_older_evidence_by_seven_eighths():
+    table = _table({"a": (8, 8), "b": (1, 0)})
+    nxt = record_completions(table, [("b", 1.0)])
+    assert nxt.counts == {"a": (8 * U - U, 8 * U - U), "b": (U - U // 8 + U, U)}
+    tiny = DifficultyTable(group_size=4, counts={"a": (7, 7), "b": (8, 0)})
+    assert record_completions(tiny, []).counts == {"a": (7, 7), "b": (7, 0)}  # x − ⌊x/8⌋, never below a trace
+    # a problem solved in none of its first 32 tries and in all of its last 16 (2 a step) is weighed by the
+    # recent ones: ~1/2 solved, where the whole history says 1/3
+    faded = _table({"p": (32, 0)})
+    for _ in range(8):
+        faded = record_completions(faded, [("p", 1.0)] * 2)
+    kept = record_completions(_table({"p": (32, 0)}), [("p", 1.0)] * 16, decay=False)
+    assert faded.counts["p"][1] / faded.counts["p"][0] > 0.45 > 0.34 > kept.counts["p"][1] / kept.counts["p"][0]
 
 
 def test_table_round_trips_and_refuses_what_it_cannot_read():
     table = _table({"x": (3, 1)})
     assert DifficultyTable.from_bytes(table.to_bytes()) == table
-    assert table.to_bytes() == b'{"counts":{"x":[3,1]},"group_size":4,"schema":"intellect.difficulty/v1"}'
+    assert table.to_bytes() == b'{"counts":{"x":[768,256]},"group_size":4,"schema":"intellect.difficulty/v1"}'
     doc = json.loads(table.to_bytes())
     for bad, what in [
         ({**doc, "schema": "intellect.difficulty/v2"}, "unknown difficulty table schema 'intellect.difficulty/v2'"),
@@ -115,7 +136,7 @@ def test_table_round_trips_and_refuses_what_it_cannot_read():
 def test_table_in_a_checkpoint_missing_or_refused_is_the_empty_table(tmp_path, caplog):
     assert table_in(tmp_path, 4) == DifficultyTable.empty(4)
     (tmp_path / DIFFICULTY_FILE).write_bytes(_table({"x": (2, 1)}).to_bytes())
-    assert table_in(tmp_path, 4).counts == {"x": (2, 1)}
+    assert table_in(tmp_path, 4).counts == {"x": (2 * U, U)}
     assert table_for("adaptive", tmp_path, 4) == table_in(tmp_path, 4)
     assert table_for("epochs", tmp_path, 4) is None and table_for("random", tmp_path, 4) is None
     (tmp_path / DIFFICULTY_FILE).write_bytes(b'{"schema": "intellect.difficulty/v9", "group_size": 4}')
@@ -131,7 +152,7 @@ def test_table_after_adds_the_batch_to_the_checkpoints_table(tmp_path):
 
     (tmp_path / DIFFICULTY_FILE).write_bytes(_table({"x": (2, 1)}).to_bytes())
     got = table_after(tmp_path, [S("x", 1.0), S("x", 0.0), S("y", 0.0)], 4)
-    assert got.counts == {"x": (4, 2), "y": (1, 0)}
+    assert got.counts == {"x": (2 * U - 2 * U // 8 + 2 * U, U - U // 8 + U), "y": (U, 0)}  # faded, then added
 
 
 def _documented_adaptive(task_set: TaskSet, table: DifficultyTable, seed: bytes, n: int, lengths: list[int]):
@@ -213,9 +234,9 @@ def test_table_changes_the_assignment(task_set):
 def test_table_size_limit_is_exact(tmp_path):
     data = _table({"x": (3, 1)}).to_bytes()
     at_limit = data + b" " * (MAX_TABLE_BYTES - len(data))  # JSON may end in whitespace
-    assert DifficultyTable.from_bytes(at_limit).counts == {"x": (3, 1)}
+    assert DifficultyTable.from_bytes(at_limit).counts == {"x": (3 * U, U)}
     (tmp_path / DIFFICULTY_FILE).write_bytes(at_limit)
-    assert table_in(tmp_path, 4).counts == {"x": (3, 1)}
+    assert table_in(tmp_path, 4).counts == {"x": (3 * U, U)}
     (tmp_path / DIFFICULTY_FILE).write_bytes(at_limit + b" ")
     assert table_in(tmp_path, 4) == DifficultyTable.empty(4)
 
