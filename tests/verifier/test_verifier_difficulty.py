@@ -3,6 +3,7 @@ arithmetic, and the `adaptive` problem order every node derives alike."""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import logging
@@ -162,18 +163,20 @@ def _documented_adaptive(task_set: TaskSet, table: DifficultyTable, seed: bytes,
     for x in w:
         acc += x
         cum.append(acc)
-    total, picked, words, counter = acc, [], [], 0
-    while len(picked) < n:
+    total, picked, words, counter, draws = acc, [], [], 0, 0
+    while len(picked) < n and draws < 4096:
         if not words:
             h = hashlib.sha256(b"intellect.sample-adaptive/v1" + seed + counter.to_bytes(8, "big")).digest()
             counter += 1
             words = [h[0:8], h[8:16], h[16:24], h[24:32]]
+        draws += 1
         u = int.from_bytes(words.pop(0), "big")
         if u >= 2**64 - 2**64 % total:
             continue
-        i = next(k for k, c in enumerate(cum) if c > u % total)
+        i = bisect.bisect_right(cum, u % total)  # the first problem whose running sum exceeds u mod T
         if i not in picked:
             picked.append(i)
+    picked += [i for i in range(len(task_set)) if i not in picked][: n - len(picked)]  # the fill, in set order
     out, counter = [], 0
     for i in picked:
         while True:
@@ -194,6 +197,22 @@ def test_adaptive_problems_match_the_documented_algorithm(task_set):
         assert [(a.task_id, a.target_len) for a in got] == _documented_adaptive(task_set, table, seed, 6, [6, 8, 10])
         assert len({a.index for a in got}) == 6 and all(task_set.tasks[a.index].id == a.task_id for a in got)
         assert got == adaptive_problems(task_set, table, seed, 6, [6, 8, 10])  # every node derives the same
+
+
+def test_adaptive_problems_draw_at_most_4096_words_then_fill_in_set_order():
+    """A claim of the whole of a 1,000-problem set needs ~7,500 draws to collect every problem: the draw stops at
+    MAX_ADAPTIVE_DRAWS words and the problems not drawn follow in task-set order, as documented."""
+    big = TaskSet([Task(id=f"b{i}", prompt="p", verifier="math", answer="1") for i in range(1000)], name="big")
+    table = _table({f"b{i}": (8, 4) if i % 3 else (8, 0) for i in range(1000)})
+    seed = hashlib.sha256(b"whole").digest()
+    got = adaptive_problems(big, table, seed, 1000, [8])
+    assert [(a.task_id, a.target_len) for a in got] == _documented_adaptive(big, table, seed, 1000, [8])
+    assert sorted(a.index for a in got) == list(range(1000))
+    tail = [a.index for a in got][-20:]
+    assert tail == sorted(tail)  # the fill: the last problems are the undrawn ones in set order
+    # a claim of 30 problems uses more than one hash's four words: every word is the documented one
+    assert [(a.task_id, a.target_len) for a in adaptive_problems(big, table, seed, 30, [6, 8, 10])] == \
+        _documented_adaptive(big, table, seed, 30, [6, 8, 10])
 
 
 def test_adaptive_problems_favour_problems_with_signal(task_set):

@@ -146,3 +146,71 @@ def test_assign_problems_dispatches_on_the_pools_order(task_set):
         epoch_problems(task_set, 9, seed, 4, [8])
     with pytest.raises(TaskSetError, match="unknown problem order 'sorted'"):
         assign_problems(task_set, "sorted", seed=seed, task_id=9, n=4, target_lengths=[8])  # type: ignore[arg-type]
+
+
+# -- every rule at its limit (issue 39: verifier/tasks.py through mutmut) --------------------------------------
+
+
+def test_uniform_rejects_exactly_the_biased_tail():
+    """A word is rejected iff it is ≥ 2⁶⁴ − 2⁶⁴ mod n (big-endian): the draw is then exactly uniform."""
+    from intellect.verifier.tasks import _uniform
+
+    for n in (3, 5, 50, 2**63 + 1):
+        limit = 2**64 - 2**64 % n
+        assert _uniform((limit - 1).to_bytes(8, "big"), n) == (limit - 1) % n
+        assert _uniform(limit.to_bytes(8, "big"), n) is None
+        assert _uniform(b"\xff" * 8, n) is None
+    assert _uniform(b"\xff" * 8, 4) == 3  # a power of two rejects nothing
+    assert _uniform(b"\x00" * 7 + b"\x05", 50) == 5 and _uniform(b"\x05" + b"\x00" * 7, 50) == (5 << 56) % 50
+
+
+def test_bad_inputs_are_refused_naming_what_was_wrong(task_set):
+    with pytest.raises(TaskSetError, match=r"^seed must be 32 bytes, not str \(decode hex first\)$"):
+        sample_problems(task_set, "00" * 32, 1, [1])  # type: ignore[arg-type]
+    with pytest.raises(TaskSetError, match=r"^seed must be 32 bytes, got 31$"):
+        sample_problems(task_set, b"\x00" * 31, 1, [1])
+    with pytest.raises(TaskSetError, match=r"^target_lengths must be a non-empty list of positive ints, got \[\]$"):
+        sample_problems(task_set, b"\x00" * 32, 1, [])
+    with pytest.raises(TaskSetError, match=r"^cannot draw 51 distinct problems from task set 'taskset' of 50$"):
+        sample_problems(task_set, b"\x00" * 32, 51, [1])
+    with pytest.raises(TaskSetError, match=r"^task set 'empty' is empty$"):
+        TaskSet([], name="empty")
+    t = Task(id="t0", prompt="p", verifier="math", answer="1")
+    with pytest.raises(TaskSetError, match=r"^task set 'dup' has duplicate task id 't0'$"):
+        TaskSet([t, t], name="dup")
+    with pytest.raises(KeyError, match=r"task 'nope' is not in task set 'taskset'"):
+        task_set["nope"]
+    assert "t0" in task_set and "nope" not in task_set
+    with pytest.raises(TaskSetError, match=r"^unknown problem order 'sorted' \(known: epochs, random, adaptive\)$"):
+        assign_problems(task_set, "sorted", seed=b"\x00" * 32, task_id=1, n=1, target_lengths=[1])  # type: ignore
+    with pytest.raises(TaskSetError, match=r"^problem order `adaptive` needs the difficulty table of the "
+                                           r"submission's checkpoint$"):
+        assign_problems(task_set, "adaptive", seed=b"\x00" * 32, task_id=1, n=1, target_lengths=[1])
+
+
+def test_claim_sizes_at_their_limits(task_set):
+    from intellect.verifier.difficulty import DifficultyTable
+    from intellect.verifier.tasks import adaptive_problems
+
+    seed = b"\x02" * 32
+    assert sample_problems(task_set, seed, 0, [1]) == []  # a claim of no problems draws none
+    for n in (1, 50):  # one problem, and the whole set, are claims
+        assert len(epoch_problems(task_set, 0, seed, n, [1])) == n
+        assert len(adaptive_problems(task_set, DifficultyTable.empty(4), seed, n, [1])) == n
+    with pytest.raises(TaskSetError, match=r"^cannot take 0 distinct problems per claim"):
+        epoch_problems(task_set, 0, seed, 0, [1])
+    with pytest.raises(TaskSetError, match=r"^cannot take 0 distinct problems per claim"):
+        adaptive_problems(task_set, DifficultyTable.empty(4), seed, 0, [1])
+
+
+def test_epoch_problems_lengths_use_whole_words_with_rejection(task_set):
+    """Three lengths: 2⁶⁴ mod 3 ≠ 0, so the rejection and every byte of the word matter."""
+    got = epoch_problems(task_set, 9, b"\x03" * 32, 8, [6, 8, 10])
+    expected, counter = [], 0
+    while len(expected) < 8:
+        h = hashlib.sha256(b"intellect.sample-lengths/v1" + b"\x03" * 32 + counter.to_bytes(8, "big")).digest()
+        counter += 1
+        w = int.from_bytes(h[:8], "big")
+        if w < 2**64 - 2**64 % 3:
+            expected.append([6, 8, 10][w % 3])
+    assert [a.target_len for a in got] == expected
