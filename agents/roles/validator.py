@@ -27,7 +27,6 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from intellect.agents.hardware import resolve
@@ -206,12 +205,6 @@ class Validator(Agent):
         return self.checkpoints.get(step, self._load_checkpoint)
 
     def _load_checkpoint(self, step: int) -> Checkpoint:
-        cid, path = self._fetched(step)
-        device, dtype = resolve(self.cfg.validator.device, self.cfg.validator.dtype, "validator")
-        return load_checkpoint(path, cid, device, dtype)
-
-    def _fetched(self, step: int) -> tuple[str, Path]:
-        """(manifest CID, directory) of the pool's checkpoint `step`, fetched via Shardcast unless held."""
         cid = self.protocol.checkpoint(self.pool_id, step).manifest_cid
         root = self.data_dir / "checkpoints"
         if not (checkpoint_dir(root, step) / "config.json").is_file():
@@ -220,14 +213,18 @@ class Validator(Agent):
             self.refresh_ipfs_peers(extra=[self.directory.service(self.pool.params.trainer, "ipfs") or ""])
             root.mkdir(parents=True, exist_ok=True)
             fetch_checkpoint(cid, root, step, sources=sources, ipfs=self.ipfs, reputation=self.checkpoints.reputation)
-        return cid, checkpoint_dir(root, step)
+        device, dtype = resolve(self.cfg.validator.device, self.cfg.validator.dtype, "validator")
+        return load_checkpoint(checkpoint_dir(root, step), cid, device, dtype)
 
     def difficulty_table(self, step: int) -> DifficultyTable:
         """The difficulty table published with checkpoint `step` (an `adaptive` pool's problem weights), read from
-        the fetched checkpoint (its manifest's hashes cover it); kept for the last few steps."""
+        the fetched checkpoint (its manifest's hashes cover it); kept for the last few steps. The checkpoint is
+        fetched and loaded through the cache (`checkpoint_model`: one fetch per step, whichever thread asks first;
+        the proofs' check loads it next anyway)."""
         tables: dict[int, DifficultyTable] = self.__dict__.setdefault("_tables", {})
         if (got := tables.get(step)) is None:
-            got = table_in(self._fetched(step)[1], self.cfg.worker.group_size)
+            self.checkpoint_model(step)
+            got = table_in(checkpoint_dir(self.data_dir / "checkpoints", step), self.cfg.worker.group_size)
             with self.__dict__.setdefault("_tables_lock", threading.Lock()):  # checks run on several threads
                 while len(tables) >= 8:
                     tables.pop(min(tables))
