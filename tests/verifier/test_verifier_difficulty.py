@@ -156,7 +156,8 @@ def test_table_after_adds_the_batch_to_the_checkpoints_table(tmp_path):
     assert got.counts == {"x": (2 * U - 2 * U // 8 + 2 * U, U - U // 8 + U), "y": (U, 0)}  # faded, then added
 
 
-def _documented_adaptive(task_set: TaskSet, table: DifficultyTable, seed: bytes, n: int, lengths: list[int]):
+def _documented_adaptive(task_set: TaskSet, table: DifficultyTable, seed: bytes, n: int, lengths: list[int],
+                         cap: int = 4096):
     """`adaptive_problems` reimplemented from its docstring."""
     w = weights(table, [t.id for t in task_set])
     cum, acc = [], 0
@@ -164,7 +165,7 @@ def _documented_adaptive(task_set: TaskSet, table: DifficultyTable, seed: bytes,
         acc += x
         cum.append(acc)
     total, picked, words, counter, draws = acc, [], [], 0, 0
-    while len(picked) < n and draws < 4096:
+    while len(picked) < n and draws < cap:
         if not words:
             h = hashlib.sha256(b"intellect.sample-adaptive/v1" + seed + counter.to_bytes(8, "big")).digest()
             counter += 1
@@ -210,6 +211,12 @@ def test_adaptive_problems_draw_at_most_4096_words_then_fill_in_set_order():
     assert sorted(a.index for a in got) == list(range(1000))
     tail = [a.index for a in got][-20:]
     assert tail == sorted(tail)  # the fill: the last problems are the undrawn ones in set order
+    # the cap is 4,096 words, not one more: a seed whose 4,097th word would have drawn a new problem
+    seed = next(s for s in (hashlib.sha256(b"cap-%d" % k).digest() for k in range(2000))
+                if _documented_adaptive(big, table, s, 1000, [8]) != _documented_adaptive(big, table, s, 1000, [8],
+                                                                                            cap=4097))
+    assert [(a.task_id, a.target_len) for a in adaptive_problems(big, table, seed, 1000, [8])] == \
+        _documented_adaptive(big, table, seed, 1000, [8])
     # a claim of 30 problems uses more than one hash's four words: every word is the documented one
     assert [(a.task_id, a.target_len) for a in adaptive_problems(big, table, seed, 30, [6, 8, 10])] == \
         _documented_adaptive(big, table, seed, 30, [6, 8, 10])

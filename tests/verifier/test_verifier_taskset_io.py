@@ -72,6 +72,11 @@ def test_jsonl_refusals_name_the_source_and_the_fault(data, message):
         TaskSet.from_bytes(data, name="src")  # type: ignore[arg-type]
 
 
+def test_jsonl_refusal_without_a_name_says_taskset():
+    with pytest.raises(TaskSetError, match=r"^task set 'taskset' is empty$"):
+        TaskSet.from_bytes(b"\n")
+
+
 def test_jsonl_duplicate_ids_name_the_source_and_the_header_name():
     line = json.dumps(MATH.model_dump(mode="json", exclude_none=True)).encode()
     data = b'{"schema": "intellect.taskset/v1", "name": "hdr"}\n' + line + b"\n" + line + b"\n"
@@ -84,6 +89,7 @@ def test_a_long_unknown_schema_is_quoted_short():
     with pytest.raises(TaskSetError, match=r"unknown schema '" + "x" * 79 + r"\.\.\. \(this reader"):
         TaskSet.from_bytes(json.dumps({"schema": long}).encode() + b"\n", name="src")
     assert _short("abc") == "'abc'" and _short("y" * 100, limit=10) == "'yyyyyyyyy..."
+    assert _short("y" * 8, limit=10) == "'yyyyyyyy'"  # exactly the limit: kept whole
     deep: list = []
     for _ in range(100_000):
         deep = [deep]
@@ -128,6 +134,11 @@ def test_parquet_refusals_and_defaults(tmp_path: Path):
     with pytest.raises(TaskSetError, match=r"badrow\.parquet row 1 \(columns id, prompt, verifier, answer, tests, "
                                            r"entry_point, difficulty, source\): (?s:.*)math task 'x' has no answer"):
         TaskSet.load(bad_row)
+    wide = _parquet(tmp_path / "wide.parquet", [{**rows[0], **{f"c{i:02d}": i for i in range(14)}}],
+                    {"schema": TASKSET_SCHEMA})  # 22 columns: the message names the first 20
+    with pytest.raises(TaskSetError, match=r"wide\.parquet row 0 \(columns id, prompt, verifier, answer, tests, "
+                                           r"entry_point, difficulty, source, c00, (c\d\d, ){10}c11\): "):
+        TaskSet.load(wide)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
