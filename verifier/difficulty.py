@@ -175,21 +175,26 @@ def table_after(checkpoint_dir: str | Path, samples: Iterable[Any], group_size: 
     return record_completions(table_in(checkpoint_dir, group_size), ((s.problem_id, s.reward) for s in samples))
 
 
-def table_in(checkpoint_dir: str | Path, group_size: int) -> DifficultyTable:
-    """The table published with the checkpoint in `checkpoint_dir`: the empty table when it has none, or when
-    the one it has is refused (logged: every node reads the same bytes, so all fall back alike)."""
+def table_file(checkpoint_dir: str | Path) -> DifficultyTable | None:
+    """The table published with the checkpoint in `checkpoint_dir`, or None when it has none or the one it has is
+    refused (logged: every node reads the same bytes, so all fall back alike)."""
     path = Path(checkpoint_dir) / DIFFICULTY_FILE
     try:
         size = path.stat().st_size
     except FileNotFoundError:
-        return DifficultyTable.empty(group_size)
+        return None
     try:
         if size > MAX_TABLE_BYTES:
             raise DifficultyError(f"{path}: {size} bytes, more than the {MAX_TABLE_BYTES} a table may have")
         return DifficultyTable.from_bytes(path.read_bytes(), name=str(path))
     except DifficultyError as exc:
         log.warning("difficulty table refused, problems drawn with equal weights: %s", exc)
-        return DifficultyTable.empty(group_size)
+        return None
+
+
+def table_in(checkpoint_dir: str | Path, group_size: int) -> DifficultyTable:
+    """`table_file`, or the empty table (every problem weighs the same) when the checkpoint has none."""
+    return table_file(checkpoint_dir) or DifficultyTable.empty(group_size)
 
 
 def table_for(problem_order: str, checkpoint_dir: str | Path, group_size: int) -> DifficultyTable | None:

@@ -359,11 +359,13 @@ class SubmissionRules(BaseModel):
 
 
 class Checkpoint(NamedTuple):
-    """A loaded policy checkpoint: the model, its tokenizer, and its manifest CID on chain."""
+    """A loaded policy checkpoint: the model, its tokenizer, its manifest CID on chain, and the difficulty table
+    published with it (`intellect.verifier.difficulty.table_file`; None when it has none)."""
 
     model: Any
     tokenizer: Any
     cid: str
+    difficulty: DifficultyTable | None = None
 
 
 @dataclass(frozen=True)
@@ -398,8 +400,8 @@ def check_submission(rollouts: bytes, claim: Claim, task_set: TaskSet, rules: Su
     the submission's LLR and observations, and a submission that passes every check with LLR ≥
     `evidence.ambiguous_llr` is `ambiguous` (reason `evidence_high`). `compute_class`: the worker's declared class
     (the rules' default class when None or unknown). `difficulty(step)`: the difficulty table published with
-    checkpoint `step` (`intellect.verifier.difficulty.table_in`), read only in a pool whose problem order is
-    `adaptive` (required there)."""
+    checkpoint `step`, read only in a pool whose problem order is `adaptive` (default: the loaded checkpoint's
+    `difficulty`; none is the empty table)."""
     t0 = time.perf_counter()
     ev = evidence if evidence is not None else rules_for_profile(rules.toploc_profile)
     found: dict[str, Any] = {}
@@ -456,11 +458,9 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
     except ValueError as exc:
         raise IntellectError(f"the pool rules cannot be applied: {exc}") from exc
     table = None
-    if rules.problem_order == "adaptive":
-        if difficulty is None:
-            raise IntellectError("a pool with problem order `adaptive` is checked with its checkpoints' difficulty "
-                                 "tables (check_submission(difficulty=...))")
-        table = difficulty(meta.policy_step)
+    if rules.problem_order == "adaptive":  # the table of the file's checkpoint (loads it: cached by the caller)
+        table = difficulty(meta.policy_step) if difficulty is not None else load(meta.policy_step).difficulty
+        table = table if table is not None else DifficultyTable.empty(rules.group_size)
     assigned = assign_problems(task_set, rules.problem_order, seed=seed, task_id=claim.submission_id,
                                n=rules.problems_per_task, target_lengths=budgets, difficulty=table)
     if meta.group_size != rules.group_size:
@@ -474,7 +474,8 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
         raise Rejection(R.WRONG_PROBLEMS, f"problems/target lengths {got} != assigned {want}",
                         {"got": got, "assigned": want})
     # -- the checkpoint, the prompts, where completions end ---------------------------------------
-    model, tok, cid = load(meta.policy_step)
+    ck = load(meta.policy_step)
+    model, tok, cid = ck.model, ck.tokenizer, ck.cid
     if meta.model != cid:
         raise Rejection(R.WRONG_CHECKPOINT, f"file names checkpoint {meta.model}, step {meta.policy_step} is {cid}")
     eos = eos_token_ids(model, tok)

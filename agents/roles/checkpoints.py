@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from intellect.sdk.shardcast import Client, FetchResult, SourceReputation
+from intellect.verifier.difficulty import table_file
 from intellect.verifier.submission import Checkpoint
 
 __all__ = ["MAX_DELTA_CHAIN", "CheckpointCache", "checkpoint_dir", "fetch_checkpoint", "held_steps", "load_checkpoint"]
@@ -66,12 +67,12 @@ def fetch_checkpoint(cid: str, root: Path, step: int, *, sources: list[str], ipf
 
 def load_checkpoint(path: Path, cid: str, device: str, dtype: str) -> Checkpoint:
     """The model and tokenizer of the checkpoint directory `path` (manifest `cid`), in eval mode on `device` in
-    torch dtype `dtype`."""
+    torch dtype `dtype`, with the difficulty table published with it (an `adaptive` pool's problem weights)."""
     import torch  # deferred on purpose: a heavy optional dependency, loaded by the validator's first check
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype)).to(device).eval()
-    return Checkpoint(model, AutoTokenizer.from_pretrained(str(path)), cid)
+    return Checkpoint(model, AutoTokenizer.from_pretrained(str(path)), cid, table_file(path))
 
 
 class CheckpointCache:

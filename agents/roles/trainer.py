@@ -61,6 +61,7 @@ from intellect.agents.roles.trainer_batch import (
     next_ready,
     plan_samples,
     ready_submissions,
+    train_step,
     trust_pending,
     trusted_submissions,
     verified_samples,
@@ -70,7 +71,6 @@ from intellect.sdk import EventStream
 from intellect.sdk.shardcast import SERVER_LIMITS as LIMITS
 from intellect.sdk.shardcast import Origin
 from intellect.verifier.assignment import DEV_CHAIN_IDS, assignment_size, effective_quorum
-from intellect.verifier.difficulty import DIFFICULTY_FILE, table_after
 from intellect.verifier.tasks import TaskSet
 
 # the functions that moved to the trainer's modules stay importable from here (tests and tools import them so)
@@ -304,11 +304,8 @@ class Trainer(Agent):
             log.info("step %d: submission %d added to the batch: %d/%d groups with signal", plan["step"], sid,
                      self._signal_groups(samples), self.cfg.trainer.batch_groups)
         self.doing = f"training step {plan['step']} on {len(samples)} rollouts"
-        if self.cfg.tasks.problem_order == "adaptive":  # online difficulty filtering: the next table rides the step
-            self.gt.checkpoint_files[DIFFICULTY_FILE] = table_after(
-                self.gt.checkpoint_path(self.gt.step), samples, self.cfg.worker.group_size).to_bytes()
         try:
-            stats = self.gt.train_step(samples)
+            stats = train_step(self.gt, samples, self.cfg.tasks.problem_order, self.cfg.worker.group_size)
         except (UntrustedValueError, NonFiniteWeightsError, NoSignalError) as exc:
             # nothing was saved or published; the batch is never tried again
             log.error("step %d refused, nothing published: %s; submissions %s left out",

@@ -28,13 +28,14 @@ from intellect.agents.roles.canary import canary_ids
 from intellect.agents.roles.submission_log import left_out
 from intellect.sdk import IpfsError, TaskStatus
 from intellect.verifier.assignment import trainable
+from intellect.verifier.difficulty import DIFFICULTY_FILE, table_after
 from intellect.verifier.isolation import ParseUnavailable
 from intellect.verifier.rewards import JudgeBudget, LengthScope
 from intellect.verifier.rollouts import RolloutFile, RolloutFileError
 from intellect.verifier.submission import group_rows, score_group, too_stale
 
-__all__ = ["current_plan", "load_rollouts", "next_ready", "plan_samples", "ready_submissions", "trust_pending",
-           "trusted_submissions", "verified_samples"]
+__all__ = ["current_plan", "load_rollouts", "next_ready", "plan_samples", "ready_submissions", "train_step",
+           "trust_pending", "trusted_submissions", "verified_samples"]
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,14 @@ def plan_samples(sid: int, plan: dict[str, Any], *, state: StateStore, cache: di
         state.put("submission", sid, "unusable", {"error": str(exc)[:300]})
         state.set("plan", None)
         return None
+
+
+def train_step(gt: Any, samples: list[Any], problem_order: str, group_size: int) -> Any:
+    """`gt.train_step(samples)`; in an `adaptive` pool (online difficulty filtering) with the next difficulty table,
+    the current checkpoint's plus this batch, staged to be written into the checkpoint the step saves."""
+    if problem_order == "adaptive":
+        gt.checkpoint_files[DIFFICULTY_FILE] = table_after(gt.checkpoint_path(gt.step), samples, group_size).to_bytes()
+    return gt.train_step(samples)
 
 
 def current_plan(protocol: Any, state: StateStore, step: int) -> dict[str, Any]:

@@ -56,7 +56,6 @@ from intellect.agents.roles.claim_lookup import claim_class, claim_seed, validat
 from intellect.agents.roles.evidence_store import push_challenge_evidence
 from intellect.agents.roles.pool_rules import apply_pool_rules, pool_evidence_rules
 from intellect.sdk import EventStream, IntellectError, IpfsError
-from intellect.verifier.difficulty import DifficultyTable, table_in
 from intellect.verifier.evidence import rules_for_profile
 from intellect.verifier.isolation import ParseUnavailable
 from intellect.verifier.submission import (
@@ -216,21 +215,6 @@ class Validator(Agent):
         device, dtype = resolve(self.cfg.validator.device, self.cfg.validator.dtype, "validator")
         return load_checkpoint(checkpoint_dir(root, step), cid, device, dtype)
 
-    def difficulty_table(self, step: int) -> DifficultyTable:
-        """The difficulty table published with checkpoint `step` (an `adaptive` pool's problem weights), read from
-        the fetched checkpoint (its manifest's hashes cover it); kept for the last few steps. The checkpoint is
-        fetched and loaded through the cache (`checkpoint_model`: one fetch per step, whichever thread asks first;
-        the proofs' check loads it next anyway)."""
-        tables: dict[int, DifficultyTable] = self.__dict__.setdefault("_tables", {})
-        if (got := tables.get(step)) is None:
-            self.checkpoint_model(step)
-            got = table_in(checkpoint_dir(self.data_dir / "checkpoints", step), self.cfg.worker.group_size)
-            with self.__dict__.setdefault("_tables_lock", threading.Lock()):  # checks run on several threads
-                while len(tables) >= 8:
-                    tables.pop(min(tables))
-                tables[step] = got
-        return got
-
     def _preload_latest(self) -> None:
         """Fetch and load the newest published checkpoint in the background as soon as it is posted,
         so the first submission of a step does not wait for the model (Shardcast fetch + load)."""
@@ -274,7 +258,7 @@ class Validator(Agent):
                       seed=lambda: claim_seed(self.protocol, self.state, sid),
                       budget_class=lambda: claim_class(self.protocol, self.state, self.classes, sid, sub["node"]))
         verdict = check_submission(data, claim, self.task_set, self.submission_rules(), self.checkpoint_model,
-                                   evidence=self.evidence_rules, difficulty=self.difficulty_table)
+                                   evidence=self.evidence_rules)
         return verdict.model_copy(update={"seconds": time.perf_counter() - t0})
 
     # -- acting on verdicts --------------------------------------------------------------------

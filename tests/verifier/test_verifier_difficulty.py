@@ -24,6 +24,7 @@ from intellect.verifier.difficulty import (
     cached_weights,
     record_completions,
     table_after,
+    table_file,
     table_for,
     table_in,
     weights,
@@ -135,7 +136,7 @@ def test_table_round_trips_and_refuses_what_it_cannot_read():
 
 
 def test_table_in_a_checkpoint_missing_or_refused_is_the_empty_table(tmp_path, caplog):
-    assert table_in(tmp_path, 4) == DifficultyTable.empty(4)
+    assert table_in(tmp_path, 4) == DifficultyTable.empty(4) and table_file(tmp_path) is None
     (tmp_path / DIFFICULTY_FILE).write_bytes(_table({"x": (2, 1)}).to_bytes())
     assert table_in(tmp_path, 4).counts == {"x": (2 * U, U)}
     assert table_for("adaptive", tmp_path, 4) == table_in(tmp_path, 4)

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import torch
 
-from intellect.sdk import IntellectError
 from intellect.verifier.completion import EndError
 from intellect.verifier.difficulty import DifficultyTable
 from intellect.verifier.rollouts import RolloutFile
@@ -475,5 +474,9 @@ def test_adaptive_submission_judged_with_the_table_of_its_checkpoint(adaptive: R
     assert (verdict.accepted, verdict.reason) == (False, RejectReason.WRONG_PROBLEMS), verdict.detail
     # and a pool with another order does not accept it either
     assert _check(adaptive, task_set, checkpoint).reason == RejectReason.WRONG_PROBLEMS
-    with pytest.raises(IntellectError, match="difficulty tables"):
-        check_submission(data, claim, task_set, ADAPTIVE, lambda step: checkpoint)
+    # by default the table is the loaded checkpoint's (what a validator's `load_checkpoint` reads from its files);
+    # a checkpoint without one is judged with the empty table
+    with_table = checkpoint._replace(difficulty=_learnt(task_set))
+    assert check_submission(data, claim, task_set, ADAPTIVE, lambda step: with_table).accepted
+    verdict = check_submission(data, claim, task_set, ADAPTIVE, lambda step: checkpoint)
+    assert (verdict.accepted, verdict.reason) == (False, RejectReason.WRONG_PROBLEMS), verdict.detail
