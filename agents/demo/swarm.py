@@ -434,6 +434,21 @@ def _agent_cmd(cfg: Path, honest: bool = True) -> list[str]:
     return [sys.executable, "-m", module, "--config", str(cfg)]
 
 
+NO_SIGNAL_STOP_S = 180.0
+"""How long the trainer may report no group with learning signal (its /status `no_signal`) before the demo stops."""
+
+
+def no_signal_stall(snap: Any) -> str | None:
+    """The trainer's no-signal message (solve rate, what to change: `intellect.agents.roles.signal`) once it has
+    waited `NO_SIGNAL_STOP_S` for a group with signal, else None: a demo on a task set its model cannot learn ends
+    with that message instead of at its timeout."""
+    for node in snap.nodes:
+        report = (node.agent_status or {}).get("no_signal")
+        if isinstance(report, dict) and float(report.get("waited_s") or 0) >= NO_SIGNAL_STOP_S:
+            return str(report.get("message") or "the trainer has no group with learning signal")
+    return None
+
+
 def run_demo(opts: DemoOptions, console: Console | None = None) -> DemoSummary:
     """Run the whole demo; returns the summary (also written to `run_dir/summary.json`)."""
     if opts.taskset is not None and opts.model == "tiny-warm":
@@ -517,6 +532,9 @@ def run_demo(opts: DemoOptions, console: Console | None = None) -> DemoSummary:
                     raise DemoError(err)
                 if reached:
                     completed = True
+                    break
+                if (stall := no_signal_stall(snap)) is not None:  # issue 37: say why, do not wait out the timeout
+                    notes.append(f"stopped before step {opts.steps}: {stall}")
                     break
                 if time.monotonic() > deadline:
                     notes.append(f"timed out after {opts.timeout:.0f} s before step {opts.steps}")

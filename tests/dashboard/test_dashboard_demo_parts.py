@@ -209,3 +209,27 @@ def test_demo_flags_reach_the_agents_configs(tmp_path: Path, monkeypatch: pytest
     default = CliRunner().invoke(swarm.main, ["--no-live"])
     assert default.exit_code == 0 and seen[1].tasks_per_step == 1 and seen[1].batch_groups is None
     assert seen[1].problem_order == "epochs"
+
+
+def test_demo_stops_with_the_trainers_no_signal_message() -> None:
+    """Issue 37: a demo whose trainer reports no learning signal for NO_SIGNAL_STOP_S stops with its message (solve
+    rate, what to change) instead of running to its timeout; shorter reports, or none, let it go on."""
+    from intellect.agents.demo.swarm import NO_SIGNAL_STOP_S, no_signal_stall
+    from intellect.agents.grpo_trainer import Sample
+    from intellect.agents.roles.signal import no_signal_report
+    from intellect.sdk.dashboard import NodeView, Snapshot
+
+    flat = [Sample("a", [1], [2], 0.0, 0, 0.0, "7") for _ in range(4)]
+
+    def snap(waited: float | None) -> Snapshot:
+        status = None if waited is None else {"no_signal": no_signal_report(
+            flat, step=1, submissions=1, waited_s=waited, group_size=4, length_alpha=0.0, batch_groups=2).model_dump()}
+        nodes = [NodeView.model_construct(agent_status={"doing": "working"}),
+                 NodeView.model_construct(agent_status=status)]
+        return Snapshot.model_construct(nodes=nodes)
+
+    assert no_signal_stall(snap(None)) is None
+    assert no_signal_stall(snap(NO_SIGNAL_STOP_S - 1)) is None
+    msg = no_signal_stall(snap(NO_SIGNAL_STOP_S))
+    assert msg is not None and msg.startswith("step 1: no group with learning signal for 180 s")
+    assert "solve rate 0.0%" in msg and "--problem-order adaptive" in msg
