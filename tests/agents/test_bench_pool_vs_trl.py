@@ -321,7 +321,7 @@ def test_adaptive_rounds_take_the_checkpoints_table(bench) -> None:
     import hashlib
 
     from intellect.agents.tasks import synthetic_task_set
-    from intellect.verifier.difficulty import DifficultyTable
+    from intellect.verifier.difficulty import COUNT_UNIT, DifficultyTable
     from intellect.verifier.tasks import assign_problems
 
     train = synthetic_task_set(20, seed=5, max_operand=20, ops=("+",), name="train")
@@ -330,7 +330,7 @@ def test_adaptive_rounds_take_the_checkpoints_table(bench) -> None:
     claim_seed = hashlib.sha256(b"pool-vs-trl/0/6").digest()
     assert [t.id for t in bench.round_problems(cfg, train, 1)[2:4]] == [a.task_id for a in assign_problems(
         train, "adaptive", seed=claim_seed, task_id=6, n=2, target_lengths=[1], difficulty=empty)]
-    hard = DifficultyTable(group_size=cfg.group_size, counts={t.id: (32, 0) for t in list(train)[:15]})
+    hard = DifficultyTable(group_size=cfg.group_size, counts={t.id: (32 * COUNT_UNIT, 0) for t in list(train)[:15]})
     drawn = [t.id for b in range(10) for t in bench.round_problems(cfg, train, b, hard)]
     assert sum(1 for i in drawn if i in hard.counts) < len(drawn) / 4  # 15 of 20 problems, drawn < 25 % of the time
 

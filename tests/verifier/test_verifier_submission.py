@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from intellect.verifier.completion import EndError
-from intellect.verifier.difficulty import DifficultyTable
+from intellect.verifier.difficulty import COUNT_UNIT, DifficultyTable
 from intellect.verifier.rollouts import RolloutFile
 from intellect.verifier.submission import (
     Checkpoint,
@@ -438,8 +438,9 @@ ADAPTIVE = RULES.model_copy(update={"problem_order": "adaptive"})
 
 def _learnt(task_set: Any) -> DifficultyTable:
     """A table that makes the adaptive draw differ from a uniform one: half the problems never solved."""
+    u = COUNT_UNIT
     return DifficultyTable(group_size=RULES.group_size,
-                           counts={t.id: (64, 0) if k % 2 else (8, 4) for k, t in enumerate(task_set)})
+                           counts={t.id: (64 * u, 0) if k % 2 else (8 * u, 4 * u) for k, t in enumerate(task_set)})
 
 
 @pytest.fixture(scope="module")
