@@ -26,7 +26,7 @@ problem drawable: a problem solved never (or always) so far is still tried now a
 
 A missing table (a checkpoint before any training, or published by a trainer before this rule) is the empty table:
 every problem weighs the same. A table that is unreadable, too large or of another schema version is refused with
-`DifficultyError`; `table_in` then falls back to the empty table, logged, so worker and validators still agree
+`DifficultyError`; `table_file` then reads it as no table (the empty table), logged, so worker and validators still agree
 (both read the same bytes) and a bad table costs the filtering, never the pool.
 """
 
@@ -46,16 +46,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from intellect.sdk import IntellectError
 
 __all__ = [
+    "COUNT_UNIT",
+    "DECAY_SHIFT",
     "DIFFICULTY_FILE",
     "DIFFICULTY_SCHEMA",
+    "MAX_CACHED_TABLES",
+    "MAX_COUNT",
     "MAX_TABLE_BYTES",
     "SOLVED_AT",
     "WEIGHT_FLOOR",
     "WEIGHT_SCALE",
     "DifficultyError",
     "DifficultyTable",
+    "cached_weights",
     "record_completions",
     "table_after",
+    "table_file",
     "table_for",
     "table_in",
     "weights",
@@ -67,8 +73,7 @@ DIFFICULTY_SCHEMA = "intellect.difficulty/v1"
 DIFFICULTY_FILE = "difficulty.json"
 """The table's file name inside a published checkpoint directory."""
 MAX_TABLE_BYTES = 32 * 1024 * 1024
-"""Largest table read (a million problems with counts in the millions is ~40 MB of JSON is refused; a task set of
-200,000 problems fits)."""
+"""Largest table read: at ~40 bytes a problem (its id and two counts in `COUNT_UNIT`s), about 800,000 problems."""
 COUNT_UNIT = 256
 """Counts are kept in units of 1/256 completion, so that old evidence can fade in integer arithmetic."""
 DECAY_SHIFT = 3
