@@ -362,8 +362,9 @@ def epoch_problems(
 
 ADAPTIVE_DOMAIN = b"intellect.sample-adaptive/v1"
 MAX_ADAPTIVE_DRAWS = 4096
-"""Draws `adaptive_problems` makes before it fills what is left in task-set order (never reached with the floor
-of 1/32: a safety bound, the same on every node)."""
+"""Draws `adaptive_problems` makes before it fills what is left in task-set order: a bound on the work of a claim,
+the same on every node, reached only by claims of most of a large set (collecting all N problems takes ~N·ln N
+words)."""
 
 
 def adaptive_problems(
