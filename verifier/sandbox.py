@@ -626,7 +626,6 @@ def _preexec(limits: SandboxLimits, uid: int | None, fs_dir: str | None):
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_output_bytes, limits.max_output_bytes))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue can hold a byte
         if uid is not None:  # root: start bwrap without any of root's privileges
@@ -642,6 +641,9 @@ def _preexec(limits: SandboxLimits, uid: int | None, fs_dir: str | None):
                 raise OSError(ctypes.get_errno(), "keyctl(JOIN_SESSION_KEYRING) failed")
         if fs_dir is not None:
             _enter_private_fs(fs_dir, limits)
+        # last: until exec closes them, the child holds every descriptor its parent had open; with the limit set
+        # first, a parent using descriptors 0..63 (a busy node, a long test process) made every open above fail
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
     return preexec
 

@@ -163,3 +163,22 @@ def test_a_sandbox_start_the_kernel_refuses_names_the_step_that_failed(tmp_path)
         subprocess.run(["true"], stderr=fh, preexec_fn=sandbox._preexec(SandboxLimits(), None,
                                                                         str(tmp_path / "no-such-mount-point")))
     assert "sandbox preexec: " in err.read_text() and "mount(tmpfs)" in err.read_text(), err.read_text()
+
+
+def test_a_parent_holding_many_descriptors_still_starts_sandboxes() -> None:
+    """The child holds every descriptor of its parent until exec closes them: a parent with descriptors 0..99 in use
+    (a busy validator, a long test process) made the sandbox's own setup fail with EMFILE while the child's limit of
+    64 was already set ("Too many open files: '/proc/self/setgroups'", seen in CI). The limit is set last now."""
+    import os
+
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(100)]
+    try:
+        r = run_python("def f():\n    return 1\n", ["assert f() == 1"], SMALL)
+        assert r.passed and r.reason is SandboxReason.PASSED, r
+        # and the program inside still gets at most 64 descriptors
+        r = run_python("import os\ndef f():\n    fds = [os.open('/dev/null', os.O_RDONLY) for _ in range(80)]\n"
+                       "    return len(fds)\n", ["assert f() == 80"], SMALL)
+        assert not r.passed and "Too many open files" in r.stderr, r
+    finally:
+        for fd in held:
+            os.close(fd)
