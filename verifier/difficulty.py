@@ -32,6 +32,7 @@ every problem weighs the same. A table that is unreadable, too large or of anoth
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -73,7 +74,8 @@ DIFFICULTY_SCHEMA = "intellect.difficulty/v1"
 DIFFICULTY_FILE = "difficulty.json"
 """The table's file name inside a published checkpoint directory."""
 MAX_TABLE_BYTES = 32 * 1024 * 1024
-"""Largest table read: at ~40 bytes a problem (its id and two counts in `COUNT_UNIT`s), about 800,000 problems."""
+"""Largest table read: at 28–34 bytes a problem (its id and two counts in `COUNT_UNIT`s: 8.7 KB for the 256 problems
+of bench/grpo/mixed_taskset.py, 280 KB for 10,000), about a million problems."""
 COUNT_UNIT = 256
 """Counts are kept in units of 1/256 completion, so that old evidence can fade in integer arithmetic."""
 DECAY_SHIFT = 3
@@ -87,6 +89,8 @@ WEIGHT_SCALE = 2**20
 """A problem's weight is its signal chance in units of 1 / WEIGHT_SCALE."""
 WEIGHT_FLOOR = WEIGHT_SCALE // 32
 """The least weight of any problem: none is starved, at most 32× less likely than the likeliest."""
+MAX_CACHED_TABLES = 8
+"""Tables kept read (`table_file`) and whose weights `cached_weights` keeps per task set (a node judges a few recent checkpoints at a time)."""
 PRIOR_STRENGTH = 2
 """How many completions' worth the pool-wide solve rate counts for in a problem's own rate."""
 
@@ -182,16 +186,23 @@ def table_after(checkpoint_dir: str | Path, samples: Iterable[Any], group_size: 
 
 def table_file(checkpoint_dir: str | Path) -> DifficultyTable | None:
     """The table published with the checkpoint in `checkpoint_dir`, or None when it has none or the one it has is
-    refused (logged: every node reads the same bytes, so all fall back alike)."""
+    refused (logged: every node reads the same bytes, so all fall back alike). A file is read once per version
+    (path, size, mtime): a worker asks for its checkpoint's table at every claim."""
     path = Path(checkpoint_dir) / DIFFICULTY_FILE
     try:
-        size = path.stat().st_size
+        st = path.stat()
     except FileNotFoundError:
         return None
+    return _read_table(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=MAX_CACHED_TABLES)
+def _read_table(path: str, size: int, mtime_ns: int) -> DifficultyTable | None:
+    """`table_file`'s read of one version of a file (`size` and `mtime_ns` are the cache key)."""
     try:
         if size > MAX_TABLE_BYTES:
             raise DifficultyError(f"{path}: {size} bytes, more than the {MAX_TABLE_BYTES} a table may have")
-        return DifficultyTable.from_bytes(path.read_bytes(), name=str(path))
+        return DifficultyTable.from_bytes(Path(path).read_bytes(), name=path)
     except DifficultyError as exc:
         log.warning("difficulty table refused, problems drawn with equal weights: %s", exc)
         return None
@@ -208,8 +219,6 @@ def table_for(problem_order: str, checkpoint_dir: str | Path, group_size: int) -
     return table_in(checkpoint_dir, group_size) if problem_order == "adaptive" else None
 
 
-MAX_CACHED_TABLES = 8
-"""Tables whose weights `cached_weights` keeps per task set (a node judges a few recent checkpoints at a time)."""
 _cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, ...]]] = weakref.WeakKeyDictionary()
 
 

@@ -457,9 +457,11 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
         budgets = class_budgets(rules.budgets, claim.budget_class())
     except ValueError as exc:
         raise IntellectError(f"the pool rules cannot be applied: {exc}") from exc
-    table = None
-    if rules.problem_order == "adaptive":  # the table of the file's checkpoint (loads it: cached by the caller)
-        table = difficulty(meta.policy_step) if difficulty is not None else load(meta.policy_step).difficulty
+    table, ck = None, None
+    if rules.problem_order == "adaptive":  # the table of the file's checkpoint: the checkpoint is loaded first
+        if difficulty is None:
+            ck = load(meta.policy_step)
+        table = difficulty(meta.policy_step) if ck is None else ck.difficulty
         table = table if table is not None else DifficultyTable.empty(rules.group_size)
     assigned = assign_problems(task_set, rules.problem_order, seed=seed, task_id=claim.submission_id,
                                n=rules.problems_per_task, target_lengths=budgets, difficulty=table)
@@ -474,7 +476,7 @@ def _check(data: bytes, claim: Claim, task_set: TaskSet, rules: SubmissionRules,
         raise Rejection(R.WRONG_PROBLEMS, f"problems/target lengths {got} != assigned {want}",
                         {"got": got, "assigned": want})
     # -- the checkpoint, the prompts, where completions end ---------------------------------------
-    ck = load(meta.policy_step)
+    ck = ck if ck is not None else load(meta.policy_step)
     model, tok, cid = ck.model, ck.tokenizer, ck.cid
     if meta.model != cid:
         raise Rejection(R.WRONG_CHECKPOINT, f"file names checkpoint {meta.model}, step {meta.policy_step} is {cid}")

@@ -347,9 +347,16 @@ def epoch_problems(
     per_pass = len(task_set) // n
     epoch, slot = divmod(task_id, per_pass)
     order = epoch_permutation(len(task_set), epoch)
+    return _with_lengths(task_set, order[slot * n: slot * n + n], seed, lengths)
+
+
+def _with_lengths(task_set: TaskSet, picked: Sequence[int], seed: bytes, lengths: Sequence[int]) -> list[Assignment]:
+    """The problems at positions `picked`, in that order, each with a target length drawn from the claim's seed: one
+    accepted word h[0:8] of sha256(LENGTH_DOMAIN || seed || u64be(counter)) per problem (`epoch_problems`,
+    `adaptive_problems`)."""
     out: list[Assignment] = []
     counter = 0
-    for i in order[slot * n: slot * n + n]:
+    for i in picked:
         while True:
             h = hashlib.sha256(LENGTH_DOMAIN + seed + counter.to_bytes(8, "big")).digest()
             counter += 1
@@ -406,17 +413,7 @@ def adaptive_problems(
             drawn.add(i)
             picked.append(i)
     picked += [i for i in range(len(task_set)) if i not in drawn][: n - len(picked)]
-    out: list[Assignment] = []
-    counter = 0
-    for i in picked:
-        while True:
-            h = hashlib.sha256(LENGTH_DOMAIN + seed + counter.to_bytes(8, "big")).digest()
-            counter += 1
-            j = _uniform(h[0:8], len(lengths))
-            if j is not None:
-                break
-        out.append(Assignment(task_id=task_set.tasks[i].id, target_len=lengths[j], index=i))
-    return out
+    return _with_lengths(task_set, picked, seed, lengths)
 
 
 def assign_problems(

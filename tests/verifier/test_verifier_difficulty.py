@@ -306,3 +306,20 @@ def test_cached_weights_are_kept_for_the_last_few_tables(task_set):
     cached_weights(_table({"t2": (1, 1)}), task_set)  # one more than MAX_CACHED_TABLES
     again = cached_weights(first, task_set)
     assert again == got and again is not got  # the oldest was dropped, then computed again
+
+
+def test_a_table_file_is_read_once_per_version(tmp_path):
+    """A worker asks for its checkpoint's table at every claim: the file is parsed once per (path, size, mtime),
+    and a rewritten file, even of the same size, is read again."""
+    import os
+
+    path = tmp_path / DIFFICULTY_FILE
+    path.write_bytes(_table({"x": (3, 1)}).to_bytes())
+    first = table_file(tmp_path)
+    assert table_file(tmp_path) is first  # the same version: not parsed again
+    again = _table({"x": (3, 2)}).to_bytes()
+    assert len(again) == path.stat().st_size
+    before = path.stat().st_mtime_ns
+    path.write_bytes(again)
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+    assert table_file(tmp_path).counts == {"x": (3 * U, 2 * U)}

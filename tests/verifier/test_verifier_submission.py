@@ -151,17 +151,21 @@ def checkpoint() -> Checkpoint:
     return Checkpoint(AutoModelForCausalLM.from_pretrained(str(d)).eval(), AutoTokenizer.from_pretrained(str(d)), CID)
 
 
-@pytest.fixture(scope="module")
-def honest(task_set: Any, checkpoint: Checkpoint) -> RolloutFile:
+def _generate(task_set: Any, rules: SubmissionRules, **extra: Any) -> RolloutFile:
+    """The honest worker's file for claim SID under `rules` (the tiny model, policy step 3)."""
     from intellect.agents.engines import TransformersEngine
     from intellect.agents.generate import generate_for_claim
     from intellect.agents.models import tiny_model_dir
 
-    engine = TransformersEngine(tiny_model_dir())
-    return generate_for_claim(engine, task_set, SEED, task_id=SID, problems=RULES.problems_per_task,
-                              budgets=RULES.budgets["cpu"], group_size=RULES.group_size,
-                              temperature=RULES.temperature, length_alpha=RULES.length_alpha, policy_step=3,
-                              worker=WORKER, model=CID)
+    return generate_for_claim(TransformersEngine(tiny_model_dir()), task_set, SEED, task_id=SID,
+                              problems=rules.problems_per_task, budgets=rules.budgets["cpu"],
+                              group_size=rules.group_size, temperature=rules.temperature,
+                              length_alpha=rules.length_alpha, policy_step=3, worker=WORKER, model=CID, **extra)
+
+
+@pytest.fixture(scope="module")
+def honest(task_set: Any, checkpoint: Checkpoint) -> RolloutFile:
+    return _generate(task_set, RULES)
 
 
 def _claim(rf: RolloutFile, **over: Any) -> Claim:
@@ -445,15 +449,7 @@ def _learnt(task_set: Any) -> DifficultyTable:
 
 @pytest.fixture(scope="module")
 def adaptive(task_set: Any, checkpoint: Checkpoint) -> RolloutFile:
-    from intellect.agents.engines import TransformersEngine
-    from intellect.agents.generate import generate_for_claim
-    from intellect.agents.models import tiny_model_dir
-
-    engine = TransformersEngine(tiny_model_dir())
-    return generate_for_claim(engine, task_set, SEED, task_id=SID, problems=ADAPTIVE.problems_per_task,
-                              budgets=ADAPTIVE.budgets["cpu"], group_size=ADAPTIVE.group_size,
-                              temperature=ADAPTIVE.temperature, length_alpha=ADAPTIVE.length_alpha, policy_step=3,
-                              worker=WORKER, model=CID, problem_order="adaptive", difficulty=_learnt(task_set))
+    return _generate(task_set, ADAPTIVE, problem_order="adaptive", difficulty=_learnt(task_set))
 
 
 def test_adaptive_submission_judged_with_the_table_of_its_checkpoint(adaptive: RolloutFile, task_set: Any,
