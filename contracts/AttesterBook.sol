@@ -8,6 +8,7 @@ import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
+import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 
 import {IAttesterBook} from "./interfaces/IAttesterBook.sol";
 import {INodeRegistry} from "./interfaces/INodeRegistry.sol";
@@ -28,6 +29,15 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
     bytes32 private constant _DOMAIN_TYPEHASH =
         keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
     uint256 private constant _MAX_BATCH = 16;
+    uint256 private constant _MAX_LEAVES = 256; // leaves per claim or release call
+
+    // one slot: 32 + 40 + 32 + 128 = 232 bits
+    struct RootRecord {
+        uint32 poolId;
+        uint40 recordedAt;
+        uint32 leafCount;
+        uint128 remaining;
+    }
 
     // one slot: 96 + 128 + 8 = 232 bits
     struct PoolRule {
@@ -61,6 +71,9 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
     // the last round of each challenge whose vote of a validator was settled: slashed as losing or paid as winning
     mapping(uint256 challengeId => mapping(address validator => uint16 round)) private _voterSettled;
     mapping(uint32 poolId => VoterRule) private _voterRules;
+    mapping(bytes32 root => RootRecord) private _roots;
+    // settled leaves of each root, 256 a word: a claim of consecutive leaves writes one slot per 256
+    mapping(bytes32 root => mapping(uint256 word => uint256 bits)) private _settled;
 
     /// @param admin receives DEFAULT_ADMIN_ROLE (sets the attester slash)
     /// @param ledger_ the TaskLedger whose submissions are attested (also the attestations' EIP-712 domain)
@@ -130,6 +143,88 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
         }
         // needed <= budget < 2**128
         _rules[t.poolId].budget = rule.budget - uint128(needed);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function recordAttestationRoot(uint32 poolId, bytes32 root, uint32 leafCount, uint128 total, string calldata leavesCid)
+        external
+    {
+        if (_ledger.pool(poolId).params.trainer != msg.sender) revert AttesterBookNotPoolTrainer(poolId, msg.sender);
+        if (root == bytes32(0) || leafCount == 0 || _roots[root].recordedAt != 0) revert AttesterBookBadRoot(root);
+        PoolRule storage rule = _rules[poolId];
+        uint128 budget = rule.budget;
+        if (budget < total) revert AttesterBookInsufficientBudget(poolId, budget, total);
+        rule.budget = budget - total;
+        _roots[root] = RootRecord({
+            poolId: poolId, recordedAt: uint40(block.timestamp), leafCount: leafCount, remaining: total
+        });
+        emit AttestationRootRecorded(poolId, root, leafCount, total, leavesCid);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function claimAttesterRewards(
+        bytes32 root,
+        address validator,
+        AttestationLeaf[] calldata leaves,
+        bytes32[] calldata proof,
+        bool[] calldata proofFlags
+    ) external nonReentrant returns (uint256 total) {
+        RootRecord memory rr = _settleLeaves(root, validator, leaves, proof, proofFlags);
+        (address owner, INodeRegistry.Role role,) = _registry.nodeCore(validator);
+        bool attester = role == INodeRegistry.Role.Validator;
+        for (uint256 i; i < leaves.length; ++i) {
+            AttestationLeaf calldata leaf = leaves[i];
+            ITaskLedger.TaskView memory t = _ledger.task(leaf.submissionId);
+            if (!_leafValid(rr, t, attester, owner)) revert AttesterBookNotAttester(leaf.submissionId, validator);
+            if (t.status != ITaskLedger.TaskStatus.Paid && _ledger.claimable(leaf.submissionId) == 0) {
+                revert AttesterBookNotPayable(leaf.submissionId, validator);
+            }
+            total += leaf.amount;
+            emit AttesterRewardPaid(leaf.submissionId, validator, owner, leaf.amount);
+        }
+        _spend(root, rr, total);
+        _token.safeTransfer(owner, total);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function releaseAttesterRewards(
+        bytes32 root,
+        address validator,
+        AttestationLeaf[] calldata leaves,
+        bytes32[] calldata proof,
+        bool[] calldata proofFlags
+    ) external returns (uint256 total) {
+        RootRecord memory rr = _settleLeaves(root, validator, leaves, proof, proofFlags);
+        (address owner, INodeRegistry.Role role,) = _registry.nodeCore(validator);
+        bool attester = role == INodeRegistry.Role.Validator;
+        for (uint256 i; i < leaves.length; ++i) {
+            AttestationLeaf calldata leaf = leaves[i];
+            ITaskLedger.TaskView memory t = _ledger.task(leaf.submissionId);
+            if (
+                _leafValid(rr, t, attester, owner) && t.status != ITaskLedger.TaskStatus.Upheld
+                    && t.status != ITaskLedger.TaskStatus.Voided
+            ) revert AttesterBookNotReleasable(leaf.submissionId, validator);
+            total += leaf.amount;
+            emit AttesterRewardReleased(leaf.submissionId, validator, leaf.amount);
+        }
+        _spend(root, rr, total);
+        // what the root reserved came out of this pool's budget, which therefore has room for it
+        _rules[rr.poolId].budget += uint128(total);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function attestationRoot(bytes32 root)
+        external
+        view
+        returns (uint32 poolId, uint40 recordedAt, uint32 leafCount, uint128 remaining)
+    {
+        RootRecord memory rr = _roots[root];
+        return (rr.poolId, rr.recordedAt, rr.leafCount, rr.remaining);
+    }
+
+    /// @inheritdoc IAttesterBook
+    function leafSettled(bytes32 root, uint256 index) external view returns (bool) {
+        return _settled[root][index >> 8] & (1 << (index & 0xff)) != 0;
     }
 
     /// @inheritdoc IAttesterBook
@@ -302,6 +397,66 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
         // the amount came out of this pool's budget, which therefore has room for it
         _rules[poolId].budget += uint128(amount);
         emit AttesterRewardReleased(submissionId, validator, amount);
+    }
+
+    /// @dev Checks `leaves` of `root` against the multiproof and marks each settled (reverting on one settled or
+    /// out of range); returns the root's record.
+    function _settleLeaves(
+        bytes32 root,
+        address validator,
+        AttestationLeaf[] calldata leaves,
+        bytes32[] calldata proof,
+        bool[] calldata proofFlags
+    ) private returns (RootRecord memory rr) {
+        rr = _roots[root];
+        if (rr.recordedAt == 0) revert AttesterBookUnknownRoot(root);
+        uint256 n = leaves.length;
+        if (n == 0 || n > _MAX_LEAVES) revert AttesterBookBadBatch(n);
+        bytes32[] memory hashes = new bytes32[](n);
+        for (uint256 i; i < n; ++i) {
+            AttestationLeaf calldata leaf = leaves[i];
+            hashes[i] = keccak256(
+                bytes.concat(keccak256(abi.encode(leaf.index, leaf.submissionId, validator, leaf.amount)))
+            );
+        }
+        if (!MerkleProof.multiProofVerifyCalldata(proof, proofFlags, root, hashes)) revert AttesterBookBadProof(root);
+        _markSettled(root, rr.leafCount, leaves);
+    }
+
+    /// @dev Sets the settled bit of each leaf, reverting on one out of range or settled already.
+    function _markSettled(bytes32 root, uint32 leafCount, AttestationLeaf[] calldata leaves) private {
+        mapping(uint256 word => uint256 bits) storage settled = _settled[root];
+        uint256 word = type(uint256).max; // the bitmap word in hand (a claim's leaves are mostly consecutive)
+        uint256 bits;
+        for (uint256 i; i < leaves.length; ++i) {
+            uint256 index = leaves[i].index;
+            if (index >= leafCount) revert AttesterBookLeafSettled(root, index);
+            if (index >> 8 != word) {
+                if (word != type(uint256).max) settled[word] = bits;
+                word = index >> 8;
+                bits = settled[word];
+            }
+            uint256 bit = 1 << (index & 0xff);
+            if (bits & bit != 0) revert AttesterBookLeafSettled(root, index);
+            bits |= bit;
+        }
+        settled[word] = bits;
+    }
+
+    /// @dev A leaf follows the rules of a recorded attestation: the root's pool's submission, the root recorded
+    /// inside its window, by a registered validator (`attester`) whose `owner` is not the worker's.
+    function _leafValid(RootRecord memory rr, ITaskLedger.TaskView memory t, bool attester, address owner)
+        private
+        view
+        returns (bool)
+    {
+        if (!attester || t.poolId != rr.poolId || rr.recordedAt >= t.windowEnd) return false;
+        return owner != _registry.ownerOf(t.node);
+    }
+
+    function _spend(bytes32 root, RootRecord memory rr, uint256 amount) private {
+        if (rr.remaining < amount) revert AttesterBookRootSpent(root, rr.remaining, amount);
+        _roots[root].remaining = rr.remaining - uint128(amount); // amount <= remaining < 2**128
     }
 
     /// @dev Slashes `amount` (at most the validators' minimum stake) from `validator`; the caller reports it.

@@ -23,6 +23,7 @@ from ._models import (
     Receipt,
     TaskStatus,
 )
+from .attestation_root import AttestationRootFile
 
 __all__ = ["AttesterClaimCursor", "_AttesterCalls"]
 
@@ -72,6 +73,49 @@ class _AttesterCalls:
         return [AttesterRecord(submission_id=e.args["submissionId"], validator=e.args["validator"],
                                reward=e.args["reward"], reserved=e.args["reward"], block_number=rc.block_number)
                 for e in rc.events if e.event == "AttestationRecorded"]
+
+    def record_attestation_root(self, root_file: AttestationRootFile, leaves_cid: str) -> Receipt:
+        """The trainer records a step's used attestations as one Merkle root (`root_file`, published under
+        `leaves_cid`), reserving their total from the pool's attester budget: one transaction per step instead of one
+        per submission (issue 38)."""
+        return self.transact(self._book(), "recordAttestationRoot", int(root_file.pool_id),
+                             bytes.fromhex(root_file.root[2:]), len(root_file.leaves), int(root_file.total),
+                             leaves_cid)
+
+    def attestation_root(self, root: str | bytes) -> tuple[int, int, int, int]:
+        """(pool id, recorded at (0: never), leaves, what it still reserves) of a recorded root."""
+        pool_id, at, count, remaining = self.call(self._book(), "attestationRoot", _hex_bytes(root))
+        return int(pool_id), int(at), int(count), int(remaining)
+
+    def attester_leaf_settled(self, root: str | bytes, index: int) -> bool:
+        return bool(self.call(self._book(), "leafSettled", _hex_bytes(root), int(index)))
+
+    def _leaf_args(self, root_file: AttestationRootFile, validator: str, indices: Sequence[int]) -> tuple:
+        v = _addr(validator)
+        want = sorted(set(int(i) for i in indices))
+        leaves = [root_file.leaves[i] for i in want]
+        if any(leaf.validator.lower() != v.lower() for leaf in leaves):
+            raise ValueError(f"leaves {want} of root {root_file.root} are not all {v}'s")
+        proof, flags = root_file.tree().multiproof(want)
+        return (bytes.fromhex(root_file.root[2:]), v,
+                [(leaf.index, leaf.submission_id, leaf.amount) for leaf in leaves], proof, flags)
+
+    def claim_attester_leaves(self, root_file: AttestationRootFile, validator: str, indices: Sequence[int], *,
+                              dry_run: bool = False) -> int:
+        """Pay `validator`'s owner the rewards of its leaves `indices` of a recorded root, with one multiproof
+        (anyone may send it; at most 256 leaves a call); returns the total paid (with `dry_run`: what an eth_call
+        says would be paid, reverting as the transaction would)."""
+        args = self._leaf_args(root_file, validator, indices)
+        if dry_run:
+            return int(self.call(self._book(), "claimAttesterRewards", *args))
+        rc = self.transact(self._book(), "claimAttesterRewards", *args)
+        return sum(int(e.args["amount"]) for e in rc.events if e.event == "AttesterRewardPaid")
+
+    def release_attester_leaves(self, root_file: AttestationRootFile, validator: str, indices: Sequence[int]) -> int:
+        """Return to the pool's budget the rewards of leaves that can never be paid (upheld or voided work, or a
+        leaf that breaks a rule); anyone; returns the total released."""
+        rc = self.transact(self._book(), "releaseAttesterRewards", *self._leaf_args(root_file, validator, indices))
+        return sum(int(e.args["amount"]) for e in rc.events if e.event == "AttesterRewardReleased")
 
     def attestation_reserved(self, submission_id: int, validator: str) -> int:
         """The reward reserved for `validator`'s recorded attestation of `submission_id` (0: none or settled)."""

@@ -9,6 +9,16 @@ pragma solidity ^0.8.24;
 /// reward. After the window the reward is paid to the validator's owner if the submission was paid or is
 /// claimable (like the worker's); if the submission was upheld or voided, the reservation returns to the pool.
 ///
+/// Per step (issue 38): instead of one record per submission, the trainer may record one Merkle root of a step's
+/// used attestations (`recordAttestationRoot`): leaf = keccak256(keccak256(abi.encode(index, submissionId,
+/// validator, amount))), the tree OpenZeppelin's (commutative pair hashing, complete, leaves in array order), the
+/// leaves published as a JSON file under `leavesCid`. The root reserves `total` from the budget at once; a validator
+/// claims any set of its leaves with one multiproof (`claimAttesterRewards`), each under the same rules as a
+/// recorded attestation (the submission of the root's pool, recorded inside its window, a registered validator of
+/// another owner than the worker's, the submission paid or claimable), each leaf once; leaves of upheld or voided
+/// work, or that break those rules, return to the budget (`releaseAttesterRewards`). A root never pays more than
+/// its `total`: the pool's trainer is trusted with the owner's attester budget, as it is with records.
+///
 /// Accountability: an attestation is the validator's EIP-712 signature (domain "intellect-attestation" v1,
 /// the chain and the TaskLedger's address; message Attestation(submissionId, rolloutsCidHash, proofsHash,
 /// policyStep, accepted)), the one the agents already exchange. Anyone holding an `accepted` attestation of a
@@ -37,6 +47,12 @@ interface IAttesterBook {
     /// @notice Emitted when the trainer records that it used `validator`'s attestation of `submissionId`;
     /// `reward`: the reward per attestation times the slots `validator` held.
     event AttestationRecorded(uint256 indexed submissionId, address indexed validator, uint256 reward);
+
+    /// @notice Emitted when the trainer of pool `poolId` records a step's used attestations as Merkle root `root`
+    /// of `leafCount` leaves reserving `total`, the leaves published under `leavesCid`.
+    event AttestationRootRecorded(
+        uint32 indexed poolId, bytes32 indexed root, uint256 leafCount, uint256 total, string leavesCid
+    );
 
     /// @notice Emitted when the reward of `validator`'s attestation of `submissionId` is paid to `owner`.
     event AttesterRewardPaid(uint256 indexed submissionId, address indexed validator, address indexed owner, uint256 amount);
@@ -107,6 +123,24 @@ interface IAttesterBook {
     /// @notice Thrown for an empty or too long batch (at most 16 validators per submission and call).
     error AttesterBookBadBatch(uint256 length);
 
+    /// @notice Thrown when `caller` is not the trainer of pool `poolId`.
+    error AttesterBookNotPoolTrainer(uint32 poolId, address caller);
+
+    /// @notice Thrown when recording a zero root, a root without leaves, or a root recorded already.
+    error AttesterBookBadRoot(bytes32 root);
+
+    /// @notice Thrown when `root` was never recorded.
+    error AttesterBookUnknownRoot(bytes32 root);
+
+    /// @notice Thrown when the multiproof does not prove the leaves under `root`.
+    error AttesterBookBadProof(bytes32 root);
+
+    /// @notice Thrown when leaf `index` of `root` is out of range or settled already (paid or released).
+    error AttesterBookLeafSettled(bytes32 root, uint256 index);
+
+    /// @notice Thrown when paying leaves would take `root` past the `remaining` it reserved.
+    error AttesterBookRootSpent(bytes32 root, uint256 remaining, uint256 needed);
+
     /// @notice Thrown when pool `poolId`'s reward per resolved challenge is already set.
     error AttesterBookVoterRewardAlreadySet(uint32 poolId);
 
@@ -134,6 +168,51 @@ interface IAttesterBook {
     /// per slot (one `AttestationRecorded` with the sum): pay follows stake, never the number of keys. Only the
     /// trainer of the submission's pool. O(batch), at most 16 entries.
     function recordAttestations(uint256 submissionId, address[] calldata validators) external;
+
+    /// @notice One leaf of an attestation root: its position in the tree, the submission and the amount (the
+    /// reward per attestation times the slots the validator held).
+    struct AttestationLeaf {
+        uint256 index;
+        uint256 submissionId;
+        uint256 amount;
+    }
+
+    /// @notice Records a step's used attestations as one Merkle root (see the contract's notice) of `leafCount`
+    /// leaves, reserving `total` from the pool's attester budget; `leavesCid` names the published leaves. Only the
+    /// pool's trainer; each root once.
+    function recordAttestationRoot(uint32 poolId, bytes32 root, uint32 leafCount, uint128 total, string calldata leavesCid)
+        external;
+
+    /// @notice Pays `validator`'s owner the rewards of `leaves` of `root` (OpenZeppelin multiproof: `proof`,
+    /// `proofFlags`, leaves in tree order), each under the rules of a recorded attestation; anyone may send it; at
+    /// most 256 leaves. Returns the total paid.
+    function claimAttesterRewards(
+        bytes32 root,
+        address validator,
+        AttestationLeaf[] calldata leaves,
+        bytes32[] calldata proof,
+        bool[] calldata proofFlags
+    ) external returns (uint256 total);
+
+    /// @notice Returns to the pool's budget the rewards of `leaves` of `root` that can never be paid: their work
+    /// upheld or voided, or the leaf breaks a rule (another pool's submission, recorded after its window, not a
+    /// validator, the worker's own owner). Anyone; at most 256 leaves. Returns the total released.
+    function releaseAttesterRewards(
+        bytes32 root,
+        address validator,
+        AttestationLeaf[] calldata leaves,
+        bytes32[] calldata proof,
+        bool[] calldata proofFlags
+    ) external returns (uint256 total);
+
+    /// @notice Root `root`: its pool, when it was recorded (0: never), its leaves and what it still reserves.
+    function attestationRoot(bytes32 root)
+        external
+        view
+        returns (uint32 poolId, uint40 recordedAt, uint32 leafCount, uint128 remaining);
+
+    /// @notice Whether leaf `index` of `root` is settled (paid or released).
+    function leafSettled(bytes32 root, uint256 index) external view returns (bool);
 
     /// @notice Pays a recorded attestation's reward to the validator's owner once the submission is final and
     /// payable (window closed, not challenged, not upheld, not voided). Anyone.
