@@ -404,6 +404,11 @@ class TrainerSettings(_Section):
     operator) that make a submission trainable after `attestation_wait`. Unset: the pool's rule (its on-chain
     `quorum`, at least 2 off development chains); a value here can only raise it
     (`intellect.agents.roles.trainer.effective_quorum`)."""
+    attestation_records: Literal["root", "submission"] = "root"
+    """How the attestations a step trained on are recorded in the AttesterBook (paid to their validators): `root`
+    (issue 38) one Merkle root a step, its leaves published on IPFS, each validator claiming its leaves with one
+    multiproof; `submission` one `recordAttestations` transaction per submission (the chain bill grows with every
+    submission: docs/benchmarks-scale.md)."""
     attestation_wait: float = Field(120.0, ge=0)
     """Seconds after the trainer first saw a submission before a quorum of attested slots, rather than all of
     them, makes it trainable (`intellect.verifier.assignment.trainable`): the time every honest validator has to

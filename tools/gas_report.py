@@ -131,6 +131,20 @@ def drive(book: GasBook) -> None:
          ab.recordAttestations(attested, validators[:2], {"from": admin}))
     book("AttesterBook.recordAttestations (1 validator)",
          ab.recordAttestations(subs[workers[0].address][-1], validators[2:], {"from": admin}))
+    # issue 38: the step's used attestations as one root instead (every submission, two validators each)
+    from intellect.sdk.attestation_root import AttestationRootFile
+
+    entries = [(sid, v.address, 2 * TOKEN) for w in workers + owned for sid in subs[w.address] for v in validators[:2]]
+    root_file = AttestationRootFile.build(chain_id=web3.eth.chain_id, book=ab.address, pool_id=pool, step=3,
+                                          entries=entries)
+    book(f"AttesterBook.recordAttestationRoot ({len(entries)} leaves)", ab.recordAttestationRoot(
+        pool, root_file.root, len(root_file.leaves), root_file.total, cid, {"from": admin}))
+
+    def leaf_args(v, sids):
+        idx = [leaf.index for leaf in root_file.of(v.address) if leaf.submission_id in sids]
+        proof, flags = root_file.tree().multiproof(idx)
+        return (root_file.root, v, [(root_file.leaves[i].index, root_file.leaves[i].submission_id,
+                                     root_file.leaves[i].amount) for i in sorted(idx)], proof, flags)
 
     # challenges: one upheld early (majority of all 3 validators), one rejected, one upheld after the period
     bad, honest, bad2 = workers[0], workers[1], workers[2]
@@ -172,6 +186,18 @@ def drive(book: GasBook) -> None:
     # the wiped workers' other submissions go back to the pool
     book("TaskLedger.voidSubmissions (1 submission)", ledger.voidSubmissions(subs[bad.address][:1], {"from": accounts[9]}))
     book("TaskLedger.voidSubmissions (batch of 2)", ledger.voidSubmissions(subs[bad2.address][:2], {"from": accounts[9]}))
+    # attestation-root leaves: one validator claims one, the other all its payable ones in one multiproof; the
+    # leaves of upheld and voided work go back to the budget
+    wiped = set(subs[bad.address] + subs[bad2.address])
+    payable = {sid for sids in subs.values() for sid in sids} - wiped
+    first = min(payable)
+    book("AttesterBook.claimAttesterRewards (1 leaf)",
+         ab.claimAttesterRewards(*leaf_args(validators[1], {first}), {"from": accounts[9]}))
+    book(f"AttesterBook.claimAttesterRewards ({len(payable)} leaves)",
+         ab.claimAttesterRewards(*leaf_args(validators[0], payable), {"from": accounts[9]}))
+    settled = {subs[bad.address][0], subs[bad.address][-1], *subs[bad2.address]}
+    book(f"AttesterBook.releaseAttesterRewards ({len(settled)} leaves)",
+         ab.releaseAttesterRewards(*leaf_args(validators[0], settled), {"from": accounts[9]}))
 
     for w in workers[3:]:
         book("TaskLedger.claimRewards (1 submission)", ledger.claimRewards(subs[w.address][:1], {"from": w}))

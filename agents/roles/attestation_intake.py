@@ -6,6 +6,7 @@ keeps, how it pulls them from the validators, and how it records on-chain the on
     pull_attestations(directory, state, intake.accept)   # GET /attestations of every listed validator, paged
     attestation_sets(state, sids)                # {submission: {validator, ...}} of the kept ones
     record_used_attestations(protocol, state, pool_id, assigned=..., metrics=...)   # AttesterBook, issue 21
+    record_attestation_root(protocol, state, pool_id, ipfs=..., step=..., assigned=..., metrics=...)  # issue 38
 
 Kept attestations are state records `attestation` keyed `"<submission>:<validator>"`, so one submission's are
 one prefix seek (`StateStore.with_prefix`). Trust rules: a valid signature for this chain and ledger, an
@@ -29,10 +30,11 @@ from intellect.agents.roles._runtime import MAX_ATTESTATIONS_PAGE
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles._state import StateStore
 from intellect.sdk import ContractRevert
+from intellect.sdk.attestation_root import AttestationRootFile
 from intellect.sdk.http import PeerHttpError, fetch
 
-__all__ = ["AttestationIntake", "attestation_sets", "pull_attestations", "record_used_attestations",
-           "same_operator"]
+__all__ = ["AttestationIntake", "attestation_sets", "pull_attestations", "record_attestation_root",
+           "record_used_attestations", "same_operator"]
 
 log = logging.getLogger(__name__)
 
@@ -184,12 +186,9 @@ def record_used_attestations(protocol: Any, state: StateStore, pool_id: int, *,
     try:
         if protocol.attester_pool_rule(pool_id).reward_per_attestation == 0:
             return
-        used = attestation_sets(state, todo)
+        used = _used_slots(state, todo, assigned)
         for sid in todo:
-            # the attestations the quorum counted: an assigned validator once per slot it holds, adjacent, so the
-            # book pays per slot (per stake drawn, never per key: issue 33); at most 16 entries per call
-            attested = used.get(sid, set())
-            slots = sorted(v for v in assigned(sid) if v in attested)[:16]
+            slots = used[sid]
             recorded: list[str] = []
             try:
                 if slots:
@@ -212,3 +211,57 @@ def record_used_attestations(protocol: Any, state: StateStore, pool_id: int, *,
     except Exception as exc:
         metrics.inc("errors_total", kind=type(exc).__name__)
         log.warning("recording used attestations failed (retried later): %s", exc)
+
+
+def _used_slots(state: StateStore, sids: list[int], assigned: Callable[[int], Iterable[str]]) -> dict[int, list[str]]:
+    """{submission: its assigned validators whose kept attestations the quorum counted, once per slot held, sorted
+    (adjacent), at most 16}: what the book pays per slot, never per key (issue 33)."""
+    used = attestation_sets(state, sids)
+    return {sid: sorted(v for v in assigned(sid) if v in used.get(sid, set()))[:16] for sid in sids}
+
+
+def record_attestation_root(protocol: Any, state: StateStore, pool_id: int, *, ipfs: Any, step: int,
+                            assigned: Callable[[int], Iterable[str]], metrics: Any) -> str | None:
+    """Record the used attestations of every trained submission not yet recorded as one Merkle root (issue 38):
+    a leaf per (submission, validator) paying the reward per attestation times the slots it held, the leaves file
+    (`AttestationRootFile`) added to IPFS, `recordAttestationRoot` with its CID: one transaction per trained step
+    instead of one per submission. Only when the pool's owner set a reward per attestation. Returns the root, or
+    None when there was nothing to record. A failure logs (counted in `metrics`' `errors_total`) and is tried again
+    on the next pass; an empty budget marks the submissions `failed`."""
+    if "AttesterBook" not in protocol.contracts:
+        return None
+    todo = [int(r["id"]) for r in state.records("submission", "consumed")
+            if state.record("attester_record", int(r["id"])) is None]
+    if not todo:
+        return None
+    try:
+        reward = protocol.attester_pool_rule(pool_id).reward_per_attestation
+        if reward == 0:
+            return None
+        slots = _used_slots(state, todo, assigned)
+        entries = [(sid, v, reward * held) for sid in todo for v, held in Counter(slots[sid]).items()]
+        if not entries:
+            for sid in todo:
+                state.put("attester_record", sid, "recorded", {"validators": []})
+            return None
+        f = AttestationRootFile.build(chain_id=protocol.chain_id, book=protocol.contracts["AttesterBook"].address,
+                                      pool_id=pool_id, step=step, entries=entries)
+        cid = ipfs.add(f.to_bytes())
+        try:
+            protocol.record_attestation_root(f, cid)
+        except ContractRevert as exc:
+            if exc.name not in ("AttesterBookInsufficientBudget", "AttesterBookBadRoot"):
+                raise
+            log.warning("step %d: attestation root of %d submissions not recorded: %s", step, len(todo), exc)
+            for sid in todo:
+                state.put("attester_record", sid, "failed", {"error": str(exc)[:300]})
+            return None
+        for sid in todo:
+            state.put("attester_record", sid, "recorded", {"validators": sorted(set(slots[sid])), "root": f.root})
+        log.info("step %d: recorded the attestations of %d submissions as root %s (%d leaves, leaves file %s)", step,
+                 len(todo), f.root, len(f.leaves), cid)
+        return f.root
+    except Exception as exc:
+        metrics.inc("errors_total", kind=type(exc).__name__)
+        log.warning("recording the attestation root failed (retried later): %s", exc)
+        return None
