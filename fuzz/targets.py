@@ -30,6 +30,7 @@ from intellect.agents.roles._runtime import PeerDocumentError, parse_status, pee
 from intellect.agents.roles._server import HttpError, parse_json_body
 from intellect.agents.roles.store import accept_pushed_file, store_request
 from intellect.sdk import IpfsError, SchemaVersionError
+from intellect.sdk.attestation_root import AttestationRootError, AttestationRootFile
 from intellect.sdk.ipfs import DAG_PB, RAW, Cid, Link, decode_node, encode_node, read_dag
 from intellect.sdk.network import NetworkDescriptorError, parse_network, sign_network
 from intellect.sdk.poolrules import PoolRules, PoolRulesError
@@ -976,6 +977,42 @@ def shardcast_http_seeds() -> dict[str, bytes]:
     }
 
 
+# ------------------------------------------------------------------------------- attestation root file
+
+ATTESTATION_ROOT_ERRORS = (AttestationRootError,)
+
+
+def attestation_root_target(data: bytes) -> None:
+    """A step's attestation-root leaves file as a validator reads it from IPFS (issue 38): refused with a message,
+    or a file whose leaves rebuild its root, that round-trips, and whose multiproofs are of that tree."""
+    f = _refused(lambda: AttestationRootFile.parse(data), ATTESTATION_ROOT_ERRORS)
+    if f is None:
+        return
+    if AttestationRootFile.parse(f.to_bytes(), expect_root=f.root) != f:
+        raise Finding("an accepted attestation root file does not round-trip through to_bytes")
+    tree = f.tree()
+    picked = sorted({0, len(f.leaves) - 1})
+    proof, flags = tree.multiproof(picked)
+    if len(picked) + len(proof) != len(flags) + 1:
+        raise Finding("a multiproof's flags do not match its proof and leaves (OpenZeppelin's invariant)")
+
+
+def attestation_root_seeds() -> dict[str, bytes]:
+    book, v1, v2 = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "33" * 20
+    f = AttestationRootFile.build(chain_id=1337, book=book, pool_id=1, step=3,
+                                  entries=[(7, v1, 2), (8, v1, 2), (7, v2, 4)])
+    doc = json.loads(f.to_bytes())
+    swapped = {**doc, "leaves": [doc["leaves"][1], doc["leaves"][0], doc["leaves"][2]]}
+    return {
+        "three_leaves": f.to_bytes(),
+        "one_leaf": AttestationRootFile.build(chain_id=1, book=book, pool_id=0, step=0, entries=[(1, v1, 1)]).to_bytes(),
+        "other_schema": f.to_bytes().replace(b"attestation-root/v1", b"attestation-root/v2"),
+        "other_root": json.dumps({**doc, "root": "0x" + "00" * 32}).encode(),
+        "leaves_swapped": json.dumps(swapped).encode(),
+        "not_object": b'["intellect.attestation-root/v1"]',
+    }
+
+
 # -------------------------------------------------------------------------------------------------- all
 
 READERS: dict[str, Reader] = {r.name: r for r in [
@@ -987,6 +1024,8 @@ READERS: dict[str, Reader] = {r.name: r for r in [
            poolrules_seeds),
     Reader("difficulty", "a checkpoint's difficulty table (`DifficultyTable.from_bytes`, weights, adaptive draw)",
            difficulty_target, DIFFICULTY_ERRORS, difficulty_seeds),
+    Reader("attestation_root", "a step's attestation-root leaves file (`AttestationRootFile.parse`, multiproof)",
+           attestation_root_target, ATTESTATION_ROOT_ERRORS, attestation_root_seeds),
     Reader("network", "signed network descriptor (`parse_network`)", network_target, NETWORK_ERRORS,
            network_seeds),
     Reader("taskset", "task set, JSONL (`TaskSet.from_bytes`)", taskset_target, TASKSET_ERRORS, taskset_seeds),

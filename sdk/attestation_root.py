@@ -105,6 +105,12 @@ class MerkleTree:
         return proof, flags
 
 
+def _checked_address(v: str) -> str:
+    if not Web3.is_address(v):
+        raise ValueError(f"not an address: {v[:60]!r}")
+    return Web3.to_checksum_address(v)
+
+
 class RootLeaf(BaseModel):
     """One used attestation: leaf `index` pays `validator` `amount` for `submission_id`."""
 
@@ -115,12 +121,7 @@ class RootLeaf(BaseModel):
     validator: str
     amount: int = Field(ge=0, lt=1 << 128)
 
-    @field_validator("validator")
-    @classmethod
-    def _address(cls, v: str) -> str:
-        if not Web3.is_address(v):
-            raise ValueError(f"not an address: {v[:60]!r}")
-        return Web3.to_checksum_address(v)
+    _address = field_validator("validator")(_checked_address)
 
     def hash(self) -> bytes:
         return leaf_hash(self.index, self.submission_id, self.validator, self.amount)
@@ -138,6 +139,8 @@ class AttestationRootFile(BaseModel):
     step: int = Field(ge=0)
     root: str
     leaves: list[RootLeaf] = Field(min_length=1, max_length=MAX_ROOT_LEAVES)
+
+    _book = field_validator("book")(_checked_address)
 
     @classmethod
     def build(cls, *, chain_id: int, book: str, pool_id: int, step: int,
