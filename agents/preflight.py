@@ -54,8 +54,8 @@ EXIT_NOT_READY = 5
 EXIT_WARNINGS = 6
 ROLES = ("worker", "validator", "trainer", "relay")
 # gas per transaction, from reports/gas.md (`make gas`, anvil, solc 0.8.37 optimizer 200 runs)
-GAS = {"claimTask": 68_749, "submitWork": 74_987, "claimRewards": 68_318, "recordAttestations": 95_970,
-       "challenge": 200_000, "publishCheckpoint": 60_000}
+GAS = {"claimTask": 68_790, "submitWork": 84_911, "claimRewards": 68_318, "claimAttesterRewards": 104_657,
+       "challenge": 139_551, "publishCheckpoint": 100_905, "recordAttestationRoot": 83_620}
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 
 
@@ -191,8 +191,8 @@ def _gas_money(rep: Report, p: Any, role: str, gas_price_gwei: float | None) -> 
         price_note = f"{gas_price_gwei:g} gwei, as given"
     rep.facts["gas_price_wei"] = gas_price
     eth = p.eth_balance()
-    per_cycle = {"worker": GAS["claimTask"] + GAS["submitWork"], "validator": GAS["recordAttestations"],
-                 "trainer": GAS["publishCheckpoint"], "relay": 0}[role]
+    per_cycle = {"worker": GAS["claimTask"] + GAS["submitWork"], "validator": GAS["claimAttesterRewards"],
+                 "trainer": GAS["publishCheckpoint"] + GAS["recordAttestationRoot"], "relay": 0}[role]
     need_eth = 50 * per_cycle * gas_price
     rep.add("gas money", OK if eth >= need_eth else (WARN if eth > 0 else FAIL),
             f"{eth / 1e18:.6f} ETH; about {need_eth / 1e18:.6f} ETH pays 50 task cycles at {price_note}",
@@ -395,7 +395,8 @@ def _economics(rep: Report, role: str, prm: Any, rules: Any, units: int | None, 
                 f"~{cost / 1e18:.6f} ETH at {note}; stake at risk per upheld challenge {_tok(prm.slash_amount)}; "
                 f"pay after the {prm.window_length} s window (+{prm.vote_period} s vote if challenged)")
     elif role == "validator":
-        cost = (day / max(prm.lease_duration, 1)) * GAS["recordAttestations"] * gas_price
+        # its attester claims: about one multiproof claim of a step's leaves per lease duration
+        cost = (day / max(prm.lease_duration, 1)) * GAS["claimAttesterRewards"] * gas_price
         rep.add("per day (estimate)", OK,
                 f"attestation rewards per the pool's AttesterBook rule; gas ~{cost / 1e18:.6f} ETH at {note}; a "
                 f"challenge bonds {_tok(prm.challenge_bond)} (returned with a share of the slash when upheld)")

@@ -7,6 +7,7 @@ keeps, how it pulls them from the validators, and how it records on-chain the on
     attestation_sets(state, sids)                # {submission: {validator, ...}} of the kept ones
     record_used_attestations(protocol, state, pool_id, assigned=..., metrics=...)   # AttesterBook, issue 21
     record_attestation_root(protocol, state, pool_id, ipfs=..., step=..., assigned=..., metrics=...)  # issue 38
+    record_trained_attestations(trainer)         # either, as `trainer.attestation_records` says
 
 Kept attestations are state records `attestation` keyed `"<submission>:<validator>"`, so one submission's are
 one prefix seek (`StateStore.with_prefix`). Trust rules: a valid signature for this chain and ledger, an
@@ -34,7 +35,7 @@ from intellect.sdk.attestation_root import AttestationRootFile
 from intellect.sdk.http import PeerHttpError, fetch
 
 __all__ = ["AttestationIntake", "attestation_sets", "pull_attestations", "record_attestation_root",
-           "record_used_attestations", "same_operator"]
+           "record_trained_attestations", "record_used_attestations", "same_operator"]
 
 log = logging.getLogger(__name__)
 
@@ -265,3 +266,14 @@ def record_attestation_root(protocol: Any, state: StateStore, pool_id: int, *, i
         metrics.inc("errors_total", kind=type(exc).__name__)
         log.warning("recording the attestation root failed (retried later): %s", exc)
         return None
+
+
+def record_trained_attestations(trainer: Any) -> None:
+    """The trainer's pass: `record_attestation_root` (`trainer.attestation_records: root`, one transaction a step)
+    or `record_used_attestations` (`submission`) over the trainer's protocol, state, pool and slot assignment."""
+    t = trainer
+    if t.cfg.trainer.attestation_records == "root":
+        record_attestation_root(t.protocol, t.state, t.pool_id, ipfs=t.ipfs, step=t.gt.step, assigned=t._assigned,
+                                metrics=t.metrics)
+    else:
+        record_used_attestations(t.protocol, t.state, t.pool_id, assigned=t._assigned, metrics=t.metrics)

@@ -17,13 +17,23 @@ from typing import Any
 from intellect.sdk import ContractRevert, IntellectError, TaskStatus
 from intellect.sdk.attestation_root import MAX_ROOT_FILE_BYTES, AttestationRootError, AttestationRootFile
 
-__all__ = ["ATTESTER_CLAIMS_PER_PASS", "ROOT_LEAVES_PER_CLAIM", "claim_attester_rewards", "note_root", "read_roots"]
+__all__ = ["ATTESTER_CLAIMS_PER_PASS", "ROOT_LEAVES_PER_CLAIM", "claim_attester_rewards", "note_attester_event",
+           "note_root", "read_roots"]
 
 log = logging.getLogger(__name__)
 
 ATTESTER_CLAIMS_PER_PASS = 32  # due attester rewards asked (one eth_call each) per settle pass, at most
 ROOT_LEAVES_PER_CLAIM = 256  # the book's bound on leaves per claimAttesterRewards
 ROOT_READ_TRIES = 8  # fetches of a root's leaves file before it is given up (logged)
+
+
+def note_attester_event(state: Any, event: str, args: Any, *, me: str, pool_id: int) -> None:
+    """The event follower's side (no I/O): an `AttestationRecorded` naming `me` becomes an `attester` record; an
+    `AttestationRootRecorded` of this pool a pending root (`note_root`)."""
+    if event == "AttestationRecorded" and args["validator"].lower() == me.lower():
+        state.put("attester", int(args["submissionId"]), "recorded", {"reward": int(args["reward"])})
+    elif event == "AttestationRootRecorded":
+        note_root(state, args, pool_id=pool_id)
 
 
 def note_root(state: Any, args: Any, *, pool_id: int) -> None:
@@ -88,7 +98,7 @@ def read_roots(protocol: Any, state: Any, ipfs: Any, root_dir: Path) -> int:
 
 
 def claim_attester_rewards(protocol: Any, state: Any, *, lock: threading.Lock, ipfs: Any = None,
-                           root_dir: Path | None = None) -> int:
+                           data_dir: Path | None = None) -> int:
     """Claim the rewards of this validator's recorded attestations once they are payable; returns the wei paid.
     The unsettled set is the state store's `attester` records in status `recorded`: the event follower adds one per
     AttestationRecorded naming this validator, incrementally (its cursor is in the state store, its pages
@@ -98,7 +108,9 @@ def claim_attester_rewards(protocol: Any, state: Any, *, lock: threading.Lock, i
     first) and leaves the set once paid, or found settled by someone else (AttesterBookBadRecord: paid, released or
     slashed), or never payable (its work upheld or voided); one not payable yet (a wiped worker's, say) is asked
     again after a back-off in chain time. Transactions are sent under `lock`. Leaves of attestation roots (read
-    first, with `ipfs` and `root_dir`: `read_roots`) are claimed per root with one multiproof (`_claim_leaves`)."""
+    first, with `ipfs`, into `data_dir`/attestation-roots: `read_roots`) are claimed per root with one multiproof
+    (`_claim_leaves`)."""
+    root_dir = None if data_dir is None else Path(data_dir) / "attestation-roots"
     if ipfs is not None and root_dir is not None:
         read_roots(protocol, state, ipfs, root_dir)
     me, paid = protocol.address, 0

@@ -36,8 +36,7 @@ from intellect.agents.roles.assignment import Assigner
 from intellect.agents.roles.attestation_intake import (
     AttestationIntake,
     pull_attestations,
-    record_attestation_root,
-    record_used_attestations,
+    record_trained_attestations,
     same_operator,
 )
 from intellect.agents.roles.attester_slash import slash_upheld_attesters
@@ -383,12 +382,7 @@ class Trainer(Agent):
                 if time.monotonic() - last_pull > 5:
                     self.refresh_ipfs_peers()
                     pull_attestations(self.directory, self.state, self.accept_attestation)
-                    if self.cfg.trainer.attestation_records == "root":  # issue 38: one transaction a step
-                        record_attestation_root(self.protocol, self.state, self.pool_id, ipfs=self.ipfs,
-                                                step=self.gt.step, assigned=self._assigned, metrics=self.metrics)
-                    else:
-                        record_used_attestations(self.protocol, self.state, self.pool_id, assigned=self._assigned,
-                                                 metrics=self.metrics)
+                    record_trained_attestations(self)  # AttesterBook: a root a step, or a record a submission
                     slash_upheld_attesters(self.protocol, self.state, self.metrics, canaries=bool(self.canary))
                     sweep_stores(self)  # unpin pushed files and evidence no longer needed
                     last_pull = time.monotonic()

@@ -42,7 +42,7 @@ from intellect.agents.roles._runtime import (
 )
 from intellect.agents.roles.accountability import slash_losing_voters
 from intellect.agents.roles.assignment import Assigner
-from intellect.agents.roles.attester_rewards import claim_attester_rewards, note_root
+from intellect.agents.roles.attester_rewards import claim_attester_rewards, note_attester_event
 from intellect.agents.roles.attesting import keep_attestation, post_attestations
 from intellect.agents.roles.budget_class import BudgetClasses
 from intellect.agents.roles.challenges import open_challenge, send_round_actions, void_wiped_submissions
@@ -180,10 +180,8 @@ class Validator(Agent):
                 outcome = {2: "upheld", 3: "rejected", 4: "no_quorum"}.get(int(a.get("outcome", 0)))
                 self.state.put("challenge", cid, outcome or ("upheld" if a["upheld"] else "rejected"),
                                {"slashed": int(a["slashed"])})
-        elif e.event == "AttestationRecorded" and a["validator"].lower() == self.protocol.address.lower():
-            self.state.put("attester", int(a["submissionId"]), "recorded", {"reward": int(a["reward"])})
-        elif e.event == "AttestationRootRecorded":  # issue 38: its leaves are read by the settle pass
-            note_root(self.state, a, pool_id=self.pool_id)
+        elif e.event in ("AttestationRecorded", "AttestationRootRecorded"):  # issue 21; issue 38's roots
+            note_attester_event(self.state, e.event, a, me=self.protocol.address, pool_id=self.pool_id)
 
     def _follow(self) -> None:
         events = ["TaskClaimed", "WorkSubmitted", "ChallengeOpened", "ChallengeResolved", "CheckpointPublished"]
@@ -376,8 +374,7 @@ class Validator(Agent):
         took part in (`accountability.slash_losing_voters`), and after a challenge of ours is upheld, void the
         slashed worker's other wiped submissions (`challenges.void_wiped_submissions`)."""
         try:
-            claim_attester_rewards(self.protocol, self.state, lock=self._tx_lock, ipfs=self.ipfs,
-                                   root_dir=self.data_dir / "attestation-roots")
+            claim_attester_rewards(self.protocol, self.state, lock=self._tx_lock, ipfs=self.ipfs, data_dir=self.data_dir)
         except Exception as exc:
             self.metrics.inc("errors_total", kind=type(exc).__name__)
             log.warning("claiming attester rewards failed (retried later): %s", exc)

@@ -112,7 +112,7 @@ def test_validator_claims_its_leaves_of_an_attestation_root_in_one_transaction(d
     for e in v.protocol.get_events(["WorkSubmitted", "AttestationRootRecorded"]):
         v.on_event(e)
     assert v.state.count("attester_root", "pending") == 2
-    assert read_roots(v.protocol, v.state, v.ipfs, tmp_path / "roots") == len(sids)
+    assert read_roots(v.protocol, v.state, v.ipfs, tmp_path / "attestation-roots") == len(sids)
     assert v.state.record("attester_root", f.root)["status"] == "read"
     refused = v.state.record("attester_root", g.root)
     assert refused["status"] == "refused" and "not the recorded" in refused["data"]["error"]
@@ -120,12 +120,12 @@ def test_validator_claims_its_leaves_of_an_attestation_root_in_one_transaction(d
 
     lock = threading.Lock()
     with count_rpc(v.protocol.w3) as calls:  # every window open: no contract call
-        claim_attester_rewards(v.protocol, v.state, lock=lock, ipfs=v.ipfs, root_dir=tmp_path / "roots")
+        claim_attester_rewards(v.protocol, v.state, lock=lock, ipfs=v.ipfs, data_dir=tmp_path)
     assert "eth_call" not in calls, calls
     devnet.increase_time(v.pool.params.window_length + 1)
     before = v.protocol.balance_of()
     with count_rpc(v.protocol.w3) as calls:
-        claim_attester_rewards(v.protocol, v.state, lock=lock, ipfs=v.ipfs, root_dir=tmp_path / "roots")
+        claim_attester_rewards(v.protocol, v.state, lock=lock, ipfs=v.ipfs, data_dir=tmp_path)
     assert v.protocol.balance_of() == before + REWARD * len(sids)
     assert calls.count("eth_sendRawTransaction") == 1  # one multiproof for the four leaves
     assert {int(r["id"]) for r in v.state.records("attester", "paid")} == set(sids)
