@@ -427,7 +427,7 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
     function _markSettled(bytes32 root, uint32 leafCount, AttestationLeaf[] calldata leaves) private {
         mapping(uint256 word => uint256 bits) storage settled = _settled[root];
         uint256 word = type(uint256).max; // the bitmap word in hand (a claim's leaves are mostly consecutive)
-        uint256 bits;
+        uint256 bits = 0;
         for (uint256 i; i < leaves.length; ++i) {
             uint256 index = leaves[i].index;
             if (index >= leafCount) revert AttesterBookLeafSettled(root, index);
