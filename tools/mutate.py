@@ -211,6 +211,27 @@ MUTANTS: list[Mutant] = [
     Mutant("book-voter-rejected-challenger", "contracts/AttesterBook.sol",
            "|| (upheld && validator == c.challenger)", "|| (validator == c.challenger)",
            (f"{C}/test_contracts_attesters.py",)),
+    # -- contracts/AttesterBook.sol: attestation roots (issue 38) -----------------------------------------
+    Mutant("root-recorded-in-window", "contracts/AttesterBook.sol",
+           "rr.recordedAt >= t.windowEnd) return false;", "rr.recordedAt > t.windowEnd) return false;", (f"{C}/test_contracts_attester_roots.py",)),
+    Mutant("root-pool", "contracts/AttesterBook.sol",
+           "if (!attester || t.poolId != rr.poolId ||", "if (!attester ||", (f"{C}/test_contracts_attester_roots.py",)),
+    Mutant("root-workers-owner", "contracts/AttesterBook.sol",
+           "return owner != _registry.ownerOf(t.node);", "return true;", (f"{C}/test_contracts_attester_roots.py",)),
+    Mutant("root-payable", "contracts/AttesterBook.sol",
+           "if (t.status != ITaskLedger.TaskStatus.Paid && _ledger.claimable(leaf.submissionId) == 0) {",
+           "if (t.status == ITaskLedger.TaskStatus.Upheld) {", (f"{C}/test_contracts_attester_roots.py",)),
+    Mutant("root-spend-bound", "contracts/AttesterBook.sol",
+           "if (rr.remaining < amount) revert", "if (rr.remaining < amount && false) revert", (f"{C}/test_contracts_attester_roots.py",)),
+    Mutant("root-leaf-count", "contracts/AttesterBook.sol",
+           "if (index >= leafCount) revert", "if (index > leafCount) revert", (f"{C}/test_contracts_attester_roots.py",)),
+    Mutant("root-settled-once", "contracts/AttesterBook.sol",
+           "if (bits & bit != 0) revert AttesterBookLeafSettled(root, index);", "", (f"{C}/test_contracts_attester_roots.py",)),
+    Mutant("root-budget", "contracts/AttesterBook.sol",
+           "if (budget < total) revert AttesterBookInsufficientBudget(poolId, budget, total);", "", (f"{C}/test_contracts_attester_roots.py",)),
+    Mutant("root-release-rule", "contracts/AttesterBook.sol",
+           "_leafValid(rr, t, attester, owner) && t.status != ITaskLedger.TaskStatus.Upheld",
+           "t.status != ITaskLedger.TaskStatus.Upheld", (f"{C}/test_contracts_attester_roots.py",)),
 ]
 
 

@@ -6,7 +6,7 @@ one the contract verifies."""
 from __future__ import annotations
 
 import pytest
-from brownie import accounts, chain
+from brownie import accounts, chain, web3
 from contracts_helpers import PROOFS_HASH, ROLLOUTS_CID, TOKEN, VALIDATOR, WORKER, event, reverts
 from eth_utils import keccak
 
@@ -206,3 +206,40 @@ def test_python_multiproofs_verify_for_any_subset(net, book, n):
             book.claimAttesterRewards(root, vv, leaves, proof, flags, {"from": v})
         with reverts("AttesterBookBadProof"):
             book.claimAttesterRewards(root, vv, [(x[0], x[1] + 1, x[2]) for x in leaves], proof, flags, {"from": v})
+
+
+def test_the_recording_window_at_the_second(net, book, step):
+    """A root counts for a submission when recorded before its window's end: at end − 1 s it pays, at the end it
+    does not (the rule of `recordAttestations`, which refuses at the end: `block.timestamp >= windowEnd`)."""
+    _worker, v1, v2, sids = step
+    end = int(net.ledger.task(sids[0])["windowEnd"])
+    inside = _file(net, book, [(sids[0], v1, REWARD)])
+    at_end = _file(net, book, [(sids[0], v2, REWARD)])
+    web3.provider.make_request("evm_setNextBlockTimestamp", [end - 1])
+    tx = _record(book, inside)
+    assert web3.eth.get_block(tx.block_number).timestamp == end - 1
+    web3.provider.make_request("evm_setNextBlockTimestamp", [end])
+    tx = _record(book, at_end)
+    assert web3.eth.get_block(tx.block_number).timestamp == end
+    chain.sleep(301)
+    assert book.claimAttesterRewards(*_args(inside, v1, [0]), {"from": v1}).return_value == REWARD
+    with reverts("AttesterBookNotAttester", sids[0], v2):
+        book.claimAttesterRewards(*_args(at_end, v2, [0]), {"from": v2})
+
+
+def test_a_leaf_of_another_pools_submission_is_not_paid_from_this_pools_root(net, book, step):
+    """A trainer of two pools cannot pay one pool's submissions from the other's attester budget."""
+    worker, v1, _v2, _sids = step
+    tx = net.ledger.createPool(tuple(net.pool()["params"]), {"from": accounts[0]})
+    other = int(tx.return_value)
+    net.token.approve(net.ledger, 100 * TOKEN, {"from": accounts[0]})
+    net.ledger.fundPool(other, 100 * TOKEN, {"from": accounts[0]})
+    net.publish(0, pool=other)
+    sid = net.claim(worker, pool=other)
+    net.ledger.submitWork(sid, ROLLOUTS_CID, PROOFS_HASH, 4, 0, {"from": worker})
+    f = _file(net, book, [(sid, v1, REWARD)])  # recorded in the default pool, whose budget it reserves
+    _record(book, f)
+    chain.sleep(301)
+    with reverts("AttesterBookNotAttester", sid, v1):
+        book.claimAttesterRewards(*_args(f, v1, [0]), {"from": v1})
+    assert book.releaseAttesterRewards(*_args(f, v1, [0]), {"from": accounts[9]}).return_value == REWARD
