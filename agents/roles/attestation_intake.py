@@ -221,21 +221,49 @@ def _used_slots(state: StateStore, sids: list[int], assigned: Callable[[int], It
     return {sid: sorted(v for v in assigned(sid) if v in used.get(sid, set()))[:16] for sid in sids}
 
 
+def _send_root(protocol: Any, state: StateStore, f: AttestationRootFile, cid: str, sids: list[int]) -> bool:
+    """`recordAttestationRoot` of `f` unless the chain has it already; then its submissions are `recorded`. An
+    empty budget marks them `failed` (False); any other revert raises."""
+    try:
+        if not protocol.attestation_root(f.root)[1]:
+            protocol.record_attestation_root(f, cid)
+    except ContractRevert as exc:
+        if exc.name != "AttesterBookInsufficientBudget":
+            raise
+        log.warning("step %d: attestation root of %d submissions not recorded: %s", f.step, len(sids), exc)
+        for sid in sids:
+            state.put("attester_record", sid, "failed", {"error": str(exc)[:300]})
+        return False
+    for sid in sids:
+        state.put("attester_record", sid, "recorded", {"root": f.root})
+    log.info("step %d: recorded the attestations of %d submissions as root %s (%d leaves, leaves file %s)", f.step,
+             len(sids), f.root, len(f.leaves), cid)
+    return True
+
+
 def record_attestation_root(protocol: Any, state: StateStore, pool_id: int, *, ipfs: Any, step: int,
                             assigned: Callable[[int], Iterable[str]], metrics: Any) -> str | None:
     """Record the used attestations of every trained submission not yet recorded as one Merkle root (issue 38):
     a leaf per (submission, validator) paying the reward per attestation times the slots it held, the leaves file
     (`AttestationRootFile`) added to IPFS, `recordAttestationRoot` with its CID: one transaction per trained step
     instead of one per submission. Only when the pool's owner set a reward per attestation. Returns the root, or
-    None when there was nothing to record. A failure logs (counted in `metrics`' `errors_total`) and is tried again
-    on the next pass; an empty budget marks the submissions `failed`."""
+    None when there was nothing to record. The submissions are marked `recording` (with the root and the file's
+    CID) before the transaction, so a trainer restarted in between finishes that root, from the same file, and
+    never puts them in a second one (two roots would pay their leaves twice). A failure logs (counted in
+    `metrics`' `errors_total`) and is tried again on the next pass; an empty budget marks the submissions
+    `failed`."""
     if "AttesterBook" not in protocol.contracts:
         return None
-    todo = [int(r["id"]) for r in state.records("submission", "consumed")
-            if state.record("attester_record", int(r["id"])) is None]
-    if not todo:
-        return None
     try:
+        unfinished: dict[tuple[str, str], list[int]] = {}
+        for r in state.records("attester_record", "recording"):
+            unfinished.setdefault((r["data"]["root"], r["data"]["cid"]), []).append(int(r["id"]))
+        for (root, cid), sids in unfinished.items():
+            _send_root(protocol, state, AttestationRootFile.parse(ipfs.cat(cid), expect_root=root), cid, sids)
+        todo = [int(r["id"]) for r in state.records("submission", "consumed")
+                if state.record("attester_record", int(r["id"])) is None]
+        if not todo:
+            return None
         reward = protocol.attester_pool_rule(pool_id).reward_per_attestation
         if reward == 0:
             return None
@@ -248,20 +276,10 @@ def record_attestation_root(protocol: Any, state: StateStore, pool_id: int, *, i
         f = AttestationRootFile.build(chain_id=protocol.chain_id, book=protocol.contracts["AttesterBook"].address,
                                       pool_id=pool_id, step=step, entries=entries)
         cid = ipfs.add(f.to_bytes())
-        try:
-            protocol.record_attestation_root(f, cid)
-        except ContractRevert as exc:
-            if exc.name not in ("AttesterBookInsufficientBudget", "AttesterBookBadRoot"):
-                raise
-            log.warning("step %d: attestation root of %d submissions not recorded: %s", step, len(todo), exc)
-            for sid in todo:
-                state.put("attester_record", sid, "failed", {"error": str(exc)[:300]})
-            return None
         for sid in todo:
-            state.put("attester_record", sid, "recorded", {"validators": sorted(set(slots[sid])), "root": f.root})
-        log.info("step %d: recorded the attestations of %d submissions as root %s (%d leaves, leaves file %s)", step,
-                 len(todo), f.root, len(f.leaves), cid)
-        return f.root
+            state.put("attester_record", sid, "recording", {"root": f.root, "cid": cid,
+                                                            "validators": sorted(set(slots[sid]))})
+        return f.root if _send_root(protocol, state, f, cid, todo) else None
     except Exception as exc:
         metrics.inc("errors_total", kind=type(exc).__name__)
         log.warning("recording the attestation root failed (retried later): %s", exc)
