@@ -6,7 +6,7 @@ finishes the same root after a restart instead of putting the same submissions i
 from __future__ import annotations
 
 from intellect.agents.roles._state import StateStore
-from intellect.agents.roles.attestation_intake import record_attestation_root
+from intellect.agents.roles.attestation_intake import record_attestation_root, release_upheld_leaves
 from intellect.sdk.attestation_root import AttestationRootFile
 from intellect.sdk.ipfs import EmbeddedIpfs
 
@@ -102,3 +102,65 @@ def test_a_root_mined_before_the_trainer_died_is_not_sent_again(devnet, tmp_path
     assert len(_roots(trainer)) == 1 and state.count("attester_record", "recorded") == 2
     assert metrics.errors == ["RuntimeError"]
     state.close()
+
+
+def test_leaves_of_work_upheld_after_training_go_back_to_the_pools_budget(devnet, tmp_path):
+    """The real trainer agent (connected, not started; its follower's events handed to it): two trained
+    submissions recorded in one root; one is challenged and upheld afterwards, inside its window. Once its attester
+    is slashed and its window closed, the trainer's pass releases that submission's leaf; the other's stays the
+    validator's to claim."""
+    from nodes import staked_node  # type: ignore[import-not-found]
+    from role_config import role_config  # type: ignore[import-not-found]
+
+    from intellect.agents.attestation import sign_attestation
+    from intellect.agents.roles.attester_slash import slash_upheld_attesters
+    from intellect.agents.roles.trainer import Trainer
+    from intellect.sdk import Role, dev_account
+
+    p = devnet.protocol(0)
+    pool_id = devnet.deployment.default_pool_id or 1
+    params = p.pool(pool_id).params
+    p.set_attester_reward(pool_id, REWARD)
+    p.fund_attester_rewards(pool_id, 100 * TOKEN)
+    p.publish_checkpoint(pool_id, 1, "bafkreimanifestrootrelease")
+    w, honest = staked_node(devnet, 1, Role.WORKER), staked_node(devnet, 5, Role.WORKER)  # an upheld worker's
+    v = staked_node(devnet, 4, Role.VALIDATOR)  # other open work is void: the fine one is another worker's
+    challenger = staked_node(devnet, 2, Role.VALIDATOR)
+    bad, fine = w.claim_task(pool_id).task_id, honest.claim_task(pool_id).task_id
+    subs = {sid: node.submit_work(sid, f"bafkreirootrelease{sid}", bytes([sid % 250 + 1]) * 32, 2, 1)
+            for sid, node in ((bad, w), (fine, honest))}
+    t = Trainer(role_config(devnet, "trainer", tmp_path / "t", 0))
+    t.connect()
+    t.ipfs = EmbeddedIpfs(tmp_path / "ipfs")
+    for e in p.get_events(["TaskClaimed", "WorkSubmitted"]):
+        t._on_event(e)
+    for sid in (bad, fine):
+        att = sign_attestation(dev_account(4).key, chain_id=p.chain_id, ledger=p.contracts["TaskLedger"].address,
+                               submission_id=sid, rollouts_cid=subs[sid].rollouts_cid,
+                               proofs_hash="0x" + subs[sid].proofs_hash.hex(), policy_step=1)
+        assert t.accept_attestation(att.model_dump(by_alias=True))["ok"]
+        t.state.put("submission", sid, "consumed")
+    root = record_attestation_root(p, t.state, pool_id, ipfs=t.ipfs, step=1,
+                                   assigned=lambda sid: (v.address.lower(),), metrics=_Metrics())
+    assert root is not None
+    budget = p.attester_pool_rule(pool_id).budget
+
+    challenger.challenge(bad, "bafkreievidencerootrelease")  # its uphold vote alone: upheld
+    devnet.increase_time(params.vote_period + 1)
+    assert challenger.resolve(bad) is True
+    for e in p.get_events(["ChallengeResolved"]):
+        t._on_event(e)
+    assert release_upheld_leaves(p, t.state, t.ipfs) == 0  # its attesters not handled, its window open
+    slash_upheld_attesters(p, t.state)
+    devnet.increase_time(params.window_length + 1)
+    slash_upheld_attesters(p, t.state)  # window closed: the upheld record is done
+    assert release_upheld_leaves(p, t.state, t.ipfs) == REWARD
+    assert p.attester_pool_rule(pool_id).budget == budget + REWARD
+    (ev,) = p.get_events(["AttesterRewardReleased"])
+    assert ev.args["submissionId"] == bad
+    assert release_upheld_leaves(p, t.state, t.ipfs) == 0  # once
+    f = AttestationRootFile.parse(t.ipfs.cat(t.state.record("attester_record", fine)["data"]["cid"]))
+    (fine_leaf,) = [leaf for leaf in f.leaves if leaf.submission_id == fine]
+    assert not p.attester_leaf_settled(root, fine_leaf.index)  # the validator's to claim
+    assert v.claim_attester_leaves(f, v.address, [fine_leaf.index]) == REWARD
+    t.state.close()
