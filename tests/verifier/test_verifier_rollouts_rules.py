@@ -334,3 +334,80 @@ def test_module_attributes_arrow_schema_lazily_and_names_a_missing_one() -> None
     with pytest.raises(AttributeError) as exc:
         rollouts.NOPE  # noqa: B018
     assert str(exc.value) == "module 'intellect.verifier.rollouts' has no attribute 'NOPE'"
+
+
+def test_write_stages_beside_the_target_so_the_rename_is_atomic(tmp_path: Path, monkeypatch) -> None:
+    """The temporary file is made in the target's directory (an os.replace across filesystems is not atomic, and
+    fails) under a hidden name of the target's."""
+    import tempfile
+
+    made: list[Path] = []
+    real = tempfile.mkstemp
+
+    def spy(*args, **kwargs):
+        fd, name = real(*args, **kwargs)
+        made.append(Path(name))
+        return fd, name
+
+    monkeypatch.setattr(rollouts.tempfile, "mkstemp", spy)
+    _file().write(tmp_path / "f.rollouts")
+    (tmp,) = made
+    assert tmp.parent == tmp_path and tmp.name.startswith(".f.rollouts.") and not tmp.exists()
+
+
+def test_iterating_a_file_gives_its_rows_and_a_table_round_trips_with_the_default_name() -> None:
+    f = _file()
+    assert list(iter(f)) == f.rows and len(f) == 6
+    back = RolloutFile.from_table(f.to_table())
+    assert back.rows == f.rows and back.meta == f.meta and back.name == "rollouts"
+    assert RolloutFile.from_table(f.to_table(), name="t").name == "t"
+
+
+def test_reward_exactly_a_millionth_off_is_still_accepted() -> None:
+    row = _row(reward=1e-6, task_reward=0.0, length_penalty=0.0)  # |1e-6 − 0| is the tolerance itself
+    assert RolloutFile(_meta(), [row]).rows == [row]
+
+
+def test_a_file_of_no_rows_is_refused_as_such_not_by_a_crash() -> None:
+    """Every array empty (the offsets [0]): the decoder's per-row maxima must not run on nothing."""
+    f = RolloutFile.__new__(RolloutFile)  # the writer's check refuses no rows: bypassed to make the bytes
+    f.meta, f.rows, f.name = _meta(), [], "z"
+    data = f.to_bytes()
+    assert _refused(data, limits=RolloutLimits(max_tokens_per_row=0)) == "rollout file cid: has no rows"
+
+
+def test_proof_counts_that_wrap_int64_to_the_right_sum_are_refused() -> None:
+    """Four counts of 2^62 add up to 2^64 ≡ 0 in int64: with 6 + 6 the sum is the 12 proofs; only the
+    per-count bound refuses it."""
+    def wrap(h, b):
+        _array(h, b, "proof_counts")[:] = [2**62] * 4 + [6, 6]
+    assert _refused(_edit(wrap)) == "rollout file cid: proof_counts do not add up to the 12 proofs"
+
+
+def test_proofs_per_row_are_checked_before_any_row_is_built() -> None:
+    """Row 0 has a proof too few and a NaN reward: the proof check (on the arrays, before any proof becomes a
+    Python object) speaks first."""
+    def both(h, b):
+        c = _array(h, b, "proof_counts")
+        c[0], c[1] = 1, 3
+        _array(h, b, "reward")[0] = float("nan")
+    assert _refused(_edit(both)) == "rollout file cid: row 0: 1 proofs for 40 tokens (expected 2)"
+
+
+def test_a_v1_file_that_kills_its_reader_is_rejected_and_a_bad_child_result_is_the_nodes_problem(monkeypatch):
+    """The child's outcomes as `from_bytes` reports them: a crash is a verdict on the bytes (rejected, said so); a
+    child whose v2 answer does not parse is this node's fault (ParseUnavailable: retry, nothing said of the
+    sender)."""
+    from intellect.verifier.isolation import ParseCrashed, ParseUnavailable
+
+    def crashed(*_a, **_k):
+        raise ParseCrashed("was killed by signal 9")
+
+    monkeypatch.setattr(rollouts, "run_isolated", crashed)
+    assert _refused(b"PAR1" + bytes(8)) == ("rollout file cid: the Parquet reader was killed by signal 9 (a v1 file "
+                                           "this node cannot read safely; rejected)")
+    monkeypatch.setattr(rollouts, "run_isolated", lambda *_a, **_k: b"\0" * 3)
+    with pytest.raises(ParseUnavailable) as exc:
+        RolloutFile.from_bytes(b"PAR1" + bytes(8), name="cid")
+    assert str(exc.value) == ("rollout file cid: the v1 reader's result did not parse: rollout file cid: truncated: "
+                              "3 bytes, not even the 8-byte header length")
