@@ -65,5 +65,22 @@ def environment(_data: bytes, _args: dict[str, Any]) -> bytes:
     import json
 
     fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
+    dumpable = ctypes.CDLL(None, use_errno=True).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
     return json.dumps({"omp": os.environ.get("OMP_NUM_THREADS"), "nobytecode": os.environ.get("PYTHONDONTWRITEBYTECODE"),
-                       "session_leader": os.getsid(0) == os.getpid(), "fds": fds}).encode()
+                       "session_leader": os.getsid(0) == os.getpid(), "fds": fds, "dumpable": dumpable}).encode()
+
+
+def writes(_data: bytes, args: dict[str, Any]) -> bytes:
+    """A parser that writes a file (RLIMIT_FSIZE 0: Python ignores SIGXFSZ, so the write fails with EFBIG)."""
+    with open(args["path"], "wb") as f:
+        f.write(b"x" * 4096)
+        f.flush()
+    return b"written"
+
+
+def wrapped_memory(_data: bytes, _args: dict[str, Any]) -> bytes:
+    """A library that turns a MemoryError into its own error (as pyarrow does)."""
+    try:
+        raise MemoryError("out of memory in a library")
+    except MemoryError as exc:
+        raise ValueError("the library could not allocate") from exc

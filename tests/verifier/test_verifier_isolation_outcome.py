@@ -88,6 +88,7 @@ def test_the_child_runs_one_thread_writes_no_bytecode_leads_its_session_and_inhe
         os.close(r)
         os.close(w)
     assert got["omp"] == "1" and got["nobytecode"] == "1" and got["session_leader"] is True
+    assert got["dumpable"] == 0  # no core dump, even through a core_pattern pipe
     assert w not in got["fds"] and got["fds"][:3] == [0, 1, 2] and len(got["fds"]) <= 4  # + listdir's own
 
 
@@ -101,3 +102,21 @@ def test_a_child_that_cannot_be_started_is_the_nodes_trouble(monkeypatch):
     with pytest.raises(ParseUnavailable) as exc:
         run_isolated("isolation_targets:echo", b"", None, LIMITS)
     assert str(exc.value) == "isolated parser could not start: [Errno 11] Resource temporarily unavailable"
+
+
+def test_the_child_writes_no_file_and_a_wrapped_memory_error_is_the_memory_limit(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    out = tmp_path / "written"
+    with pytest.raises(ParseRefused) as exc:
+        run_isolated("isolation_targets:writes", b"", {"path": str(out)}, LIMITS)
+    assert "File too large" in str(exc.value) and out.stat().st_size == 0
+    with pytest.raises(ParseCrashed) as crash:
+        run_isolated("isolation_targets:wrapped_memory", b"", None, LIMITS)
+    assert str(crash.value) == "ran out of its 1024 MiB memory limit"
+
+
+def test_a_target_that_cannot_be_imported_says_so_with_the_setup_status(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    with pytest.raises(ParseUnavailable) as exc:
+        run_isolated("isolation_targets:no_such_target", b"", None, LIMITS)
+    assert str(exc.value).startswith("isolated parser could not start (exit status 4): isolated parser setup failed: ")
