@@ -54,8 +54,8 @@ EXIT_NOT_READY = 5
 EXIT_WARNINGS = 6
 ROLES = ("worker", "validator", "trainer", "relay")
 # gas per transaction, from reports/gas.md (`make gas`, anvil, solc 0.8.37 optimizer 200 runs)
-GAS = {"claimTask": 68_790, "submitWork": 84_911, "claimRewards": 68_318, "claimAttesterRewards": 104_657,
-       "challenge": 139_551, "publishCheckpoint": 100_905, "recordAttestationRoot": 83_620}
+GAS = {"claimTask": 68_790, "submitWork": 84_911, "claimRewards": 68_318, "claimAttesterRewards": 105_275,
+       "challenge": 139_551, "publishCheckpoint": 100_905, "recordAttestationRoot": 82_890}
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 
 

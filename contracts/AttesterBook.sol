@@ -71,9 +71,10 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
     // the last round of each challenge whose vote of a validator was settled: slashed as losing or paid as winning
     mapping(uint256 challengeId => mapping(address validator => uint16 round)) private _voterSettled;
     mapping(uint32 poolId => VoterRule) private _voterRules;
-    mapping(bytes32 root => RootRecord) private _roots;
+    // roots by keccak256(pool, root): one pool's trainer cannot take (front-run) a root another pool's will record
+    mapping(bytes32 key => RootRecord) private _roots;
     // settled leaves of each root, 256 a word: a claim of consecutive leaves writes one slot per 256
-    mapping(bytes32 root => mapping(uint256 word => uint256 bits)) private _settled;
+    mapping(bytes32 key => mapping(uint256 word => uint256 bits)) private _settled;
 
     /// @param admin receives DEFAULT_ADMIN_ROLE (sets the attester slash)
     /// @param ledger_ the TaskLedger whose submissions are attested (also the attestations' EIP-712 domain)
@@ -150,12 +151,13 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
         external
     {
         if (_ledger.pool(poolId).params.trainer != msg.sender) revert AttesterBookNotPoolTrainer(poolId, msg.sender);
-        if (root == bytes32(0) || leafCount == 0 || _roots[root].recordedAt != 0) revert AttesterBookBadRoot(root);
+        bytes32 key = _rootKey(poolId, root);
+        if (root == bytes32(0) || leafCount == 0 || _roots[key].recordedAt != 0) revert AttesterBookBadRoot(root);
         PoolRule storage rule = _rules[poolId];
         uint128 budget = rule.budget;
         if (budget < total) revert AttesterBookInsufficientBudget(poolId, budget, total);
         rule.budget = budget - total;
-        _roots[root] = RootRecord({
+        _roots[key] = RootRecord({
             poolId: poolId, recordedAt: uint40(block.timestamp), leafCount: leafCount, remaining: total
         });
         emit AttestationRootRecorded(poolId, root, leafCount, total, leavesCid);
@@ -163,68 +165,51 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
 
     /// @inheritdoc IAttesterBook
     function claimAttesterRewards(
+        uint32 poolId,
         bytes32 root,
         address validator,
         AttestationLeaf[] calldata leaves,
         bytes32[] calldata proof,
         bool[] calldata proofFlags
     ) external nonReentrant returns (uint256 total) {
-        RootRecord memory rr = _settleLeaves(root, validator, leaves, proof, proofFlags);
-        (address owner, INodeRegistry.Role role,) = _registry.nodeCore(validator);
-        bool attester = role == INodeRegistry.Role.Validator;
-        for (uint256 i; i < leaves.length; ++i) {
-            AttestationLeaf calldata leaf = leaves[i];
-            ITaskLedger.TaskView memory t = _ledger.task(leaf.submissionId);
-            if (!_leafValid(rr, t, attester, owner)) revert AttesterBookNotAttester(leaf.submissionId, validator);
-            if (t.status != ITaskLedger.TaskStatus.Paid && _ledger.claimable(leaf.submissionId) == 0) {
-                revert AttesterBookNotPayable(leaf.submissionId, validator);
-            }
-            total += leaf.amount;
-            emit AttesterRewardPaid(leaf.submissionId, validator, owner, leaf.amount);
-        }
-        _spend(root, rr, total);
+        bytes32 key = _rootKey(poolId, root);
+        RootRecord memory rr = _settleLeaves(key, root, validator, leaves, proof, proofFlags);
+        address owner;
+        (total, owner) = _payLeaves(rr, validator, leaves);
+        _spend(key, root, rr, total);
         _token.safeTransfer(owner, total);
     }
 
     /// @inheritdoc IAttesterBook
     function releaseAttesterRewards(
+        uint32 poolId,
         bytes32 root,
         address validator,
         AttestationLeaf[] calldata leaves,
         bytes32[] calldata proof,
         bool[] calldata proofFlags
     ) external returns (uint256 total) {
-        RootRecord memory rr = _settleLeaves(root, validator, leaves, proof, proofFlags);
-        (address owner, INodeRegistry.Role role,) = _registry.nodeCore(validator);
-        bool attester = role == INodeRegistry.Role.Validator;
-        for (uint256 i; i < leaves.length; ++i) {
-            AttestationLeaf calldata leaf = leaves[i];
-            ITaskLedger.TaskView memory t = _ledger.task(leaf.submissionId);
-            if (
-                _leafValid(rr, t, attester, owner) && t.status != ITaskLedger.TaskStatus.Upheld
-                    && t.status != ITaskLedger.TaskStatus.Voided
-            ) revert AttesterBookNotReleasable(leaf.submissionId, validator);
-            total += leaf.amount;
-            emit AttesterRewardReleased(leaf.submissionId, validator, leaf.amount);
-        }
-        _spend(root, rr, total);
+        bytes32 key = _rootKey(poolId, root);
+        RootRecord memory rr = _settleLeaves(key, root, validator, leaves, proof, proofFlags);
+        total = _releasableLeaves(rr, validator, leaves);
+        _spend(key, root, rr, total);
         // what the root reserved came out of this pool's budget, which therefore has room for it
         _rules[rr.poolId].budget += uint128(total);
     }
 
     /// @inheritdoc IAttesterBook
-    function attestationRoot(bytes32 root)
+    function attestationRoot(uint32 poolId, bytes32 root)
         external
         view
-        returns (uint32 poolId, uint40 recordedAt, uint32 leafCount, uint128 remaining)
+        returns (uint40 recordedAt, uint32 leafCount, uint128 remaining)
     {
-        RootRecord memory rr = _roots[root];
-        return (rr.poolId, rr.recordedAt, rr.leafCount, rr.remaining);
+        RootRecord memory rr = _roots[_rootKey(poolId, root)];
+        return (rr.recordedAt, rr.leafCount, rr.remaining);
     }
 
     /// @inheritdoc IAttesterBook
-    function leafSettled(bytes32 root, uint256 index) external view returns (bool) {
-        return _settled[root][index >> 8] & (1 << (index & 0xff)) != 0;
+    function leafSettled(uint32 poolId, bytes32 root, uint256 index) external view returns (bool) {
+        return _settled[_rootKey(poolId, root)][index >> 8] & (1 << (index & 0xff)) != 0;
     }
 
     /// @inheritdoc IAttesterBook
@@ -402,30 +387,41 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
     /// @dev Checks `leaves` of `root` against the multiproof and marks each settled (reverting on one settled or
     /// out of range); returns the root's record.
     function _settleLeaves(
+        bytes32 key,
         bytes32 root,
         address validator,
         AttestationLeaf[] calldata leaves,
         bytes32[] calldata proof,
         bool[] calldata proofFlags
     ) private returns (RootRecord memory rr) {
-        rr = _roots[root];
+        rr = _roots[key];
         if (rr.recordedAt == 0) revert AttesterBookUnknownRoot(root);
         uint256 n = leaves.length;
         if (n == 0 || n > _MAX_LEAVES) revert AttesterBookBadBatch(n);
-        bytes32[] memory hashes = new bytes32[](n);
-        for (uint256 i; i < n; ++i) {
+        if (!MerkleProof.multiProofVerifyCalldata(proof, proofFlags, root, _leafHashes(validator, leaves))) {
+            revert AttesterBookBadProof(root);
+        }
+        _markSettled(key, root, rr.leafCount, leaves);
+    }
+
+    /// @dev The leaves' hashes: keccak256(keccak256(abi.encode(index, submissionId, validator, amount))).
+    function _leafHashes(address validator, AttestationLeaf[] calldata leaves)
+        private
+        pure
+        returns (bytes32[] memory hashes)
+    {
+        hashes = new bytes32[](leaves.length);
+        for (uint256 i; i < leaves.length; ++i) {
             AttestationLeaf calldata leaf = leaves[i];
             hashes[i] = keccak256(
                 bytes.concat(keccak256(abi.encode(leaf.index, leaf.submissionId, validator, leaf.amount)))
             );
         }
-        if (!MerkleProof.multiProofVerifyCalldata(proof, proofFlags, root, hashes)) revert AttesterBookBadProof(root);
-        _markSettled(root, rr.leafCount, leaves);
     }
 
     /// @dev Sets the settled bit of each leaf, reverting on one out of range or settled already.
-    function _markSettled(bytes32 root, uint32 leafCount, AttestationLeaf[] calldata leaves) private {
-        mapping(uint256 word => uint256 bits) storage settled = _settled[root];
+    function _markSettled(bytes32 key, bytes32 root, uint32 leafCount, AttestationLeaf[] calldata leaves) private {
+        mapping(uint256 word => uint256 bits) storage settled = _settled[key];
         uint256 word = type(uint256).max; // the bitmap word in hand (a claim's leaves are mostly consecutive)
         uint256 bits = 0;
         for (uint256 i; i < leaves.length; ++i) {
@@ -443,6 +439,45 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
         settled[word] = bits;
     }
 
+    /// @dev The total of `leaves` (of `rr`), each payable under a record's rules, and the validator's owner.
+    function _payLeaves(RootRecord memory rr, address validator, AttestationLeaf[] calldata leaves)
+        private
+        returns (uint256 total, address owner)
+    {
+        INodeRegistry.Role role;
+        (owner, role,) = _registry.nodeCore(validator);
+        bool attester = role == INodeRegistry.Role.Validator;
+        for (uint256 i; i < leaves.length; ++i) {
+            AttestationLeaf calldata leaf = leaves[i];
+            ITaskLedger.TaskView memory t = _ledger.task(leaf.submissionId);
+            if (!_leafValid(rr, t, attester, owner)) revert AttesterBookNotAttester(leaf.submissionId, validator);
+            if (t.status != ITaskLedger.TaskStatus.Paid && _ledger.claimable(leaf.submissionId) == 0) {
+                revert AttesterBookNotPayable(leaf.submissionId, validator);
+            }
+            total += leaf.amount;
+            emit AttesterRewardPaid(leaf.submissionId, validator, owner, leaf.amount);
+        }
+    }
+
+    /// @dev The total of `leaves` (of `rr`), each one that can never be paid (upheld, voided, or breaking a rule).
+    function _releasableLeaves(RootRecord memory rr, address validator, AttestationLeaf[] calldata leaves)
+        private
+        returns (uint256 total)
+    {
+        (address owner, INodeRegistry.Role role,) = _registry.nodeCore(validator);
+        bool attester = role == INodeRegistry.Role.Validator;
+        for (uint256 i; i < leaves.length; ++i) {
+            AttestationLeaf calldata leaf = leaves[i];
+            ITaskLedger.TaskView memory t = _ledger.task(leaf.submissionId);
+            if (
+                _leafValid(rr, t, attester, owner) && t.status != ITaskLedger.TaskStatus.Upheld
+                    && t.status != ITaskLedger.TaskStatus.Voided
+            ) revert AttesterBookNotReleasable(leaf.submissionId, validator);
+            total += leaf.amount;
+            emit AttesterRewardReleased(leaf.submissionId, validator, leaf.amount);
+        }
+    }
+
     /// @dev A leaf follows the rules of a recorded attestation: the root's pool's submission, the root recorded
     /// inside its window, by a registered validator (`attester`) whose `owner` is not the worker's.
     function _leafValid(RootRecord memory rr, ITaskLedger.TaskView memory t, bool attester, address owner)
@@ -454,9 +489,13 @@ contract AttesterBook is AccessControl, ReentrancyGuardTransient, IAttesterBook 
         return owner != _registry.ownerOf(t.node);
     }
 
-    function _spend(bytes32 root, RootRecord memory rr, uint256 amount) private {
+    function _spend(bytes32 key, bytes32 root, RootRecord memory rr, uint256 amount) private {
         if (rr.remaining < amount) revert AttesterBookRootSpent(root, rr.remaining, amount);
-        _roots[root].remaining = rr.remaining - uint128(amount); // amount <= remaining < 2**128
+        _roots[key].remaining = rr.remaining - uint128(amount); // amount <= remaining < 2**128
+    }
+
+    function _rootKey(uint32 poolId, bytes32 root) private pure returns (bytes32) {
+        return keccak256(abi.encode(poolId, root));
     }
 
     /// @dev Slashes `amount` (at most the validators' minimum stake) from `validator`; the caller reports it.

@@ -82,13 +82,14 @@ class _AttesterCalls:
                              bytes.fromhex(root_file.root[2:]), len(root_file.leaves), int(root_file.total),
                              leaves_cid)
 
-    def attestation_root(self, root: str | bytes) -> tuple[int, int, int, int]:
-        """(pool id, recorded at (0: never), leaves, what it still reserves) of a recorded root."""
-        pool_id, at, count, remaining = self.call(self._book(), "attestationRoot", _hex_bytes(root))
-        return int(pool_id), int(at), int(count), int(remaining)
+    def attestation_root(self, pool_id: int, root: str | bytes) -> tuple[int, int, int]:
+        """(recorded at (0: never), leaves, what it still reserves) of pool `pool_id`'s root `root`."""
+        at, count, remaining = self.call(self._book(), "attestationRoot", int(pool_id), _hex_bytes(root))
+        return int(at), int(count), int(remaining)
 
-    def attester_leaf_settled(self, root: str | bytes, index: int) -> bool:
-        return bool(self.call(self._book(), "leafSettled", _hex_bytes(root), int(index)))
+    def attester_leaf_settled(self, pool_id: int, root: str | bytes, index: int) -> bool:
+        """Whether leaf `index` of pool `pool_id`'s root `root` is settled (paid or released)."""
+        return bool(self.call(self._book(), "leafSettled", int(pool_id), _hex_bytes(root), int(index)))
 
     def _leaf_args(self, root_file: AttestationRootFile, validator: str, indices: Sequence[int]) -> tuple:
         v = _addr(validator)
@@ -97,7 +98,7 @@ class _AttesterCalls:
         if any(leaf.validator.lower() != v.lower() for leaf in leaves):
             raise ValueError(f"leaves {want} of root {root_file.root} are not all {v}'s")
         proof, flags = root_file.tree().multiproof(want)
-        return (bytes.fromhex(root_file.root[2:]), v,
+        return (int(root_file.pool_id), bytes.fromhex(root_file.root[2:]), v,
                 [(leaf.index, leaf.submission_id, leaf.amount) for leaf in leaves], proof, flags)
 
     def claim_attester_leaves(self, root_file: AttestationRootFile, validator: str, indices: Sequence[int], *,

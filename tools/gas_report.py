@@ -143,7 +143,7 @@ def drive(book: GasBook) -> None:
     def leaf_args(v, sids):
         idx = [leaf.index for leaf in root_file.of(v.address) if leaf.submission_id in sids]
         proof, flags = root_file.tree().multiproof(idx)
-        return (root_file.root, v, [(root_file.leaves[i].index, root_file.leaves[i].submission_id,
+        return (pool, root_file.root, v, [(root_file.leaves[i].index, root_file.leaves[i].submission_id,
                                      root_file.leaves[i].amount) for i in sorted(idx)], proof, flags)
 
     # challenges: one upheld early (majority of all 3 validators), one rejected, one upheld after the period

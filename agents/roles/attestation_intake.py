@@ -225,7 +225,7 @@ def _send_root(protocol: Any, state: StateStore, f: AttestationRootFile, cid: st
     """`recordAttestationRoot` of `f` unless the chain has it already; then its submissions are `recorded`. An
     empty budget marks them `failed` (False); any other revert raises."""
     try:
-        if not protocol.attestation_root(f.root)[1]:
+        if not protocol.attestation_root(f.pool_id, f.root)[0]:
             protocol.record_attestation_root(f, cid)
     except ContractRevert as exc:
         if exc.name != "AttesterBookInsufficientBudget":
@@ -301,7 +301,7 @@ def release_upheld_leaves(protocol: Any, state: StateStore, ipfs: Any, *, max_tx
         for leaf in (x for x in f.leaves if x.submission_id == sid):
             if max_tx <= 0:
                 return total
-            if protocol.attester_leaf_settled(f.root, leaf.index):
+            if protocol.attester_leaf_settled(f.pool_id, f.root, leaf.index):
                 continue
             max_tx -= 1
             try:

@@ -118,7 +118,7 @@ def leaf_claim_bytes(leaves: int, step_leaves: int) -> bytes:
     `step_leaves` leaves: the leaves, and a multiproof of about 2·log2(step_leaves) hashes."""
     depth = max(1, math.ceil(math.log2(max(step_leaves, 2))))
     proof = [bytes([i + 1]) * 32 for i in range(2 * depth)]
-    args = [b"\x77" * 32, "0x" + "ab" * 20, [(10_000 + i, 123_456 + i, 2 * 10**18) for i in range(leaves)], proof,
+    args = [1, b"\x77" * 32, "0x" + "ab" * 20, [(10_000 + i, 123_456 + i, 2 * 10**18) for i in range(leaves)], proof,
             [True] * (leaves - 1) + [False] * len(proof)]
     return b"\x01" * ENVELOPE_BYTES + calldata("AttesterBook", "claimAttesterRewards", args)
 

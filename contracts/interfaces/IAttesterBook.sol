@@ -10,7 +10,8 @@ pragma solidity ^0.8.24;
 /// claimable (like the worker's); if the submission was upheld or voided, the reservation returns to the pool.
 ///
 /// Per step (issue 38): instead of one record per submission, the trainer may record one Merkle root of a step's
-/// used attestations (`recordAttestationRoot`): leaf = keccak256(keccak256(abi.encode(index, submissionId,
+/// used attestations (`recordAttestationRoot`; roots are per pool, so no other pool's trainer can record one
+/// first): leaf = keccak256(keccak256(abi.encode(index, submissionId,
 /// validator, amount))), the tree OpenZeppelin's (commutative pair hashing, complete, leaves in array order), the
 /// leaves published as a JSON file under `leavesCid`. The root reserves `total` from the budget at once; a validator
 /// claims any set of its leaves with one multiproof (`claimAttesterRewards`), each under the same rules as a
@@ -179,14 +180,15 @@ interface IAttesterBook {
 
     /// @notice Records a step's used attestations as one Merkle root (see the contract's notice) of `leafCount`
     /// leaves, reserving `total` from the pool's attester budget; `leavesCid` names the published leaves. Only the
-    /// pool's trainer; each root once.
+    /// pool's trainer; each root once per pool.
     function recordAttestationRoot(uint32 poolId, bytes32 root, uint32 leafCount, uint128 total, string calldata leavesCid)
         external;
 
-    /// @notice Pays `validator`'s owner the rewards of `leaves` of `root` (OpenZeppelin multiproof: `proof`,
+    /// @notice Pays `validator`'s owner the rewards of `leaves` of pool `poolId`'s `root` (OpenZeppelin multiproof: `proof`,
     /// `proofFlags`, leaves in tree order), each under the rules of a recorded attestation; anyone may send it; at
     /// most 256 leaves. Returns the total paid.
     function claimAttesterRewards(
+        uint32 poolId,
         bytes32 root,
         address validator,
         AttestationLeaf[] calldata leaves,
@@ -194,10 +196,11 @@ interface IAttesterBook {
         bool[] calldata proofFlags
     ) external returns (uint256 total);
 
-    /// @notice Returns to the pool's budget the rewards of `leaves` of `root` that can never be paid: their work
+    /// @notice Returns to pool `poolId`'s budget the rewards of `leaves` of its `root` that can never be paid: their work
     /// upheld or voided, or the leaf breaks a rule (another pool's submission, recorded after its window, not a
     /// validator, the worker's own owner). Anyone; at most 256 leaves. Returns the total released.
     function releaseAttesterRewards(
+        uint32 poolId,
         bytes32 root,
         address validator,
         AttestationLeaf[] calldata leaves,
@@ -205,14 +208,14 @@ interface IAttesterBook {
         bool[] calldata proofFlags
     ) external returns (uint256 total);
 
-    /// @notice Root `root`: its pool, when it was recorded (0: never), its leaves and what it still reserves.
-    function attestationRoot(bytes32 root)
+    /// @notice Pool `poolId`'s root `root`: when it was recorded (0: never), its leaves and what it still reserves.
+    function attestationRoot(uint32 poolId, bytes32 root)
         external
         view
-        returns (uint32 poolId, uint40 recordedAt, uint32 leafCount, uint128 remaining);
+        returns (uint40 recordedAt, uint32 leafCount, uint128 remaining);
 
-    /// @notice Whether leaf `index` of `root` is settled (paid or released).
-    function leafSettled(bytes32 root, uint256 index) external view returns (bool);
+    /// @notice Whether leaf `index` of pool `poolId`'s root `root` is settled (paid or released).
+    function leafSettled(uint32 poolId, bytes32 root, uint256 index) external view returns (bool);
 
     /// @notice Pays a recorded attestation's reward to the validator's owner once the submission is final and
     /// payable (window closed, not challenged, not upheld, not voided). Anyone.

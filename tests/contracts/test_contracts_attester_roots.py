@@ -54,7 +54,7 @@ def _b(root):
 def _args(f, validator, indices):
     proof, flags = f.tree().multiproof(indices)
     leaves = [(f.leaves[i].index, f.leaves[i].submission_id, f.leaves[i].amount) for i in sorted(indices)]
-    return (f.root, validator, leaves, proof, flags)
+    return (f.pool_id, f.root, validator, leaves, proof, flags)
 
 
 def _record(book, f, sender=None):
@@ -84,13 +84,13 @@ def test_a_root_pays_each_leaf_once_after_its_window_to_the_validators_owner(net
     assert [(p["submissionId"], p["owner"], p["amount"]) for p in tx.events["AttesterRewardPaid"]] == [
         (sid, accounts[4], REWARD) for sid in sids]
     assert net.token.balanceOf(accounts[4]) == before + 3 * REWARD
-    assert all(book.leafSettled(f.root, i) for i in mine)
+    assert all(book.leafSettled(f.pool_id, f.root, i) for i in mine)
     with reverts("AttesterBookLeafSettled", _b(f.root), mine[1]):
         book.claimAttesterRewards(*_args(f, v1, mine[1:2]), {"from": accounts[9]})
     (v2_leaf,) = [leaf.index for leaf in f.of(str(v2))]
     book.claimAttesterRewards(*_args(f, v2, [v2_leaf]), {"from": v2})
     assert net.token.balanceOf(accounts[5]) >= 2 * REWARD
-    assert tuple(book.attestationRoot(f.root))[2:] == (4, 0)
+    assert tuple(book.attestationRoot(f.pool_id, f.root))[1:] == (4, 0)
 
 
 def test_a_forged_leaf_or_proof_is_refused(net, book, step):
@@ -98,15 +98,15 @@ def test_a_forged_leaf_or_proof_is_refused(net, book, step):
     f = _file(net, book, [(sid, v1, REWARD) for sid in sids])
     _record(book, f)
     chain.sleep(301)
-    root, _v, leaves, proof, flags = _args(f, v1, [0])
+    pid, root, _v, leaves, proof, flags = _args(f, v1, [0])
     with reverts("AttesterBookBadProof", _b(f.root)):  # a bigger amount than the leaf's
-        book.claimAttesterRewards(root, v1, [(0, leaves[0][1], leaves[0][2] * 10)], proof, flags, {"from": v1})
+        book.claimAttesterRewards(pid, root, v1, [(0, leaves[0][1], leaves[0][2] * 10)], proof, flags, {"from": v1})
     with reverts("AttesterBookBadProof", _b(f.root)):  # another validator's claim on v1's leaf
-        book.claimAttesterRewards(root, v2, leaves, proof, flags, {"from": v2})
+        book.claimAttesterRewards(pid, root, v2, leaves, proof, flags, {"from": v2})
     with reverts("AttesterBookUnknownRoot", b"\x11" * 32):
-        book.claimAttesterRewards("0x" + "11" * 32, v1, leaves, proof, flags, {"from": v1})
+        book.claimAttesterRewards(pid, "0x" + "11" * 32, v1, leaves, proof, flags, {"from": v1})
     with reverts("AttesterBookBadBatch", 0):
-        book.claimAttesterRewards(root, v1, [], [f.root], [], {"from": v1})
+        book.claimAttesterRewards(pid, root, v1, [], [f.root], [], {"from": v1})
     assert book.claimAttesterRewards(*_args(f, v1, [0]), {"from": v1}).return_value == REWARD
 
 
@@ -150,7 +150,7 @@ def test_leaves_of_upheld_work_or_of_the_workers_own_validator_return_to_the_bud
         book.claimAttesterRewards(*_args(f, own, [own_leaf]), {"from": own})
     book.releaseAttesterRewards(*_args(f, own, [own_leaf]), {"from": accounts[9]})
     assert book.poolRule(net.pool_id)[1] == budget + 3 * REWARD
-    assert tuple(book.attestationRoot(f.root))[3] == 0
+    assert tuple(book.attestationRoot(f.pool_id, f.root))[2] == 0
 
 
 def test_a_root_recorded_after_a_window_closed_pays_nothing_for_it(net, book, step):
@@ -201,11 +201,12 @@ def test_python_multiproofs_verify_for_any_subset(net, book, n):
     _record(book, f)
     subsets = [[0], [n - 1], list(range(n)), list(range(0, n, 2)), list(range(1, n, 3))]
     for s in filter(None, subsets):
-        root, vv, leaves, proof, flags = _args(f, v, s)
+        pid, root, vv, leaves, proof, flags = _args(f, v, s)
         with reverts("TaskLedgerUnknownTask", 1000 + s[0]):
-            book.claimAttesterRewards(root, vv, leaves, proof, flags, {"from": v})
+            book.claimAttesterRewards(pid, root, vv, leaves, proof, flags, {"from": v})
         with reverts("AttesterBookBadProof"):
-            book.claimAttesterRewards(root, vv, [(x[0], x[1] + 1, x[2]) for x in leaves], proof, flags, {"from": v})
+            book.claimAttesterRewards(pid, root, vv, [(x[0], x[1] + 1, x[2]) for x in leaves], proof, flags,
+                                      {"from": v})
 
 
 def test_the_recording_window_at_the_second(net, book, step):
@@ -243,3 +244,29 @@ def test_a_leaf_of_another_pools_submission_is_not_paid_from_this_pools_root(net
     with reverts("AttesterBookNotAttester", sid, v1):
         book.claimAttesterRewards(*_args(f, v1, [0]), {"from": v1})
     assert book.releaseAttesterRewards(*_args(f, v1, [0]), {"from": accounts[9]}).return_value == REWARD
+
+
+def test_another_pools_trainer_cannot_take_a_root_first(net, book, step):
+    """Roots are per pool: the trainer of a pool anyone can create records the very root this pool's trainer is
+    about to record (seen in the mempool); this pool's trainer still records it, and its validators are paid."""
+    _worker, v1, _v2, sids = step
+    f = _file(net, book, [(sid, v1, REWARD) for sid in sids])
+    griefer = accounts[7]
+    params = list(net.pool()["params"])
+    params[0] = griefer.address  # the new pool's trainer
+    other = int(net.ledger.createPool(tuple(params), {"from": griefer}).return_value)
+    book.setAttesterReward(other, REWARD, {"from": griefer})
+    net.token.transfer(griefer, 10 * TOKEN, {"from": accounts[0]})
+    net.token.approve(book, 10 * TOKEN, {"from": griefer})
+    book.fundAttesterRewards(other, 10 * TOKEN, {"from": griefer})
+    book.recordAttestationRoot(other, f.root, 3, 3 * REWARD, "cid", {"from": griefer})
+    _record(book, f)  # not refused: this pool has no such root yet
+    chain.sleep(301)
+    assert book.claimAttesterRewards(*_args(f, v1, [0, 1, 2]), {"from": v1}).return_value == 3 * REWARD
+    # the griefer's copy pays nothing (its leaves are another pool's submissions): released back to its budget
+    _pid, root, v, leaves, proof, flags = _args(f, v1, [0, 1, 2])
+    with reverts("AttesterBookNotAttester", sids[0], v1):
+        book.claimAttesterRewards(other, root, v, leaves, proof, flags, {"from": v1})
+    assert book.releaseAttesterRewards(other, root, v, leaves, proof, flags, {"from": griefer}).return_value == \
+        3 * REWARD
+    assert book.poolRule(other)[1] == 10 * TOKEN

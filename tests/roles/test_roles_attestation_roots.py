@@ -161,6 +161,6 @@ def test_leaves_of_work_upheld_after_training_go_back_to_the_pools_budget(devnet
     assert release_upheld_leaves(p, t.state, t.ipfs) == 0  # once
     f = AttestationRootFile.parse(t.ipfs.cat(t.state.record("attester_record", fine)["data"]["cid"]))
     (fine_leaf,) = [leaf for leaf in f.leaves if leaf.submission_id == fine]
-    assert not p.attester_leaf_settled(root, fine_leaf.index)  # the validator's to claim
+    assert not p.attester_leaf_settled(pool_id, root, fine_leaf.index)  # the validator's to claim
     assert v.claim_attester_leaves(f, v.address, [fine_leaf.index]) == REWARD
     t.state.close()

@@ -129,7 +129,7 @@ def test_validator_claims_its_leaves_of_an_attestation_root_in_one_transaction(d
     assert v.protocol.balance_of() == before + REWARD * len(sids)
     assert calls.count("eth_sendRawTransaction") == 1  # one multiproof for the four leaves
     assert {int(r["id"]) for r in v.state.records("attester", "paid")} == set(sids)
-    assert all(trainer.attester_leaf_settled(f.root, leaf.index) for leaf in f.of(me))
-    assert not trainer.attester_leaf_settled(f.root, f.of(other.protocol.address)[0].index)
+    assert all(trainer.attester_leaf_settled(pool_id, f.root, leaf.index) for leaf in f.of(me))
+    assert not trainer.attester_leaf_settled(pool_id, f.root, f.of(other.protocol.address)[0].index)
     v.state.close()
     other.state.close()
