@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from brownie import accounts
+from brownie_dropped_race import install as _install_dropped_race_fix
 from security_helpers import (
     MIN_STAKE,
     TOKEN,
@@ -23,6 +24,8 @@ from security_helpers import (
 
 from scripts._deployment import dev_params
 from scripts.deploy import Deployed, deploy_all
+
+_install_dropped_race_fix()  # brownie/anvil "Tx dropped without known replacement" race (tests/brownie_dropped_race.py)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
