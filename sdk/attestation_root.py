@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 
 from eth_abi import encode
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -162,8 +163,13 @@ class AttestationRootFile(BaseModel):
     def total(self) -> int:
         return sum(leaf.amount for leaf in self.leaves)
 
-    def tree(self) -> MerkleTree:
+    @cached_property
+    def _tree(self) -> MerkleTree:
         return MerkleTree([leaf.hash() for leaf in self.leaves])
+
+    def tree(self) -> MerkleTree:
+        """The leaves' tree, built once per file object (two hashes a leaf; a claim's multiproofs reuse it)."""
+        return self._tree
 
     def of(self, validator: str) -> list[RootLeaf]:
         """`validator`'s leaves, in index order."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,12 @@ def note_root(state: Any, args: Any, *, pool_id: int) -> None:
 
 def _root_path(root_dir: Path, root: str) -> Path:
     return root_dir / f"{root}.json"
+
+
+@lru_cache(maxsize=8)
+def _kept_root(path: Path, size: int, mtime_ns: int, root: str) -> AttestationRootFile:
+    """A kept leaves file, parsed (its root rebuilt) once per file version, not on every settle pass."""
+    return AttestationRootFile.parse(path.read_bytes(), expect_root=root)
 
 
 def read_roots(protocol: Any, state: Any, ipfs: Any, root_dir: Path) -> int:
@@ -186,7 +193,9 @@ def _claim_leaves(protocol: Any, state: Any, root: str, mine: list[tuple[int, in
     them all first; when it reverts, one eth_call per leaf (at most `ATTESTER_CLAIMS_PER_PASS`) sorts the payable
     from the rest (`_not_payable`), and the payable ones are sent together. Returns the wei paid."""
     try:
-        f = AttestationRootFile.parse(_root_path(root_dir, root).read_bytes(), expect_root=root)
+        path = _root_path(root_dir, root)
+        st = path.stat()
+        f = _kept_root(path, st.st_size, st.st_mtime_ns, root)
     except (OSError, AttestationRootError) as exc:  # the kept copy is gone or damaged: read the root again
         log.warning("attestation root %s: kept leaves file unreadable (%s); fetching it again", root, exc)
         state.put("attester_root", root, "pending", {"tries": 0})

@@ -28,16 +28,23 @@ def _validator_agent(devnet, tmp_path, account: int):
     return v
 
 
-def test_validator_claims_attester_rewards_without_asking_about_open_windows(devnet, tmp_path):
+def _pool_and_worker(devnet, budget: int, manifest: str):
+    """The pool's trainer with a reward per attestation and `budget` funded, step 1 published, and a staked worker
+    (dev account 1)."""
     trainer = devnet.protocol(0)
     pool_id = devnet.deployment.default_pool_id or 1
     trainer.set_attester_reward(pool_id, REWARD)
-    trainer.fund_attester_rewards(pool_id, 20 * TOKEN)
-    trainer.publish_checkpoint(pool_id, 1, "bafkreimanifestclaims")
+    trainer.fund_attester_rewards(pool_id, budget)
+    trainer.publish_checkpoint(pool_id, 1, manifest)
     w = devnet.protocol(1)
     w.drip()
     w.register_node("worker", gpu_model="cpu")
     w.stake(w.address, 100 * TOKEN)
+    return trainer, pool_id, w
+
+
+def test_validator_claims_attester_rewards_without_asking_about_open_windows(devnet, tmp_path):
+    trainer, pool_id, w = _pool_and_worker(devnet, 20 * TOKEN, "bafkreimanifestclaims")
     v = _validator_agent(devnet, tmp_path, 2)
     me = v.protocol.address
     lock = threading.Lock()  # the validator's transaction lock
@@ -83,15 +90,7 @@ def test_validator_claims_its_leaves_of_an_attestation_root_in_one_transaction(d
     from intellect.sdk.attestation_root import AttestationRootFile
     from intellect.sdk.ipfs import EmbeddedIpfs
 
-    trainer = devnet.protocol(0)
-    pool_id = devnet.deployment.default_pool_id or 1
-    trainer.set_attester_reward(pool_id, REWARD)
-    trainer.fund_attester_rewards(pool_id, 40 * TOKEN)
-    trainer.publish_checkpoint(pool_id, 1, "bafkreimanifestroots")
-    w = devnet.protocol(1)
-    w.drip()
-    w.register_node("worker", gpu_model="cpu")
-    w.stake(w.address, 100 * TOKEN)
+    trainer, pool_id, w = _pool_and_worker(devnet, 40 * TOKEN, "bafkreimanifestroots")
     v = _validator_agent(devnet, tmp_path, 2)
     other = _validator_agent(devnet, tmp_path / "o", 3)
     me = v.protocol.address

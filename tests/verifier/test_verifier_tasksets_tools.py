@@ -56,7 +56,7 @@ def test_split_takes_round_held_out_times_n_between_1_and_n_minus_1_by_the_sha25
 
 def test_split_defaults_and_refusals():
     ts = _set(20)
-    train, held = split(ts)  # held_out 0.1, seed 0
+    _train, held = split(ts)  # held_out 0.1, seed 0
     assert [t.id for t in held.tasks] == [t.id for t in ts.tasks if t.id in set(_rank(ts, 0)[:2])]
     for bad in (0.0, 1.0, -0.1, 1.5):
         with pytest.raises(TaskSetError) as exc:
@@ -66,7 +66,6 @@ def test_split_defaults_and_refusals():
         split(_set(1, name="one"))
     assert str(exc.value) == "task set 'one' has 1 task: nothing to split"
     assert len(split(_set(2), held_out=0.5)[1]) == 1  # two tasks split
-    del train
 
 
 # ------------------------------------------------------------------------------------------ merge, shuffle
