@@ -27,6 +27,8 @@ Usage:
     python tools/mutmut_run.py --fresh ...             # drop build/mutmut/mutants first (all verdicts)
 
     python tools/mutmut_run.py --module agents/grpo.py --survivors-only   # rerun only the survivors (after new tests)
+    INTELLECT_MUTMUT_STAGE=build/mutmut-sandbox python tools/mutmut_run.py --module verifier/sandbox.py
+                                                       # its own staging folder: runs side by side
 
 Verdicts are kept in build/mutmut/verdicts.json across runs, per mutant with its function's hash: mutmut resets
 every verdict when its test selection changes (a new test file), so a run of the survivors alone would otherwise
@@ -53,7 +55,9 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGE = ROOT / "build" / "mutmut"
+# INTELLECT_MUTMUT_STAGE names another staging folder (e.g. build/mutmut-sandbox), so runs on different modules can
+# go on side by side in one checkout, each with its own mutants/ and ledger
+STAGE = ROOT / os.environ.get("INTELLECT_MUTMUT_STAGE", "build/mutmut")
 EQUIVALENT = ROOT / "tools" / "mutmut_equivalent.txt"
 PACKAGES = {"verifier": "intellect.verifier", "agents": "intellect.agents"}
 
