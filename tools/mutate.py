@@ -1,7 +1,9 @@
 """Scripted mutation testing of the protocol's core rules (issue 39).
 
-Each mutant is one exact text replacement in one file (it must occur exactly once): the file is
-rewritten, the named test files run (`pytest -x -q`), and the file is restored, whatever happens.
+Each mutant is one exact text replacement in one file (it must occur exactly once), and the named test files run
+(`pytest -x -q`). A Python file is mutated in a private copy of verifier/ and agents/ put first on PYTHONPATH (the
+working tree is never touched, so other runs can go on beside it); a contract is rewritten in place and restored,
+whatever happens.
 A mutant is *killed* when the tests fail, *survived* when they pass. Equivalent mutants (no test can
 tell them apart from today's code) are listed with the reason and not run. Solidity mutants are
 recompiled by brownie when its test session loads the project (the build cache is keyed by source).
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -257,16 +260,39 @@ def _changed(base: str) -> set[str]:
     return set(out.split())
 
 
+COPIED = ("verifier", "agents")
+"""Python packages a mutant of theirs is applied to in a private copy (see `_python_copy`)."""
+
+
+def _python_copy(m: Mutant) -> tuple[Path, dict[str, str]] | None:
+    """A mutant of verifier/ or agents/ is applied to a private copy, never to the working tree: a staging folder
+    build/mutate/<pid>/src/intellect/{verifier,agents} (copies) put first on PYTHONPATH, so `import
+    intellect.verifier...` loads the copy in the tests and in every child they start (`intellect` is a namespace
+    package; intellect.sdk still comes from the editable install). Other runs in the same checkout (mutmut, tests,
+    a second mutate.py) go on seeing today's code. None for other files (contracts: rewritten in place)."""
+    folder = m.file.partition("/")[0]
+    if folder not in COPIED:
+        return None
+    stage = ROOT / "build" / "mutate" / str(os.getpid())
+    shutil.rmtree(stage, ignore_errors=True)
+    for name in COPIED:
+        shutil.copytree(ROOT / name, stage / "src" / "intellect" / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    path = os.pathsep.join(p for p in (str(stage / "src"), os.environ.get("PYTHONPATH", "")) if p)
+    return stage, {"PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 def run_mutant(m: Mutant, timeout: int) -> tuple[str, float]:
     """'killed', 'survived', 'timeout' or 'not-applied: ...', and the seconds the tests took."""
-    path = ROOT / m.file
-    original = path.read_text()
+    original = (ROOT / m.file).read_text()
     if original.count(m.old) != 1:
         return f"not-applied: {original.count(m.old)} matches", 0.0
     t0 = time.monotonic()
+    copy = _python_copy(m)
+    path = ROOT / m.file if copy is None else copy[0] / "src" / "intellect" / m.file
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **(copy[1] if copy else {})}
     try:
         path.write_text(original.replace(m.old, m.new))
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *m.tests],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
         verdict = "survived" if proc.returncode == 0 else "killed"
@@ -275,7 +301,10 @@ def run_mutant(m: Mutant, timeout: int) -> tuple[str, float]:
     except subprocess.TimeoutExpired:
         verdict = "timeout"
     finally:
-        path.write_text(original)
+        if copy is None:
+            path.write_text(original)
+        else:
+            shutil.rmtree(copy[0], ignore_errors=True)
     return verdict, time.monotonic() - t0
 
 

@@ -9,6 +9,7 @@ the rollout reader's use of it: old Parquet files read in a child, the committed
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -34,7 +35,7 @@ FAST = ChildLimits(memory_bytes=1 << 30, cpu_seconds=2, wall_seconds=30)
 
 @pytest.fixture
 def targets(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    monkeypatch.setenv("PYTHONPATH", str(HERE), prepend=os.pathsep)
     return "isolation_targets"
 
 

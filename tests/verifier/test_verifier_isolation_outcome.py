@@ -77,7 +77,7 @@ def test_exit_statuses_and_signals_each_make_their_verdict(caplog):
 
 
 def test_the_child_runs_one_thread_writes_no_bytecode_leads_its_session_and_inherits_no_descriptor(monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    monkeypatch.setenv("PYTHONPATH", str(HERE), prepend=os.pathsep)
     monkeypatch.setenv("OMP_NUM_THREADS", "8")
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     r, w = os.pipe()
@@ -105,7 +105,7 @@ def test_a_child_that_cannot_be_started_is_the_nodes_trouble(monkeypatch):
 
 
 def test_the_child_writes_no_file_and_a_wrapped_memory_error_is_the_memory_limit(monkeypatch, tmp_path):
-    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    monkeypatch.setenv("PYTHONPATH", str(HERE), prepend=os.pathsep)
     out = tmp_path / "written"
     with pytest.raises(ParseRefused) as exc:
         run_isolated("isolation_targets:writes", b"", {"path": str(out)}, LIMITS)
@@ -116,7 +116,7 @@ def test_the_child_writes_no_file_and_a_wrapped_memory_error_is_the_memory_limit
 
 
 def test_a_target_that_cannot_be_imported_says_so_with_the_setup_status(monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    monkeypatch.setenv("PYTHONPATH", str(HERE), prepend=os.pathsep)
     with pytest.raises(ParseUnavailable) as exc:
         run_isolated("isolation_targets:no_such_target", b"", None, LIMITS)
     assert str(exc.value).startswith("isolated parser could not start (exit status 4): isolated parser setup failed: ")
