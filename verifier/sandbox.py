@@ -831,6 +831,11 @@ def _died_reason(rc: int | None, cand: _Proc) -> SandboxReason:
     return SandboxReason.EARLY_EXIT
 
 
+_LOAD_FAILURES = frozenset({SandboxReason.SYNTAX_ERROR, SandboxReason.MEMORY_LIMIT, SandboxReason.OUTPUT_LIMIT,
+                            SandboxReason.TMP_LIMIT, SandboxReason.FAILED})
+"""The verdicts the candidate's runner reports when the completion does not load (`_CANDIDATE`'s `_main`)."""
+
+
 def _relay(reply: Any) -> dict[str, Any]:
     """The candidate's reply, checked and rebuilt by the parent: only typed values cross."""
     if not isinstance(reply, dict):
@@ -888,7 +893,9 @@ def run_python(
             except ValueError:
                 loaded = None
             if not isinstance(loaded, dict) or loaded.get("load") != "ok":
-                if isinstance(loaded, dict) and loaded.get("load") in {r.value for r in SandboxReason}:
+                # the completion can write to this channel itself: of what it says about its load, only a failure
+                # its runner reports is believed ({"load": "passed"} was a pass with no test run; a list, a crash)
+                if isinstance(loaded, dict) and isinstance(loaded.get("load"), str) and loaded["load"] in _LOAD_FAILURES:
                     reason, detail = SandboxReason(loaded["load"]), str(loaded.get("detail", ""))
                 else:
                     rc = cand.kill()
