@@ -43,3 +43,561 @@ def test_a_load_verdict_of_another_type_is_a_failure_not_a_crash(forged):
 def test_a_load_failure_the_runner_reports_is_the_verdict(load):
     r = run_python(_FORGE.format(forged={"load": load, "detail": "why " + load}), ["assert f(1) == 3"], FAST)
     assert (r.passed, r.reason.value, r.stderr, r.calls) == (False, load, "why " + load, 0), r
+
+
+# --------------------------------------------------------------------------------------------------
+# the parent's helpers: tests and prompts
+
+
+def test_check_tests_needs_one_test_and_names_the_one_that_is_not_python():
+    from intellect.verifier.sandbox import TestsRefusedError, check_tests
+
+    with pytest.raises(TestsRefusedError) as err:
+        check_tests([])
+    assert str(err.value) == "a code task needs at least one test"
+    with pytest.raises(TestsRefusedError) as err:
+        check_tests(["assert True", "x = 1", "assert f(1) =="])
+    assert str(err.value) == "test 2 is not Python: invalid syntax (<unknown>, line 1)"
+    assert isinstance(err.value.__cause__, SyntaxError)
+    assert check_tests(["assert True", "def g():\n    return 1"]) is None
+
+
+_PROMPT = ('import math\nfrom os import path\nX = 3\nY = [1, 2]\nZ = foo()\nW = {[1]: 2}\n\n'
+           'def helper(x):\n    return x + X\n\nasync def ahelper():\n    return 1\n\n'
+           'def stub(x):\n    """doc"""\n    import re\n    from os import sep\n    pass\n    ...\n\n'
+           'async def astub():\n    pass\n\ndef calls():\n    print(1)\n\nclass K:\n    pass\nprint(1)\n')
+
+
+def test_prompt_prelude_keeps_imports_literal_constants_and_helpers_exactly():
+    """Imports, assignments of a literal (not a call, not an unhashable key) and functions with a body are kept,
+    in order; stubs (docstring, imports, pass, ...) of either kind, classes and statements are dropped."""
+    from intellect.verifier.sandbox import prompt_prelude
+
+    assert prompt_prelude(_PROMPT) == ("import math\nfrom os import path\nX = 3\nY = [1, 2]\n\n"
+                                       "def helper(x):\n    return x + X\n\nasync def ahelper():\n    return 1\n\n"
+                                       "def calls():\n    print(1)")
+
+
+@pytest.mark.parametrize("prompt", [None, "", "Write a function f.", "import math\nX = 3\n",
+                                    'def f(x):\n    """doc"""\n', "async def f():\n    ...\n", "x = '\0'"])
+def test_prompt_prelude_is_none_without_a_helper_function(prompt):
+    from intellect.verifier.sandbox import prompt_prelude
+
+    assert prompt_prelude(prompt) is None
+
+
+def test_a_stub_is_only_docstring_imports_pass_and_ellipsis():
+    import ast
+
+    from intellect.verifier.sandbox import _is_literal, _is_stub
+
+    def fn(src):
+        return ast.parse(src).body[0]
+
+    assert _is_stub(fn('def f():\n    "doc"\n    import os\n    from os import sep\n    pass\n    ...\n'))
+    assert _is_stub(fn("async def f():\n    pass\n"))
+    for body in ("return 1", "x = 1", "print(1)", "'doc'\n    return None"):
+        assert not _is_stub(fn(f"def f():\n    {body}\n")), body
+    assert [_is_literal(ast.parse(s).body[0].value) for s in ("3", "[1, (2, 'a')]", "foo()", "{[1]: 2}", "x")] == [
+        True, True, False, False, False]
+
+
+# --------------------------------------------------------------------------------------------------
+# how bwrap is started: its uid, the interpreter, the command line
+
+
+def test_bwrap_runs_under_a_throw_away_uid_only_when_we_are_root(monkeypatch):
+    from intellect.verifier import sandbox
+
+    asked = []
+    monkeypatch.setattr(sandbox.secrets, "randbelow", lambda n: asked.append(n) or 7)
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 0)
+    assert (sandbox._sandbox_uid(), asked) == (0x7FF00007, [0x10000])
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    assert (sandbox._sandbox_uid(), asked) == (None, [0x10000])
+
+
+def test_the_interpreters_tried_are_ours_with_its_base_prefix_then_the_systems(monkeypatch, tmp_path):
+    import os
+
+    from intellect.verifier import sandbox
+
+    if not os.path.exists("/usr/bin/python3"):
+        pytest.skip("no /usr/bin/python3 here")
+    (tmp_path / "base" / "bin").mkdir(parents=True)
+    (tmp_path / "base" / "bin" / "python3.11").write_text("")
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").symlink_to(tmp_path / "base" / "bin" / "python3.11")
+    (tmp_path / "baselink").symlink_to(tmp_path / "base")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "python3").write_text("")
+    system = os.path.realpath("/usr/bin/python3")
+    monkeypatch.setattr(sandbox.sys, "executable", str(tmp_path / "venv" / "bin" / "python"))
+    monkeypatch.setattr(sandbox.sys, "base_prefix", str(tmp_path / "baselink"))
+    which = {"python3": str(tmp_path / "other" / "python3")}
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: which.get(name))
+    own = (str(tmp_path / "base" / "bin" / "python3.11"), str(tmp_path / "base"))
+    assert sandbox._interpreters() == [own, (system, "/usr"), (str(tmp_path / "other" / "python3"), "/usr")]
+    which["python3"] = "/usr/bin/python3"  # the same interpreter twice: once
+    assert sandbox._interpreters() == [own, (system, "/usr")]
+    which["python3"] = str(tmp_path / "missing")
+    monkeypatch.setattr(sandbox.sys, "executable", str(tmp_path / "venv" / "bin" / "gone"))
+    assert sandbox._interpreters() == [(system, "/usr")]
+    monkeypatch.setattr(sandbox.sys, "executable", system)  # ours is the system's: listed once, with our prefix
+    assert sandbox._interpreters() == [(system, os.path.realpath(str(tmp_path / "baselink")))]
+
+
+_ISOLATE = ["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
+_TAIL = ["--remount-ro", "/dev", "--chdir", "/tmp", "--uid", "65534", "--gid", "65534", "--hostname", "sandbox",
+         "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+         "--setenv", "PYTHONHASHSEED", "0", "--setenv", "HOME", "/tmp", "--", "/P/bin/python", "-I", "-S", "-B", "-c"]
+
+
+@pytest.fixture
+def fake_root(monkeypatch, tmp_path):
+    """A root with /bin a symlink, /lib a directory, no /lib64 and /sbin a plain file, for `_bwrap_argv`'s links."""
+    import pathlib
+
+    from intellect.verifier import sandbox
+
+    root = tmp_path / "root"
+    (root / "lib").mkdir(parents=True)
+    (root / "bin").symlink_to("usr/bin")
+    (root / "sbin").write_text("")
+    monkeypatch.setattr(sandbox, "Path", lambda p: root if p == "/" else pathlib.Path(p))
+    return ["--symlink", "usr/bin", str(root / "bin"), "--ro-bind", str(root / "lib"), str(root / "lib")]
+
+
+def test_bwrap_argv_own_fs_binds_our_tmpfs_and_the_prefix_outside_usr(fake_root):
+    from intellect.verifier.sandbox import SandboxLimits, _bwrap_argv, _Runtime
+
+    rt = _Runtime("/B", "/P/bin/python", "/opt/py", True)
+    assert _bwrap_argv(rt, "/F", SandboxLimits(tmp_bytes=3 * MIB), 7) == [
+        "/B", *_ISOLATE, "--seccomp", "7", *fake_root, "--ro-bind", "/opt/py", "/opt/py", "--proc", "/proc",
+        "--dev", "/dev", "--bind", "/F/tmp", "/tmp", "--bind", "/F/shm", "/dev/shm", *_TAIL]
+
+
+@pytest.mark.parametrize("prefix, bound", [("/usr", False), ("/usr/local", False), ("/usrx", True), ("/", True)])
+def test_bwrap_argv_without_own_fs_has_bwraps_ipc_namespace_and_sized_tmpfs(fake_root, prefix, bound):
+    from intellect.verifier.sandbox import SandboxLimits, _bwrap_argv, _Runtime
+
+    rt = _Runtime("/B", "/P/bin/python", prefix, False)
+    size = str(3 * MIB + 4096)
+    assert _bwrap_argv(rt, None, SandboxLimits(tmp_bytes=3 * MIB + 4096), None) == [
+        "/B", *_ISOLATE, "--unshare-ipc", "--disable-userns", *fake_root,
+        *(["--ro-bind", prefix, prefix] if bound else []), "--proc", "/proc", "--dev", "/dev",
+        "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm", *_TAIL]
+
+
+# --------------------------------------------------------------------------------------------------
+# `_enter_private_fs`, step by step: what it asks of the kernel (a libc and /proc that record), then for real in
+# a child (`test_the_child_sets_every_limit_and_mounts_the_bounded_tmpfs`)
+
+
+class _Kernel:
+    """libc's prctl/unshare/mount and the os calls `_enter_private_fs` makes, recorded; `fail` names a libc call
+    that returns -1 with EPERM, `missing` the paths that do not exist."""
+
+    def __init__(self, fail: str | None = None, missing: tuple[str, ...] = ()) -> None:
+        import os
+
+        self.log: list[tuple] = []
+        self.fail, self.missing, self._os = fail, missing, os
+
+    def _libc(self, name, *args):
+        import ctypes
+
+        self.log.append((name, *args))
+        if name == self.fail:
+            ctypes.set_errno(1)
+            return -1
+        return 0
+
+    def prctl(self, *a):
+        return self._libc("prctl", *a)
+
+    def unshare(self, *a):
+        return self._libc("unshare", *a)
+
+    def mount(self, *a):
+        return self._libc("mount", *a)
+
+    # the os module, as `_enter_private_fs` sees it
+    def __getattr__(self, name):
+        return getattr(self._os, name)
+
+    def getuid(self):
+        return 4242
+
+    def getgid(self):
+        return 4343
+
+    def open(self, path, flags):
+        if path in self.missing:
+            raise FileNotFoundError(2, "No such file or directory", path)
+        self.log.append(("open", path, flags))
+        return 1000 + len(self.log)
+
+    def write(self, fd, data):
+        self.log.append(("write", fd, data))
+        return len(data)
+
+    def close(self, fd):
+        self.log.append(("close", fd))
+
+    def mkdir(self, *a):
+        self.log.append(("mkdir", *a))
+
+    def chmod(self, *a):
+        self.log.append(("chmod", *a))
+
+
+def _enter(monkeypatch, kernel, limits):
+    from intellect.verifier import sandbox
+
+    monkeypatch.setattr(sandbox, "_libc", lambda: kernel)
+    monkeypatch.setattr(sandbox, "os", kernel)
+    sandbox._enter_private_fs("/F", limits)
+
+
+def _writes(log):
+    """(path, data) of each open-write-close of `log`, checking each fd is closed after its one write."""
+    out = []
+    for i, entry in enumerate(log):
+        if entry[0] == "open":
+            fd = 1000 + i + 1
+            assert log[i + 1] == ("write", fd, log[i + 1][2]) and log[i + 2] == ("close", fd), log[i:i + 3]
+            out.append((entry[1], entry[2], log[i + 1][2]))
+    return out
+
+
+def test_enter_private_fs_asks_the_kernel_for_exactly_the_bounded_namespaces(monkeypatch):
+    import os
+
+    k = _Kernel()
+    _enter(monkeypatch, k, SandboxLimits(tmp_bytes=3 * MIB, tmp_inodes=77))
+    calls = [e for e in k.log if e[0] not in ("open", "write", "close")]
+    assert calls == [
+        ("prctl", 4, 1, 0, 0, 0),
+        ("unshare", 0x10000000 | 0x20000 | 0x08000000),
+        ("mount", None, b"/", None, 0x4000 | 0x40000, None),
+        ("mount", b"tmpfs", b"/F", b"tmpfs", 0x2 | 0x4, b"size=3145728,nr_inodes=77,mode=0755"),
+        ("mkdir", "/F/tmp"), ("chmod", "/F/tmp", 0o1777), ("mkdir", "/F/shm"), ("chmod", "/F/shm", 0o1777)]
+    w = os.O_WRONLY
+    assert _writes(k.log) == [
+        ("/proc/self/setgroups", w, b"deny"), ("/proc/self/uid_map", w, b"0 4242 1"),
+        ("/proc/self/gid_map", w, b"0 4343 1"),
+        ("/proc/sys/kernel/shmmax", w, b"0"), ("/proc/sys/kernel/shmall", w, b"0"),
+        ("/proc/sys/kernel/shmmni", w, b"0"), ("/proc/sys/kernel/msgmni", w, b"0"),
+        ("/proc/sys/kernel/sem", w, b"0 0 0 0"), ("/proc/sys/user/max_user_namespaces", w, b"2")]
+    # the order: the maps are written in the new user namespace, before any mount; the sysctls after the tmpfs
+    names = [e[1] if e[0] == "open" else e[0] for e in k.log if e[0] not in ("write", "close")]
+    assert names.index("unshare") < names.index("/proc/self/setgroups") < names.index("/proc/self/uid_map") < \
+        names.index("/proc/self/gid_map") < names.index("mount") and names.index("chmod") < names.index(
+            "/proc/sys/kernel/shmmax")
+
+
+@pytest.mark.parametrize("step, what", [("prctl", "prctl(PR_SET_DUMPABLE)"), ("unshare", "unshare(user, mount, ipc)"),
+                                        ("mount", "mount(/, private)")])
+def test_enter_private_fs_stops_at_the_first_step_the_kernel_refuses(monkeypatch, step, what):
+    k = _Kernel(fail=step)
+    with pytest.raises(OSError) as err:
+        _enter(monkeypatch, k, SandboxLimits())
+    assert (err.value.errno, err.value.strerror) == (1, f"{what}: Operation not permitted")
+    assert k.log[-1][0] == step
+
+
+def test_enter_private_fs_refused_tmpfs_names_the_mount(monkeypatch):
+    class TmpfsRefused(_Kernel):
+        def mount(self, *a):
+            return self._libc("mount-tmpfs" if a[0] == b"tmpfs" else "mount", *a)
+
+    k = TmpfsRefused(fail="mount-tmpfs")
+    with pytest.raises(OSError) as err:
+        _enter(monkeypatch, k, SandboxLimits())
+    assert (err.value.errno, err.value.strerror) == (1, "mount(tmpfs): Operation not permitted")
+    assert k.log[-1][0] == "mount-tmpfs"
+
+
+def test_a_kernel_without_sysv_ipc_has_none_to_bound_but_the_userns_bound_must_hold(monkeypatch):
+    import os
+
+    shm = ("/proc/sys/kernel/shmmax", "/proc/sys/kernel/shmall", "/proc/sys/kernel/shmmni", "/proc/sys/kernel/msgmni",
+           "/proc/sys/kernel/sem")
+    k = _Kernel(missing=shm)
+    _enter(monkeypatch, k, SandboxLimits())
+    assert _writes(k.log)[-1] == ("/proc/sys/user/max_user_namespaces", os.O_WRONLY, b"2")
+    k = _Kernel(missing=("/proc/sys/user/max_user_namespaces",))
+    with pytest.raises(FileNotFoundError):
+        _enter(monkeypatch, k, SandboxLimits())
+
+
+# --------------------------------------------------------------------------------------------------
+# the child's limits, set between fork and exec: `_preexec` run in a forked child of this process
+
+
+_CHILD_REPORT = r'''
+import ctypes, json, os, resource
+R = resource
+out = {n: list(R.getrlimit(getattr(R, "RLIMIT_" + n))) for n in ("CPU", "AS", "FSIZE", "CORE", "MSGQUEUE", "NOFILE")}
+out["ids"] = [os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups()]
+libc = ctypes.CDLL(None, use_errno=True)
+out["dumpable"] = libc.prctl(3, 0, 0, 0, 0)
+out["session_keyring"] = KEYRING()
+if FS:
+    out["mount"] = [l.split()[2:4] for l in open("/proc/self/mounts") if l.split()[1] == FS]
+    out["maps"] = [open("/proc/self/uid_map").read().split(), open("/proc/self/gid_map").read().split(),
+                   open("/proc/self/setgroups").read().strip()]
+    out["sysctl"] = [open("/proc/sys/" + n).read().split() for n in ("kernel/shmmax", "kernel/shmall", "kernel/shmmni",
+                                                                  "kernel/msgmni", "kernel/sem", "user/max_user_namespaces")]
+    out["dirs"] = [oct(os.stat(FS + "/" + d).st_mode & 0o7777) for d in ("tmp", "shm")]
+'''
+
+
+def _session_keyring() -> int:
+    """The serial of this process's session keyring (KEYCTL_GET_KEYRING_ID of KEY_SPEC_SESSION_KEYRING)."""
+    from intellect.verifier import sandbox
+
+    nr = sandbox._SYS_KEYCTL.get(__import__("platform").machine().lower())
+    return int(sandbox._libc().syscall(nr, 0, -3, 0)) if nr else 0
+
+
+def _in_preexec_child(limits: SandboxLimits, uid, fs_dir) -> dict:
+    """Fork; the child runs `_preexec(limits, uid, fs_dir)` as subprocess would, then reports what it sees."""
+    import json
+    import os
+
+    from intellect.verifier import sandbox
+
+    preexec = sandbox._preexec(limits, uid, fs_dir)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: only the report pipe kept (preexec's descriptor limit is set last)
+        try:
+            os.dup2(w, 3)
+            os.closerange(4, 4096)
+            preexec()
+            env = {"KEYRING": _session_keyring, "FS": fs_dir}
+            exec(_CHILD_REPORT, env)
+            os.write(3, json.dumps(env["out"]).encode())
+            os._exit(0)
+        except BaseException as exc:  # reported to the parent
+            os.write(3, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
+            os._exit(1)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+_CHILD_LIMITS = SandboxLimits(cpu_seconds=3, memory_bytes=2**36 + 3 * 4096, max_output_bytes=5000, tmp_bytes=3 * MIB,
+                              tmp_inodes=77)
+
+
+def test_the_child_sets_every_limit_and_joins_a_keyring_of_its_own():
+    import os
+
+    got = _in_preexec_child(_CHILD_LIMITS, None, None)
+    assert {k: got[k] for k in ("CPU", "AS", "FSIZE", "CORE", "MSGQUEUE", "NOFILE")} == {
+        "CPU": [3, 4], "AS": [2**36 + 3 * 4096] * 2, "FSIZE": [5000, 5000], "CORE": [0, 0], "MSGQUEUE": [0, 0],
+        "NOFILE": [64, 64]}, got
+    assert got["ids"] == [os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups()]  # no uid given
+    if _session_keyring() > 0:
+        assert got["session_keyring"] > 0 and got["session_keyring"] != _session_keyring(), got
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="drops root: runs as root only")
+def test_as_root_the_child_drops_to_the_throw_away_uid_and_mounts_the_bounded_tmpfs():
+    """uid, gid and no supplementary group of root's; then (own_fs) the tmpfs of `tmp_bytes` and `tmp_inodes` on the
+    mount point, uid 0 of the new user namespace mapped to that uid, no SysV IPC and 2 user namespaces at most."""
+    import os
+
+    from intellect.verifier import sandbox
+
+    uid = 0x7FF0_1234
+    with sandbox._run_dir() as tmp:
+        os.mkdir(f"{tmp}/fs", 0o755)
+        got = _in_preexec_child(_CHILD_LIMITS, uid, f"{tmp}/fs")
+    assert "error" not in got, got
+    assert got["ids"] == [0, 0, 0, 0, []], got  # uid 0 of its own user namespace, which is `uid` outside
+    assert got["maps"] == [["0", str(uid), "1"], ["0", str(uid), "1"], "deny"], got
+    assert got["mount"] == [["tmpfs", f"rw,nosuid,nodev,relatime,size=3072k,nr_inodes=77,mode=755,uid={uid},gid={uid}"]]
+    assert got["sysctl"] == [["0"], ["0"], ["0"], ["0"], ["0", "0", "0", "0"], ["2"]], got
+    assert got["dirs"] == ["0o1777", "0o1777"], got
+    assert got["dumpable"] == 1, got
+    assert {k: got[k] for k in ("CPU", "AS", "FSIZE", "NOFILE")} == {
+        "CPU": [3, 4], "AS": [2**36 + 3 * 4096] * 2, "FSIZE": [5000, 5000], "NOFILE": [64, 64]}, got
+
+
+# --------------------------------------------------------------------------------------------------
+# the channel: one sandbox's process, its JSON lines, its capped output
+
+
+def _bare_proc(tmp_path, output: bytes | None = None):
+    """A `_Proc` without a process: its output file (and, by `_pipe_proc`, its channel) only."""
+    from intellect.verifier import sandbox
+
+    p = sandbox._Proc.__new__(sandbox._Proc)
+    p.out_path = tmp_path / "candidate.out"
+    if output is not None:
+        p.out_path.write_bytes(output)
+    return p
+
+
+@pytest.mark.parametrize("rc, reason", [
+    (-24, "cpu_limit"), (128 + 24, "cpu_limit"), (-9, "cpu_limit"), (128 + 9, "cpu_limit"),
+    (-25, "output_limit"), (128 + 25, "output_limit"), (-7, "tmp_limit"), (128 + 7, "tmp_limit"),
+    (0, "early_exit"), (1, "early_exit"), (3, "early_exit"), (-11, "early_exit"), (128 + 11, "early_exit"),
+    (-23, "early_exit"), (-26, "early_exit"), (None, "early_exit"), (24, "early_exit"),
+    (9, "early_exit"), (25, "early_exit"), (7, "early_exit"), (-8, "early_exit"), (136, "early_exit"),
+    (-10, "early_exit"), (138, "early_exit")])
+def test_how_the_completions_process_ended_maps_to_a_verdict(tmp_path, rc, reason):
+    from intellect.verifier.sandbox import _died_reason
+
+    assert _died_reason(rc, _bare_proc(tmp_path, b"Traceback ...\nValueError: x\n")).value == reason
+    # a MemoryError it printed counts only when no limit's signal ended it
+    printed = _died_reason(rc, _bare_proc(tmp_path, b"x" * 5000 + b"\nMemoryError\n")).value
+    assert printed == (reason if reason != "early_exit" else "memory_limit")
+
+
+def test_a_memory_error_printed_before_the_last_4096_bytes_is_not_seen(tmp_path):
+    from intellect.verifier.sandbox import _died_reason
+
+    assert _died_reason(1, _bare_proc(tmp_path, b"MemoryError\n" + b"x" * 4096)).value == "early_exit"
+    assert _died_reason(1, _bare_proc(tmp_path, b"MemoryError" + b"x" * 4085)).value == "memory_limit"
+
+
+def test_the_output_is_the_last_4096_bytes_decoded_with_replacement(tmp_path):
+    p = _bare_proc(tmp_path, b"a" * 10 + "é".encode() + b"b" * 4095)
+    assert p.output() == "\ufffd" + "b" * 4095  # the cut leaves half of "é"
+    assert _bare_proc(tmp_path, b"short\xff").output() == "short\ufffd"
+    (tmp_path / "candidate.out").unlink()
+    assert _bare_proc(tmp_path).output() == ""
+
+
+def _pipe_proc(tmp_path):
+    """A `_Proc` whose channel is a pipe this test writes to (the read end set up as `_Proc.__init__` does)."""
+    import os
+    import select
+
+    p = _bare_proc(tmp_path)
+    r, w = os.pipe()
+    p.fd = r
+    os.set_blocking(r, False)
+    p.poll = select.poll()
+    p.poll.register(r, select.POLLIN)
+    p.buf, p.eof = bytearray(), False
+    return p, w
+
+
+def test_recv_returns_each_json_line_in_order_and_none_at_eof(tmp_path):
+    import os
+    import time
+
+    p, w = _pipe_proc(tmp_path)
+    try:
+        os.write(w, b'{"a": 1}\n[2, 3]\n{"b"')
+        assert p.recv(time.monotonic() + 5) == {"a": 1}
+        assert p.recv(time.monotonic() + 5) == [2, 3]
+        with pytest.raises(TimeoutError):  # half a line, nothing more within the deadline
+            p.recv(time.monotonic() + 0.05)
+        os.write(w, b': "c"}\n')
+        assert p.recv(time.monotonic() - 1) == {"b": "c"}  # data already there: read even past the deadline
+        os.write(w, b"tail without newline")
+        os.close(w)
+        w = None
+        assert p.recv(time.monotonic() + 5) is None and p.eof is True
+        assert p.recv(time.monotonic() + 5) is None
+    finally:
+        if w is not None:
+            os.close(w)
+        os.close(p.fd)
+
+
+def test_recv_refuses_garbage_deep_nesting_and_a_message_over_16_mib(tmp_path):
+    import os
+    import threading
+    import time
+
+    from intellect.verifier.sandbox import MAX_MESSAGE_BYTES
+
+    assert MAX_MESSAGE_BYTES == 16 * 2**20
+    p, w = _pipe_proc(tmp_path)
+    os.write(w, b"not json\n" + b"[" * 20_000 + b"\n")
+    with pytest.raises(ValueError, match="Expecting value"):
+        p.recv(time.monotonic() + 5)
+    with pytest.raises(ValueError, match=r"^message nested too deep$"):
+        p.recv(time.monotonic() + 5)
+    os.close(w)
+    os.close(p.fd)
+    for size, refused in ((MAX_MESSAGE_BYTES, False), (MAX_MESSAGE_BYTES + 1, True)):
+        p, w = _pipe_proc(tmp_path)
+
+        def feed(w=w, size=size):
+            os.set_blocking(w, True)
+            os.write(w, b"x" * size)
+            os.close(w)
+
+        t = threading.Thread(target=feed)
+        t.start()
+        try:
+            if refused:
+                with pytest.raises(ValueError, match=r"^message too large$"):
+                    p.recv(time.monotonic() + 30)
+            else:  # exactly 16 MiB without its newline yet: still read, then EOF
+                assert p.recv(time.monotonic() + 30) is None and len(p.buf) == MAX_MESSAGE_BYTES
+        finally:
+            os.close(p.fd)  # the writer, blocked on a full pipe, gets EPIPE
+            t.join(10)
+
+
+def test_send_writes_one_json_line_and_says_false_once_the_process_is_gone(tmp_path):
+    import subprocess
+
+    p = _bare_proc(tmp_path)
+    p.p = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert p.send({"a": [1, "é"]}) is True and p.send(2) is True
+    p.p.stdin.close()
+    assert p.p.stdout.read() == b'{"a": [1, "\\u00e9"]}\n2\n'
+    assert p.p.wait(10) == 0
+    assert p.send({"a": 1}) is False  # closed: ValueError
+    q = _bare_proc(tmp_path)
+    q.p = subprocess.Popen(["true"], stdin=subprocess.PIPE)
+    q.p.wait(10)
+    assert q.send({"x": "y" * 2**20}) is False  # no reader: BrokenPipeError
+
+
+def test_kill_kills_the_whole_process_group_and_returns_its_status(tmp_path):
+    import os
+    import subprocess
+    import time
+
+    p = _bare_proc(tmp_path)
+    p.p = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           start_new_session=True)
+    child = int(p.p.stdout.readline())
+    assert p.kill() == -9
+    assert p.p.stdin.closed and p.p.stdout.closed
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the group's other member, killed too (reaped by init)
+        try:
+            with open(f"/proc/{child}/stat") as fh:
+                state = fh.read().split(")")[1].split()[0]
+        except OSError:
+            break
+        if state in ("Z", "X"):
+            break
+        time.sleep(0.01)
+    else:
+        pytest.fail(f"{child} still running")
+    assert p.kill() == -9  # already dead: no error, the same status
+    q = _bare_proc(tmp_path)
+    q.p = subprocess.Popen(["sh", "-c", "exit 3"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           start_new_session=True)
+    q.p.wait(10)
+    assert q.kill() == 3
+    assert os.getpgid(0) != q.p.pid
