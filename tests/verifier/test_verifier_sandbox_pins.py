@@ -601,3 +601,438 @@ def test_kill_kills_the_whole_process_group_and_returns_its_status(tmp_path):
     q.p.wait(10)
     assert q.kill() == 3
     assert os.getpgid(0) != q.p.pid
+
+
+# --------------------------------------------------------------------------------------------------
+# the candidate's reply, rebuilt by the parent: only typed values cross
+
+
+@pytest.mark.parametrize("reply, relayed", [
+    (None, {"error": "the completion's process sent no valid reply"}),
+    ([1], {"error": "the completion's process sent no valid reply"}),
+    ({}, {"error": "the completion's process sent no valid reply"}),
+    ({"ok": {"i": "0x10"}}, {"ok": {"i": "0x10"}}),
+    ({"ok": {"l": [{"f": "0x1.8000000000000p+0"}, "s", None, True]}},
+     {"ok": {"l": [{"f": "0x1.8000000000000p+0"}, "s", None, True]}}),
+    ({"ok": {"i": "zz"}}, {"error": "the completion's process sent a malformed value"}),  # ValueError
+    ({"ok": {"d": [[{"l": []}, 1]]}}, {"error": "the completion's process sent a malformed value"}),  # TypeError
+    ({"ok": {"f": "0x1p+99999"}}, {"error": "the completion's process sent a malformed value"}),  # OverflowError
+    ({"ok": {"x": 1}}, {"error": "the completion's process sent a malformed value"}),
+    ({"ok": {"i": "0x1"}, "raise": "KeyError"}, {"ok": {"i": "0x1"}}),
+    ({"raise": "KeyError", "msg": "m" * 301}, {"raise": "KeyError", "msg": "m" * 300}),
+    ({"raise": "KeyError"}, {"raise": "KeyError", "msg": ""}),
+    ({"raise": "E" * 100, "msg": ""}, {"raise": "E" * 100, "msg": ""}),
+    ({"raise": "E" * 101, "msg": ""}, {"error": "the completion's process sent no valid reply"}),
+    ({"raise": "not an identifier", "msg": ""}, {"error": "the completion's process sent no valid reply"}),
+    ({"raise": 3, "msg": ""}, {"error": "the completion's process sent no valid reply"}),
+    ({"raise": "KeyError", "msg": 3}, {"error": "the completion's process sent no valid reply"}),
+    ({"raise": 3, "msg": "", "error": "e"}, {"error": "e"}),
+    ({"error": "e" * 301}, {"error": "e" * 300}),
+    ({"error": 3}, {"error": "the completion's process sent no valid reply"}),
+])
+def test_a_reply_is_relayed_only_as_a_typed_value_a_named_exception_or_an_error(reply, relayed):
+    from intellect.verifier.sandbox import _relay
+
+    assert _relay(reply) == relayed
+
+
+def test_a_deeply_nested_reply_is_malformed_not_a_crash():
+    from intellect.verifier.sandbox import _relay
+
+    deep: dict = {"i": "0x1"}
+    for _ in range(70):
+        deep = {"l": [deep]}
+    assert _relay({"ok": deep}) == {"error": "the completion's process sent a malformed value"}
+    nested = {"i": "0x1"}
+    for _ in range(64):
+        nested = {"l": [nested]}
+    assert _relay({"ok": nested}) == {"ok": nested}  # 64 levels: the codec's bound, still a value
+
+
+# --------------------------------------------------------------------------------------------------
+# run_python: each way a run ends, its verdict, what it says and how many calls it made
+
+_SIGNAL = "import os, signal\ndef f():\n    signal.signal(signal.SIG{0}, signal.SIG_DFL)\n    os.kill(os.getpid(), signal.SIG{0})\n"
+_ENDINGS = {
+    # name: (code, tests, passed, reason, calls, stderr, returncode or None when not pinned)
+    "passes": ("def f(x):\n    return x\n", ["assert f(1) == 1\nassert f(2) == 2", "assert f(3) == 3"],
+               True, "passed", 3, "", -9),
+    "fails": ("def f(x):\n    return x\n", ["assert f(1) == 2, 'nope'"], False, "failed", 1, "AssertionError: nope", -9),
+    "syntax": ("def f(:\n", ["assert f() == 1"], False, "syntax_error", 0,
+               "SyntaxError: invalid syntax (solution.py, line 1)", -9),
+    "memory at load": ("x = bytearray(2**40)\n", ["assert f() == 1"], False, "memory_limit", 0, "MemoryError", -9),
+    "output at load": ("import os\nfd = os.open('/tmp/o', os.O_WRONLY | os.O_CREAT)\nos.write(fd, b'x' * 4096)\n"
+                       "os.write(fd, b'x')\n", ["assert f() == 1"], False, "output_limit", 0,
+                       "OSError: [Errno 27] File too large", -9),
+    "tmp at load": ("import os\nfd = os.open('/tmp/o', os.O_WRONLY | os.O_CREAT)\nwhile True:\n"
+                    "    os.write(fd, b'x' * 65536)\n", ["assert f() == 1"], False, "tmp_limit", 0,
+                    "OSError: [Errno 28] No space left on device", -9),
+    "raises at load": ("raise KeyError('k')\n", ["assert f() == 1"], False, "failed", 0, "KeyError: 'k'", -9),
+    "file too large in a call": ("import os\ndef f():\n    fd = os.open('/tmp/o', os.O_WRONLY | os.O_CREAT)\n"
+                                 "    os.write(fd, b'x' * 4096)\n    os.write(fd, b'x')\n", ["f()"], False,
+                                 "output_limit", 1, "OSError: OSError: [Errno 27] File too large", -9),
+    "no space in a call": ("import os\ndef f():\n    fd = os.open('/tmp/o', os.O_WRONLY | os.O_CREAT)\n"
+                           "    while True:\n        os.write(fd, b'x' * 65536)\n", ["f()"], False, "tmp_limit", 1,
+                           "OSError: OSError: [Errno 28] No space left on device", -9),
+    "forbidden": ("class A:\n    pass\ndef f():\n    return A()\n", ["f()"], False, "forbidden", 1,
+                  "f(): unserialisable result: _Unserialisable: a value of type A", -9),
+    "refused": ("def f(x):\n    return 1\n", ["f(lambda: 1)"], False, "refused", 0,
+                "the test passes a value of type function to f()", -9),
+    "no calls": ("x = 1\n", [], False, "no_calls", 0, "", -9),
+    "no calls, tests pass": ("x = 1\n", ["assert True"], False, "no_calls", 0, "", -9),
+    "builtin exception": ("def f():\n    raise KeyError('k')\n", ["f()"], False, "failed", 1,
+                          "KeyError: \"KeyError: 'k'\"", -9),
+    "own exception": ("class E(Exception):\n    pass\ndef f():\n    raise E('k')\n", ["f()"], False, "failed", 1,
+                      "f() raised E: k", -9),
+    "test process ends": ("def f():\n    return 1\n", ["assert f() == 1", "import os\nos._exit(0)"], False, "error",
+                          1, "the test process ended: ", -9),
+    "exit at load": ("import os\nos._exit(3)\n", ["assert f() == 1"], False, "early_exit", 0,
+                     "the completion's process ended (status 3)", 3),
+    "exit in a call": ("import os\ndef f():\n    os._exit(3)\n", ["assert f() == 1"], False, "early_exit", 1,
+                       "f(): the completion's process has exited", 3),
+    "sigxcpu in a call": (_SIGNAL.format("XCPU"), ["f()"], False, "cpu_limit", 1,
+                          "f(): the completion's process has exited", 128 + 24),
+    "sigxfsz in a call": (_SIGNAL.format("XFSZ"), ["f()"], False, "output_limit", 1,
+                          "f(): the completion's process has exited", 128 + 25),
+    "sigbus in a call": (_SIGNAL.format("BUS"), ["f()"], False, "tmp_limit", 1,
+                         "f(): the completion's process has exited", 128 + 7),
+    "memory error printed, then exit": ("import os, sys\ndef f():\n    print('MemoryError', flush=True)\n"
+                                        "    os._exit(1)\n", ["f()"], False, "memory_limit", 1,
+                                        "f(): the completion's process has exited", 1),
+    "a call after the exit": ("import os\ndef f():\n    os._exit(3)\n",
+                              ["try:\n    f()\nexcept BaseException:\n    pass\nf()"], False, "early_exit", 2,
+                              "f(): the completion's process has exited", 3),
+}
+_OUT_LIMITS = SandboxLimits(cpu_seconds=2, wall_seconds=6, memory_bytes=256 * MIB, max_output_bytes=4096,
+                            tmp_bytes=MIB)
+_TMP_LIMITS = SandboxLimits(cpu_seconds=2, wall_seconds=6, memory_bytes=256 * MIB, max_output_bytes=64 * MIB,
+                            tmp_bytes=MIB)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("name", list(_ENDINGS))
+def test_each_way_a_run_ends_has_its_verdict(name):
+    code, tests, passed, reason, calls, stderr, rc = _ENDINGS[name]
+    r = run_python(code, tests, _TMP_LIMITS if name.startswith(("tmp", "no space")) else _OUT_LIMITS)
+    assert (r.passed, r.reason.value, r.calls, r.stderr, r.returncode) == (passed, reason, calls, stderr, rc), r
+    assert 0 < r.wall_seconds < _OUT_LIMITS.wall_seconds, r
+
+
+@needs_sandbox
+def test_the_wall_clock_limit_kills_both_and_says_so():
+    import time
+
+    t0 = time.monotonic()
+    r = run_python("import time\ntime.sleep(60)\n", ["assert f() == 1"], SandboxLimits(wall_seconds=0.5))
+    assert (r.passed, r.reason.value, r.calls, r.stderr, r.returncode) == (
+        False, "timeout", 0, "past the wall-clock limit of 0.5 s", -9), r
+    assert 0.5 <= r.wall_seconds < 3 and time.monotonic() - t0 < 3, r
+    r = run_python("import time\ndef f():\n    time.sleep(60)\n", ["f()"], SandboxLimits(wall_seconds=1.0))
+    assert (r.reason.value, r.calls, r.stderr) == ("timeout", 1, "past the wall-clock limit of 1.0 s"), r
+
+
+@needs_sandbox
+def test_what_the_completion_prints_is_its_capped_stdout_and_a_failure_detail_its_last_4096_chars():
+    r = run_python("print('x' * 5000 + 'END')\ndef f():\n    return 1\n", ["assert f() == 2, 'y' * 5000"], FAST)
+    assert r.stdout == "x" * 4092 + "END\n" and r.stderr == "AssertionError: " + "y" * 284, r
+
+
+@needs_sandbox
+def test_empty_code_runs_nothing_and_bad_tests_are_refused_before_any_sandbox():
+    from intellect.verifier.sandbox import SandboxResult
+
+    assert run_python(" \n\t", ["assert f() == 1"], FAST) == SandboxResult(passed=False, reason=SandboxReason.NO_CODE)
+    assert run_python("", ["assert f() == 1"], FAST).reason is SandboxReason.NO_CODE
+    r = run_python("def f():\n    return 1\n", ["assert f() == 1", "assert f( =="], FAST)
+    assert r == SandboxResult(passed=False, reason=SandboxReason.REFUSED,
+                              stderr="test 1 is not Python: invalid syntax (<unknown>, line 1)"), r
+
+
+def test_a_network_in_the_limits_is_refused():
+    with pytest.raises(ValueError) as err:
+        run_python("def f():\n    return 1\n", ["assert f() == 1"], SandboxLimits(network=True))
+    assert str(err.value) == "the code sandbox has no network; SandboxLimits.network must be False"
+
+
+@needs_sandbox
+def test_the_prelude_runs_on_the_tests_side_and_the_completion_cannot_replace_it():
+    code = "def helper(x):\n    return 0\ndef f(x):\n    return x + 1\n"
+    r = run_python(code, ["assert f(helper(1)) == 11 and helper(2) == 20"], FAST, prelude="def helper(x):\n    return x * 10\n")
+    assert (r.passed, r.calls) == (True, 1), r
+    r = run_python(code, ["assert f(helper(1)) == 11"], FAST, prelude=None)  # without it, helper is the completion's
+    assert (r.passed, r.calls, r.stderr) == (False, 2, "AssertionError: "), r
+
+
+# --------------------------------------------------------------------------------------------------
+# starting a sandbox: its process, its files, the one retry
+
+
+def _runtime():
+    from intellect.verifier import sandbox
+
+    rt, why = sandbox._probe()
+    if rt is None:
+        pytest.skip(why)
+    return rt
+
+
+def _fd_count() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/fd"))
+
+
+@needs_sandbox
+def test_a_sandbox_process_starts_alone_in_its_session_with_an_empty_environment_and_a_0600_output():
+    import os
+    import stat
+    import time
+
+    from intellect.verifier import sandbox
+
+    rt = _runtime()
+    fds = _fd_count()
+    with sandbox._run_dir() as tmp:
+        assert stat.S_IMODE(os.stat(tmp).st_mode) == 0o711
+        p = sandbox._Proc(rt, sandbox._CANDIDATE, FAST, tmp, "cand7")
+        try:
+            assert stat.S_IMODE(os.stat(tmp / "cand7.out").st_mode) == 0o600
+            assert stat.S_IMODE(os.stat(tmp / "cand7.fs").st_mode) == 0o755
+            assert sorted(x.name for x in tmp.iterdir()) == ["cand7.fs", "cand7.out"]
+            assert os.getsid(p.p.pid) == p.p.pid  # its own session: kill() reaches the whole group
+            with open(f"/proc/{p.p.pid}/environ", "rb") as fh:
+                assert fh.read() == b"PATH=/usr/bin:/bin\0"
+            assert os.readlink(f"/proc/{p.p.pid}/cwd") == "/"
+            with open(f"/proc/{p.p.pid}/status") as fh:
+                status = dict(line.split(":", 1) for line in fh)
+            uid = int(status["Uid"].split()[0])
+            if os.geteuid() == 0:
+                assert 0x7FF00000 <= uid < 0x7FF10000 and status["Gid"].split() == [str(uid)] * 4, status
+                assert status["Groups"].split() == [], status
+            else:
+                assert uid == os.getuid()
+            assert (os.get_blocking(p.fd), p.buf, p.eof) == (False, bytearray(), False)
+            assert p.send({"nproc": 4, "code": "print('to the output file')\ndef f():\n    return 5\n"})
+            assert p.recv(time.monotonic() + 10) == {"load": "ok"}
+            assert p.send({"name": "f", "args": {"l": []}, "kwargs": {"d": []}})
+            assert p.recv(time.monotonic() + 10) == {"ok": {"i": "0x5"}}
+        finally:
+            assert p.kill() == -9
+        assert p.output() == "to the output file\n"
+    assert _fd_count() == fds  # the seccomp pipe and the output file are closed in the parent
+
+
+class _FailingPrctl:
+    """libc whose prctl fails with EPERM while `budget` (a file: the child is a fork) still holds failures."""
+
+    def __init__(self, budget) -> None:
+        import ctypes
+
+        self.budget, self.real = budget, ctypes.CDLL(None, use_errno=True)
+
+    def prctl(self, *a):
+        import ctypes
+
+        left = int(self.budget.read_text())
+        if left > 0:
+            self.budget.write_text(str(left - 1))
+            ctypes.set_errno(1)
+            return -1
+        return self.real.prctl(*a)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+@pytest.fixture
+def shared_dir():
+    """A folder the sandbox's child can write after it dropped root (pytest's tmp_path is root's, 0700)."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    d = Path(tempfile.mkdtemp(prefix="intellect-sbx-pins-"))
+    os.chmod(d, 0o777)
+    yield d
+    shutil.rmtree(d)
+
+
+def _budget(folder, n: int):
+    import os
+
+    f = folder / f"budget{n}"
+    f.write_text(str(n))
+    os.chmod(f, 0o666)
+    return f
+
+
+_PRCTL_STEP = "sandbox preexec: PermissionError: [Errno 1] prctl(PR_SET_DUMPABLE): Operation not permitted"
+
+
+@needs_sandbox
+def test_a_refused_start_is_tried_once_more_and_the_warning_names_the_step(monkeypatch, shared_dir, caplog):
+    import logging
+
+    from intellect.verifier import sandbox
+
+    rt = _runtime()
+    if not rt.own_fs:
+        pytest.skip("the step that fails here is own_fs's")
+    budget = _budget(shared_dir, 1)
+    monkeypatch.setattr(sandbox, "_libc", lambda: _FailingPrctl(budget))
+    with sandbox._run_dir() as tmp, caplog.at_level(logging.WARNING, logger=sandbox.__name__):
+        cand, tester = sandbox._start_pair(rt, FAST, tmp)
+        try:
+            assert (cand.out_path.name, tester.out_path.name) == ("candidate2.out", "tests2.out")
+            assert (tmp / "candidate1.out").read_text() == _PRCTL_STEP + "\n"
+            assert not (tmp / "tests1.out").exists()
+        finally:
+            cand.kill()
+            tester.kill()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"sandbox: bubblewrap could not start: Exception occurred in preexec_fn. ({_PRCTL_STEP}); trying once more"]
+
+
+@needs_sandbox
+def test_a_start_refused_twice_is_no_sandbox_with_the_second_steps_reason(monkeypatch, shared_dir):
+    from intellect.verifier import sandbox
+
+    rt = _runtime()
+    if not rt.own_fs:
+        pytest.skip("the step that fails here is own_fs's")
+    budget = _budget(shared_dir, 2)
+    monkeypatch.setattr(sandbox, "_libc", lambda: _FailingPrctl(budget))
+    with pytest.raises(sandbox.SandboxUnavailableError) as err:
+        run_python("def f():\n    return 1\n", ["assert f() == 1"], FAST)
+    assert str(err.value) == f"bubblewrap could not start: Exception occurred in preexec_fn. ({_PRCTL_STEP})"
+    assert budget.read_text() == "0"
+    budget.write_text("1")  # the tests' sandbox refused on the first try: the candidate's is killed, both retried
+    zero = _budget(shared_dir, 0)
+    with sandbox._run_dir() as tmp:
+        monkeypatch.setattr(sandbox, "_libc", lambda: _FailingPrctl(budget) if (tmp / "candidate1.out").exists()
+                            and not (tmp / "tests1.out").exists() else _FailingPrctl(zero))
+        cand, tester = sandbox._start_pair(rt, FAST, tmp)
+        cand.kill()
+        tester.kill()
+        assert (cand.out_path.name, tester.out_path.name) == ("candidate2.out", "tests2.out")
+
+
+@needs_sandbox
+def test_a_missing_bwrap_is_no_sandbox_after_two_tries():
+    from intellect.verifier import sandbox
+
+    rt = _runtime()._replace(bwrap="/nonexistent-intellect/bwrap")
+    with sandbox._run_dir() as tmp, pytest.raises(sandbox.SandboxUnavailableError) as err:
+        sandbox._start_pair(rt, FAST, tmp)
+    assert str(err.value) == "bubblewrap could not start: [Errno 2] No such file or directory: '/nonexistent-intellect/bwrap'"
+    assert isinstance(err.value.__cause__, FileNotFoundError)
+
+
+def test_no_bwrap_no_sandbox(monkeypatch):
+    from intellect.verifier import sandbox
+
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    real_exists = sandbox.os.path.exists
+    monkeypatch.setattr(sandbox.os.path, "exists", lambda p: False if p == "/usr/bin/bwrap" else real_exists(p))
+    sandbox._probe.cache_clear()
+    try:
+        why = "bubblewrap (bwrap) is not installed: run tools/bootstrap.sh as root, or 'apt-get install bubblewrap'"
+        assert sandbox.sandbox_available() == (False, why)
+        with pytest.raises(sandbox.SandboxUnavailableError) as err:
+            run_python("def f():\n    return 1\n", ["assert f() == 1"])
+        assert str(err.value) == why
+    finally:
+        sandbox._probe.cache_clear()
+
+
+# --------------------------------------------------------------------------------------------------
+# what the sandboxed process sees: each limit and each isolating flag, from inside
+
+_INSIDE = r'''
+import ctypes, json, os, resource, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+sig = ctypes.c_int(-1)
+libc.prctl(2, ctypes.byref(sig), 0, 0, 0)  # PR_GET_PDEATHSIG: bwrap's --die-with-parent
+status = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
+R = resource
+mounts = {l.split()[1]: l.split()[2:4] for l in open("/proc/self/mounts")}
+out = {
+    "rlimits": {n: list(R.getrlimit(getattr(R, "RLIMIT_" + n)))
+                for n in ("CPU", "AS", "FSIZE", "CORE", "MSGQUEUE", "NOFILE", "NPROC")},
+    "env": dict(os.environ), "cwd": os.getcwd(), "hostname": socket.gethostname(),
+    "pid": os.getpid(), "sid": os.getsid(0), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+    "pdeathsig": sig.value, "caps": [status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")],
+    "no_new_privs": status["NoNewPrivs"].strip(), "seccomp": status["Seccomp"].strip(),
+    "cgroup_roots": sorted({l.strip().rsplit(":", 1)[1] for l in open("/proc/self/cgroup")}),
+    "flags": [sys.flags.isolated, sys.flags.no_site, sys.flags.dont_write_bytecode, sys.flags.ignore_environment],
+    "ids": [os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups()],
+    "nics": sorted(n for _, n in socket.if_nameindex()), "executable": sys.executable,
+    "ro": {p: mounts[p][1].split(",")[0] for p in ("/usr", "/dev", "/proc")},
+    "tmp": mounts["/tmp"], "shm": mounts["/dev/shm"],
+    "sysctl": [open("/proc/sys/" + n).read().split() for n in ("kernel/shmmax", "kernel/shmall", "kernel/shmmni",
+                                                           "kernel/msgmni", "kernel/sem")],
+}
+try:
+    os.memfd_create("m")
+    out["memfd"] = "created"
+except OSError as e:
+    out["memfd"] = e.errno
+print("INSIDE" + json.dumps(out), flush=True)
+def f():
+    return 1
+'''
+
+
+def _inside(limits):
+    import json
+
+    r = run_python(_INSIDE, ["assert f() == 1"], limits)
+    assert r.passed, r
+    return json.loads(r.stdout.split("INSIDE", 1)[1])
+
+
+@needs_sandbox
+def test_inside_every_limit_is_the_one_asked_for():
+    got = _inside(SandboxLimits(cpu_seconds=3, wall_seconds=6, memory_bytes=300 * MIB, max_processes=7,
+                                max_output_bytes=50_000, tmp_bytes=3 * MIB, tmp_inodes=77))
+    assert got["rlimits"] == {"CPU": [3, 4], "AS": [300 * MIB] * 2, "FSIZE": [50_000] * 2, "CORE": [0, 0],
+                              "MSGQUEUE": [0, 0], "NOFILE": [64, 64], "NPROC": [7, 7]}, got
+    if _runtime().own_fs:
+        assert got["tmp"][0] == "tmpfs" and "size=3072k,nr_inodes=77,mode=755" in got["tmp"][1], got
+        assert got["shm"] == got["tmp"], got  # the same tmpfs
+        assert got["sysctl"] == [["0"], ["0"], ["0"], ["0"], ["0", "0", "0", "0"]], got
+    else:
+        assert got["tmp"][0] == "tmpfs" and "size=3072k" in got["tmp"][1], got
+
+
+@needs_sandbox
+def test_inside_the_defaults_hold_when_no_limits_are_given():
+    import json
+
+    r = run_python(_INSIDE, ["assert f() == 1"])
+    assert r.passed, r
+    got = json.loads(r.stdout.split("INSIDE", 1)[1])
+    assert got["rlimits"] == {"CPU": [5, 6], "AS": [512 * MIB] * 2, "FSIZE": [MIB] * 2, "CORE": [0, 0],
+                              "MSGQUEUE": [0, 0], "NOFILE": [64, 64], "NPROC": [16, 16]}, got
+    assert "size=65536k" in got["tmp"][1] and (not _runtime().own_fs or "nr_inodes=4096" in got["tmp"][1]), got
+
+
+@needs_sandbox
+def test_inside_it_is_nobody_alone_with_no_capability_network_or_environment():
+    import platform
+
+    got = _inside(FAST)
+    assert got["env"] == {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "HOME": "/tmp",
+                          "PWD": "/tmp"}, got
+    assert (got["cwd"], got["hostname"], got["nics"]) == ("/tmp", "sandbox", ["lo"]), got
+    assert (got["pid"], got["sid"], got["pids"]) == (2, 1, [1, 2]), got  # its own pid namespace and session
+    assert got["pdeathsig"] == 9, got
+    assert got["caps"] == ["0000000000000000"] * 5 and got["no_new_privs"] == "1", got
+    assert got["cgroup_roots"] == ["/"], got
+    assert got["flags"] == [1, 1, 1, 1], got
+    assert got["ids"] == [65534, 65534, 65534, 65534, []], got
+    assert got["executable"] == _runtime().python, got
+    assert got["ro"] == {"/usr": "ro", "/dev": "ro", "/proc": "rw"}, got
+    if platform.machine().lower() in ("x86_64", "amd64", "aarch64", "arm64"):
+        assert (got["seccomp"], got["memfd"]) == ("2", 1), got
