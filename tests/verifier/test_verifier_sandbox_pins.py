@@ -1036,3 +1036,147 @@ def test_inside_it_is_nobody_alone_with_no_capability_network_or_environment():
     assert got["ro"] == {"/usr": "ro", "/dev": "ro", "/proc": "rw"}, got
     if platform.machine().lower() in ("x86_64", "amd64", "aarch64", "arm64"):
         assert (got["seccomp"], got["memfd"]) == ("2", 1), got
+
+
+# --------------------------------------------------------------------------------------------------
+# the runners inside the sandboxes, and the limits' defaults
+
+
+def test_the_sandbox_is_here_where_it_must_be():
+    """tools/mutate.py's sandbox mutants run with INTELLECT_SANDBOX_REQUIRED=own_fs: a mutant that breaks the sandbox
+    (or its own tmpfs) would otherwise only make the other tests skip (or take bwrap's weaker --size tmpfs)."""
+    import os
+
+    from intellect.verifier import sandbox
+
+    need = os.environ.get("INTELLECT_SANDBOX_REQUIRED")
+    if not need:
+        pytest.skip("INTELLECT_SANDBOX_REQUIRED is not set")
+    assert sandbox.sandbox_available() == (True, "")
+    if need == "own_fs":
+        assert sandbox._probe()[0].own_fs is True
+
+
+@needs_sandbox
+def test_the_completion_reads_nothing_on_its_stdin_and_prints_only_to_its_output():
+    code = "import os, sys\ndef f():\n    print('printed')\n    sys.stdout.flush()\n    return os.read(0, 100)\n"
+    r = run_python(code, ["assert f() == b''", "assert f() == b''"], FAST)
+    assert (r.passed, r.calls, r.stdout) == (True, 2, "printed\nprinted\n"), r
+
+
+@needs_sandbox
+def test_an_assertion_error_of_the_completion_cannot_be_caught_as_the_tests_own():
+    code = "def f(x):\n    raise AssertionError('fine')\n"
+    r = run_python(code, ["try:\n    assert f(1) == 3\nexcept AssertionError:\n    pass"], FAST)
+    assert (r.passed, r.reason.value, r.stderr) == (False, "failed", "f() raised AssertionError: fine"), r
+
+
+@needs_sandbox
+def test_builtins_the_tests_use_are_their_own_not_calls_into_the_completion():
+    r = run_python("x = 1\n", ["assert len([1, 2]) == 2 and isinstance(1, int) and sorted([2, 1]) == [1, 2]"], FAST)
+    assert (r.passed, r.reason.value, r.calls) == (False, "no_calls", 0), r
+
+
+def test_the_limits_defaults_and_bounds():
+    from pydantic import ValidationError
+
+    d = SandboxLimits()
+    assert d.model_dump() == {"cpu_seconds": 5, "wall_seconds": 10.0, "memory_bytes": 512 * MIB, "max_processes": 16,
+                              "max_output_bytes": MIB, "tmp_bytes": 64 * MIB, "tmp_inodes": 4096, "network": False}
+    SandboxLimits(cpu_seconds=1, wall_seconds=0.01, memory_bytes=64 * MIB, max_processes=1, max_output_bytes=1024,
+                  tmp_bytes=MIB, tmp_inodes=64)
+    SandboxLimits(tmp_bytes=16 * 2**30, tmp_inodes=2**20)
+    for bad in ({"cpu_seconds": 0}, {"wall_seconds": 0}, {"memory_bytes": 64 * MIB - 1}, {"max_processes": 0},
+                {"max_output_bytes": 1023}, {"tmp_bytes": MIB - 1}, {"tmp_bytes": 16 * 2**30 + 1},
+                {"tmp_inodes": 63}, {"tmp_inodes": 2**20 + 1}):
+        with pytest.raises(ValidationError):
+            SandboxLimits(**bad)
+    with pytest.raises(ValidationError):
+        SandboxLimits().model_copy(update={}).__class__(cpu_seconds=2, extra_field=1)
+    with pytest.raises(ValidationError):
+        d.cpu_seconds = 2  # frozen
+
+
+def _bpf(prog: bytes, nr: int, arch: int, args=(0, 0, 0, 0, 0, 0)) -> int:
+    """Classic BPF, the four instructions `_seccomp_program` uses, over a seccomp_data of (nr, arch, args)."""
+    import struct
+
+    data = struct.pack("=iIQ6Q", nr, arch, 0, *args)
+    insns = [struct.unpack("=HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
+    pc, acc = 0, 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        if code == 0x20:
+            acc = struct.unpack("=I", data[k:k + 4])[0]
+        elif code == 0x15:
+            pc += jt if acc == k else jf
+        elif code == 0x35:
+            pc += jt if acc >= k else jf
+        elif code == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unknown instruction {code:#x}")
+        pc += 1
+
+
+@pytest.mark.parametrize("machine, arch, memfd, setsockopt", [("x86_64", 0xC000003E, 319, 54),
+                                                              ("aarch64", 0xC00000B7, 279, 208)])
+def test_the_seccomp_program_refuses_memfd_and_socket_buffer_growth_and_other_abis(monkeypatch, machine, arch, memfd,
+                                                                                   setsockopt):
+    from intellect.verifier import sandbox
+
+    monkeypatch.setattr(sandbox.platform, "machine", lambda: machine)
+    sandbox._seccomp_program.cache_clear()
+    try:
+        prog = sandbox._seccomp_program()
+    finally:
+        sandbox._seccomp_program.cache_clear()
+    kill, eperm, allow = 0x80000000, 0x00050001, 0x7FFF0000
+    assert len(prog) == 16 * 8
+    assert _bpf(prog, memfd, arch) == eperm
+    assert _bpf(prog, 0, arch) == allow and _bpf(prog, memfd + 1, arch) == allow and _bpf(prog, memfd - 1, arch) == allow
+    for opt in (7, 8, 32, 33):  # SO_SNDBUF, SO_RCVBUF and their FORCE forms, at SOL_SOCKET
+        assert _bpf(prog, setsockopt, arch, (3, 1, opt, 0, 0, 0)) == eperm, opt
+        assert _bpf(prog, setsockopt, arch, (3, 1, opt | 1 << 32, 0, 0, 0)) == eperm, opt  # the kernel reads an int
+        assert _bpf(prog, setsockopt, arch, (3, 6, opt, 0, 0, 0)) == allow, opt  # another level (IPPROTO_TCP)
+    for opt in (9, 6, 31, 34, 0):
+        assert _bpf(prog, setsockopt, arch, (3, 1, opt, 0, 0, 0)) == allow, opt
+    assert _bpf(prog, 0x40000000, arch) == eperm and _bpf(prog, 0x40000000 + 1, arch) == eperm  # x32
+    assert _bpf(prog, 0x3FFFFFFF, arch) == allow
+    assert _bpf(prog, 0, 0x40000003) == kill and _bpf(prog, memfd, arch + 1) == kill  # i386, another ABI
+
+
+def test_no_seccomp_program_or_keyctl_where_the_numbers_are_not_known(monkeypatch):
+    from intellect.verifier import sandbox
+
+    monkeypatch.setattr(sandbox.platform, "machine", lambda: "sparc64")
+    for f in (sandbox._seccomp_program, sandbox._keyctl):
+        f.cache_clear()
+    try:
+        assert (sandbox._seccomp_program(), sandbox._seccomp_fd(), sandbox._keyctl()) == (None, None, None)
+        assert sandbox._probe.__wrapped__()[0] is None
+    finally:
+        for f in (sandbox._seccomp_program, sandbox._keyctl):
+            f.cache_clear()
+
+
+def test_the_seccomp_pipe_holds_the_program_and_keyctl_joins_a_session_keyring(monkeypatch):
+    import os
+
+    from intellect.verifier import sandbox
+
+    prog = sandbox._seccomp_program()
+    if prog is None:
+        pytest.skip("no seccomp numbers for this machine")
+    fd = sandbox._seccomp_fd()
+    try:
+        assert os.read(fd, 4096) == prog and os.read(fd, 1) == b""
+    finally:
+        os.close(fd)
+    monkeypatch.setattr(sandbox.platform, "machine", lambda: "aarch64")
+    sandbox._keyctl.cache_clear()
+    try:
+        assert sandbox._keyctl().args == (219, 1, None)
+    finally:
+        sandbox._keyctl.cache_clear()
+    assert sandbox._keyctl().args[1:] == (1, None)
