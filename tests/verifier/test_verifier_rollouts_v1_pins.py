@@ -1,0 +1,448 @@
+"""verifier/_rollouts_v1.py's rules, called in this process (issue 39).
+
+A node runs the v1 (Parquet) reader only in a child process (`intellect.verifier.isolation`), where mutmut cannot
+see which tests reach it; the inputs here are our own files (and small, crafted ones that pyarrow reads without
+aborting), so the reader's functions are called directly: each cap at its bound, each refusal's exact message, the
+page-header reader's Thrift decoding.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from intellect.verifier import _rollouts_v1 as v1
+from intellect.verifier._rollouts_v1 import (
+    ARROW_SCHEMA,
+    _check_caps,
+    _check_columns,
+    _check_metadata,
+    _Thrift,
+    from_rows,
+    from_table,
+    isolated_v1_to_v2,
+    read_v1,
+    table_of,
+    v1_bytes,
+)
+from intellect.verifier.rollouts import (
+    MAX_META_BYTES,
+    ROLLOUTS_SCHEMA_V1,
+    RolloutFile,
+    RolloutFileError,
+    RolloutLimits,
+    RolloutMeta,
+    RolloutRow,
+)
+
+WORKER = "0x" + "ab" * 20
+
+
+def _good(rows_per_group: int = 2, tokens: int = 40) -> RolloutFile:
+    rows = [RolloutRow(problem_id=f"p{p}", prompt_ids=[1, 2, 3], completion_ids=list(range(4, 4 + tokens)),
+                       reward=0.9, task_reward=1.0, length_penalty=0.1, target_length=64, advantage=0.0,
+                       policy_step=7, proofs=[bytes(258)] * ((tokens + 31) // 32), worker=WORKER)
+            for p in range(2) for _ in range(rows_per_group)]
+    meta = RolloutMeta(task_id="4", seed="0xbeef", model="m", worker=WORKER, policy_step=7, group_size=rows_per_group)
+    return RolloutFile(meta, rows, name="good")
+
+
+def _refused(data: bytes, limits: RolloutLimits | None = None, name: str = "f") -> str:
+    with pytest.raises(RolloutFileError) as exc:
+        read_v1(data, name, limits or RolloutLimits())
+    return str(exc.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# writing: table_of, v1_bytes
+
+
+def test_table_of_has_the_v1_schema_and_the_meta_as_json():
+    rf = _good()
+    table = table_of(rf)
+    assert table.schema.remove_metadata() == ARROW_SCHEMA
+    assert table.schema.metadata == {b"schema": ROLLOUTS_SCHEMA_V1.encode(), b"meta": rf.meta.model_dump_json().encode()}
+    assert table.num_rows == 4
+    assert table.column("problem_id").to_pylist() == ["p0", "p0", "p1", "p1"]
+    assert table.column("completion_ids").to_pylist()[0] == list(range(4, 44))
+
+
+def test_v1_bytes_is_zstd_parquet_that_reads_back_the_same_rows():
+    rf = _good()
+    data = v1_bytes(rf)
+    md = pq.ParquetFile(pa.BufferReader(data)).metadata
+    assert {md.row_group(0).column(c).compression for c in range(md.num_columns)} == {"ZSTD"}
+    back = read_v1(data, "back", RolloutLimits())
+    assert back.rows == rf.rows and back.meta == rf.meta and back.name == "back"
+
+
+def test_isolated_v1_to_v2_hands_back_the_rows_as_v2_bytes_under_the_given_name_and_limits():
+    rf = _good()
+    out = isolated_v1_to_v2(v1_bytes(rf), {})
+    assert out == rf.to_bytes()  # v2
+    assert RolloutFile.from_bytes(out).rows == rf.rows
+    with pytest.raises(RolloutFileError, match=r"^rollout file cid-1: 4 rows, over the cap of 3$"):
+        isolated_v1_to_v2(v1_bytes(rf), {"name": "cid-1", "limits": {"max_rows": 3}})
+    with pytest.raises(RolloutFileError, match=r"^rollout file rollouts: not a readable Parquet file: "):
+        isolated_v1_to_v2(b"not parquet", {})
+    with pytest.raises(RolloutFileError, match=r"^rollout file 7: not a readable Parquet file: "):
+        isolated_v1_to_v2(b"not parquet", {"name": 7})
+
+
+# ---------------------------------------------------------------------------------------------
+# read_v1: each stage's refusal
+
+
+def test_read_v1_refuses_bytes_that_are_not_parquet_naming_the_file():
+    assert _refused(b"PAR1 garbage", name="cid-x").startswith("rollout file cid-x: not a readable Parquet file: ")
+
+
+def test_read_v1_refuses_a_column_name_that_is_not_utf8_naming_the_file():
+    data = v1_bytes(_good())
+    size = int.from_bytes(data[-8:-4], "little")
+    footer = data[-8 - size:-8]
+    bad = data[:-8 - size] + footer.replace(b"advantage", b"\xfcdvantage") + data[-8:]
+    msg = _refused(bad, name="cid-bad")
+    assert msg.startswith("rollout file cid-bad: not a readable Parquet file: ") and "'utf-8' codec can't decode" in msg
+
+
+def _write(table: pa.Table, **kw) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd", **kw)
+    return buf.getvalue()
+
+
+def test_read_v1_validates_string_cells_in_full():
+    table = table_of(_good())
+    import numpy as np
+
+    raw = pa.Array.from_buffers(pa.string(), 4, [None, pa.py_buffer(np.array([0, 2, 4, 6, 8], np.int32).tobytes()),
+                                                 pa.py_buffer(b"p0p0\xff\xfep1p1")])
+    bad = table.set_column(table.schema.get_field_index("worker"), ARROW_SCHEMA.field("worker"), raw)
+    msg = _refused(_write(bad), name="cells")
+    assert msg.startswith("rollout file cells: not a readable Parquet file: "), msg
+
+
+def test_read_v1_refuses_null_cells_in_a_non_nullable_column_by_name():
+    table = table_of(_good())
+    schema = pa.schema([f.with_nullable(True) for f in ARROW_SCHEMA]).with_metadata(table.schema.metadata)
+    cols = table.to_pydict()
+    cols["reward"][2] = None
+    nulled = pa.Table.from_pydict(cols, schema=schema)
+    assert _refused(_write(nulled), name="n") == "rollout file n: column 'reward' has null cells"
+
+
+def test_read_v1_rows_cap_at_its_bound():
+    data = v1_bytes(_good())
+    assert len(read_v1(data, "f", RolloutLimits(max_rows=4)).rows) == 4
+    assert _refused(data, RolloutLimits(max_rows=3)) == "rollout file f: 4 rows, over the cap of 3"
+
+
+def test_read_v1_row_groups_cap_counts_empty_groups():
+    table = table_of(_good())
+    buf = io.BytesIO()
+    with pq.ParquetWriter(buf, table.schema) as writer:
+        for _ in range(5):
+            writer.write_table(table.slice(0, 0))
+        writer.write_table(table)
+    data = buf.getvalue()
+    assert pq.ParquetFile(pa.BufferReader(data)).metadata.num_row_groups == 6
+    assert _refused(data, RolloutLimits(max_rows=5)) == "rollout file f: 6 row groups, over the cap of 5"
+
+
+def test_read_v1_tokens_per_row_cap_at_its_bound():
+    data = v1_bytes(_good())  # 3 prompt + 40 completion tokens a row
+    assert len(read_v1(data, "f", RolloutLimits(max_tokens_per_row=43)).rows) == 4
+    assert _refused(data, RolloutLimits(max_tokens_per_row=42)) == "rollout file f: a row holds 43 tokens, over the cap of 42"
+
+
+def test_read_v1_total_tokens_cap_from_the_rows_and_from_the_pages_with_a_slot_per_list():
+    data = v1_bytes(_good())  # 4 rows of 43 tokens: 172
+    assert len(read_v1(data, "f", RolloutLimits(max_total_tokens=172)).rows) == 4
+    assert _refused(data, RolloutLimits(max_total_tokens=171)) == "rollout file f: 172 tokens, over the cap of 171"
+    # the page headers' count may exceed the tokens by one slot per list (2 a row): 172 <= 164 + 8
+    assert _refused(data, RolloutLimits(max_total_tokens=164)) == "rollout file f: 172 tokens, over the cap of 164"
+    assert _refused(data, RolloutLimits(max_total_tokens=163)) == "rollout file f: pages hold 172 tokens, over the cap of 163"
+
+
+def _decoded_bound(data: bytes) -> int:
+    """The smallest max_decoded_bytes that admits `data`."""
+    lo, hi = 1, 1 << 24
+    while lo < hi:
+        mid = (lo + hi) // 2
+        try:
+            read_v1(data, "f", RolloutLimits(max_decoded_bytes=mid))
+            hi = mid
+        except RolloutFileError:
+            lo = mid + 1
+    return lo
+
+
+def test_read_v1_decoded_bytes_cap_at_its_bound():
+    data = v1_bytes(_good())
+    bound = _decoded_bound(data)
+    md = pq.ParquetFile(pa.BufferReader(data)).metadata
+    # the page headers' sizes plus 12 bytes per value, summed over every page: the first cap reached
+    pages = 0
+    for c in range(md.num_columns):
+        col = md.row_group(0).column(c)
+        pages += col.total_uncompressed_size
+    assert bound > 12 * 172  # at least the token values
+    assert len(read_v1(data, "f", RolloutLimits(max_decoded_bytes=bound)).rows) == 4
+    assert _refused(data, RolloutLimits(max_decoded_bytes=bound - 1)) == (
+        f"rollout file f: decodes to more than {bound - 1} bytes (cap)")
+
+
+def test_read_v1_dictionary_columns_are_measured_decoded():
+    """Long strings repeated in every row are one dictionary entry each in the file and a copy a row decoded: the
+    cap counts the copies (past what the page headers say)."""
+    rf = _good(rows_per_group=50, tokens=1)
+    rows = [r.model_copy(update={"problem_id": "q" * 255 + r.problem_id[-1]}) for r in rf.rows]
+    data = v1_bytes(RolloutFile(rf.meta, rows, name="d"))
+    bound = _decoded_bound(data)
+    assert bound == 100 * (256 + 258 + 42)  # every row's problem id, proof and worker, decoded
+    msg = _refused(data, RolloutLimits(max_decoded_bytes=bound - 1))
+    assert msg == f"rollout file f: column 'worker' decodes to more than {bound - 1} bytes (cap)"
+    msg = _refused(data, RolloutLimits(max_decoded_bytes=100 * 256 + 100))
+    assert msg == f"rollout file f: column 'proofs' decodes to more than {100 * 256 + 100} bytes (cap)"
+
+
+# ---------------------------------------------------------------------------------------------
+# _check_caps on a file's own footer
+
+
+def test_check_caps_refuses_pages_outside_the_bytes():
+    data = v1_bytes(_good())
+    md = pq.ParquetFile(pa.BufferReader(data)).metadata
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: column 'problem_id' pages lie outside the file$"):
+        _check_caps(memoryview(data[:8]), md, "f", RolloutLimits())
+    _check_caps(memoryview(data), md, "f", RolloutLimits())  # the whole file: fine
+
+
+def test_check_caps_refuses_a_malformed_page_header():
+    data = v1_bytes(_good())
+    md = pq.ParquetFile(pa.BufferReader(data)).metadata
+    col = md.row_group(0).column(0)
+    start = col.dictionary_page_offset if col.has_dictionary_page and col.dictionary_page_offset else col.data_page_offset
+    bad = bytearray(data)
+    bad[start] = 0x1D  # field delta 1, thrift type 13: no such type
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: malformed page header or column metadata: "
+                       r"unknown thrift type 13 in a page header$"):
+        _check_caps(memoryview(bytes(bad)), md, "f", RolloutLimits())
+
+
+def test_check_caps_refuses_over_max_pages(monkeypatch):
+    data = v1_bytes(_good())
+    md = pq.ParquetFile(pa.BufferReader(data)).metadata
+    pages = sum(1 for _ in range(md.num_columns))  # at least one page a column
+    monkeypatch.setattr(v1, "MAX_PAGES", 1)
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: more than 1 pages$"):
+        _check_caps(memoryview(data), md, "f", RolloutLimits())
+    assert pages == 11
+
+
+# ---------------------------------------------------------------------------------------------
+# metadata and columns
+
+
+def _raw(meta: dict[str, str]) -> dict[bytes, bytes]:
+    return {k.encode(): v.encode() for k, v in meta.items()}
+
+
+def test_check_metadata_reads_the_meta_json():
+    rf = _good()
+    assert _check_metadata(_raw({"schema": ROLLOUTS_SCHEMA_V1, "meta": rf.meta.model_dump_json()}), "f") == rf.meta
+
+
+def test_check_metadata_refuses_bytes_that_are_not_utf8():
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: metadata is not UTF-8: "):
+        _check_metadata({b"schema": b"\xff"}, "f")
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: metadata is not UTF-8: "):
+        _check_metadata({b"\xff": b"x"}, "f")
+
+
+def test_check_metadata_names_an_unknown_schema_cut_at_80_characters():
+    known = f"(this reader knows {ROLLOUTS_SCHEMA_V1})"
+    with pytest.raises(RolloutFileError) as exc:
+        _check_metadata(_raw({"meta": "{}"}), "f")
+    assert str(exc.value) == f"rollout file f: unknown schema None {known}"
+    with pytest.raises(RolloutFileError) as exc:
+        _check_metadata(_raw({"schema": "intellect.rollouts/v9"}), "f")
+    assert str(exc.value) == f"rollout file f: unknown schema 'intellect.rollouts/v9' {known}"
+    with pytest.raises(RolloutFileError) as exc:
+        _check_metadata(_raw({"schema": "s" * 80}), "f")
+    assert str(exc.value) == f"rollout file f: unknown schema {'s' * 80!r} {known}"
+    with pytest.raises(RolloutFileError) as exc:
+        _check_metadata(_raw({"schema": "s" * 81}), "f")
+    assert str(exc.value) == f"rollout file f: unknown schema {'s' * 80 + '...'!r} {known}"
+
+
+def test_check_metadata_caps_the_meta_json_at_64_kib():
+    over = " " * (MAX_META_BYTES + 1)
+    with pytest.raises(RolloutFileError) as exc:
+        _check_metadata(_raw({"schema": ROLLOUTS_SCHEMA_V1, "meta": over}), "f")
+    assert str(exc.value) == f"rollout file f: metadata is {MAX_META_BYTES + 1} bytes, over {MAX_META_BYTES}"
+    meta = _good().meta.model_dump_json()
+    at = meta + " " * (MAX_META_BYTES - len(meta))  # JSON may end in blanks: exactly at the cap, read
+    assert _check_metadata(_raw({"schema": ROLLOUTS_SCHEMA_V1, "meta": at}), "f") == _good().meta
+
+
+def test_check_metadata_refuses_bad_or_missing_meta_json():
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: bad metadata: "):
+        _check_metadata(_raw({"schema": ROLLOUTS_SCHEMA_V1, "meta": json.dumps({"task_id": "1"})}), "f")
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: bad metadata: "):
+        _check_metadata(_raw({"schema": ROLLOUTS_SCHEMA_V1}), "f")
+
+
+def test_check_columns_names_the_missing_and_the_first_20_unexpected():
+    want = {f.name: f.type for f in ARROW_SCHEMA}
+    _check_columns(dict(want), "f")
+    got = {k: v for k, v in want.items() if k != "advantage"} | {"zz": pa.int8(), "aa": pa.int8()}
+    with pytest.raises(RolloutFileError) as exc:
+        _check_columns(got, "f")
+    assert str(exc.value) == "rollout file f: columns missing ['advantage'], unexpected ['aa', 'zz']"
+    extra = {f"x{i:02d}": pa.int8() for i in range(25)}
+    with pytest.raises(RolloutFileError) as exc:
+        _check_columns(want | extra, "f")
+    assert str(exc.value) == f"rollout file f: columns missing [], unexpected {sorted(extra)[:20]}"
+
+
+def test_check_columns_names_a_column_of_the_wrong_type():
+    want = {f.name: f.type for f in ARROW_SCHEMA}
+    with pytest.raises(RolloutFileError) as exc:
+        _check_columns(want | {"reward": pa.float32()}, "f")
+    assert str(exc.value) == "rollout file f: column 'reward' is float, expected double"
+    with pytest.raises(RolloutFileError) as exc:
+        _check_columns(want | {"policy_step": pa.int32(), "worker": pa.binary()}, "f")
+    assert str(exc.value) == "rollout file f: column 'policy_step' is int32, expected int64"
+
+
+def test_from_table_checks_the_schema_and_names_a_bad_row():
+    rf = _good()
+    table = table_of(rf)
+    assert from_table(table, "t").rows == rf.rows
+    assert from_table(table, "t").name == "t"
+    cols = table.to_pydict()
+    cols["worker"][1] = "not an address"
+    bad = pa.Table.from_pydict(cols, schema=table.schema)
+    with pytest.raises(RolloutFileError) as exc:
+        from_table(bad, "t")
+    assert str(exc.value).startswith("rollout file t row 1: ")
+    with pytest.raises(RolloutFileError, match=r"^rollout file t: unknown schema None"):
+        from_table(table.replace_schema_metadata({}), "t")
+
+
+def test_from_rows_refuses_unreadable_cells():
+    import numpy as np
+
+    table = table_of(_good())
+    raw = pa.Array.from_buffers(pa.string(), 4, [None, pa.py_buffer(np.array([0, 2, 4, 6, 8], np.int32).tobytes()),
+                                                 pa.py_buffer(b"p0p0\xff\xfep1p1")])
+    bad = table.set_column(table.schema.get_field_index("problem_id"), ARROW_SCHEMA.field("problem_id"), raw)
+    with pytest.raises(RolloutFileError, match=r"^rollout file c: unreadable cells: "):
+        from_rows(bad, _good().meta, "c")
+
+
+# ---------------------------------------------------------------------------------------------
+# _Thrift: the compact protocol, bounds-checked
+
+
+def _t(data: bytes, end: int | None = None) -> _Thrift:
+    return _Thrift(memoryview(data), 0, len(data) if end is None else end)
+
+
+def test_thrift_byte_stops_at_the_end_given_not_the_buffers():
+    t = _t(b"\x07\x08", end=1)
+    assert t.byte() == 7 and t.pos == 1
+    with pytest.raises(ValueError, match=r"^truncated page header$"):
+        t.byte()
+
+
+def test_thrift_varint_reads_up_to_64_bits():
+    assert _t(b"\x96\x01").varint() == 150
+    assert _t(b"\x00").varint() == 0
+    assert _t(b"\x7f").varint() == 127
+    assert _t(b"\xff" * 9 + b"\x01").varint() == 2**64 - 1
+    with pytest.raises(ValueError, match=r"^varint longer than 64 bits in a page header$"):
+        _t(b"\x80" * 10 + b"\x00").varint()
+    with pytest.raises(ValueError, match=r"^truncated page header$"):
+        _t(b"\x80").varint()
+
+
+def test_thrift_zigzag_alternates_signs():
+    assert [_t(bytes([n])).zigzag() for n in range(6)] == [0, -1, 1, -2, 2, -3]
+
+
+def test_thrift_skip_bytes_bounds():
+    t = _t(b"abcd")
+    t.skip_bytes(4)
+    assert t.pos == 4
+    t.skip_bytes(0)
+    with pytest.raises(ValueError, match=r"^truncated page header$"):
+        t.skip_bytes(1)
+    with pytest.raises(ValueError, match=r"^truncated page header$"):
+        _t(b"abcd").skip_bytes(-1)
+    t = _t(b"abcd")
+    t.skip_bytes(1)
+    t.skip_bytes(3)
+    assert t.pos == 4
+
+
+def test_thrift_values_of_each_type():
+    assert _t(b"").value(1, 0) is True
+    assert _t(b"").value(2, 0) is False
+    assert _t(b"\xfe").value(3, 0) == 0xFE
+    for ttype in (4, 5, 6):
+        assert _t(b"\x03").value(ttype, 0) == -2
+    t = _t(b"12345678x")
+    assert t.value(7, 0) is None and t.pos == 8  # a double: 8 bytes skipped
+    t = _t(b"\x03abcx")
+    assert t.value(8, 0) is None and t.pos == 4  # binary: a length, then its bytes
+    with pytest.raises(ValueError, match=r"^unknown thrift type 13 in a page header$"):
+        _t(b"").value(13, 0)
+    with pytest.raises(ValueError, match=r"^unknown thrift type 0 in a page header$"):
+        _t(b"").value(0, 0)
+
+
+def test_thrift_lists_sets_and_maps_are_skipped_element_by_element():
+    t = _t(b"\x35\x02\x04\x06x")  # list of 3 i32 (type 5): zigzag varints
+    assert t.value(9, 0) is None and t.pos == 4
+    t = _t(b"\x21\x01\x02x")  # set of 2 bools (type 1): a byte each
+    assert t.value(10, 0) is None and t.pos == 3
+    t = _t(b"\xf5\x10" + b"\x02" * 16 + b"x")  # size 15: the size follows as a varint (16)
+    assert t.value(9, 0) is None and t.pos == 18
+    t = _t(b"\x02\x55\x02\x04\x06\x08x")  # map of 2 i32 -> i32
+    assert t.value(11, 0) is None and t.pos == 6
+    t = _t(b"\x00x")  # an empty map: no key/value type byte
+    assert t.value(11, 0) is None and t.pos == 1
+    t = _t(b"\x1c\x15\x04\x00x")  # a list of 1 struct {1: i32 2}
+    assert t.value(9, 0) is None and t.pos == 4
+    with pytest.raises(ValueError, match=r"^truncated page header$"):
+        _t(b"\x35\x02").value(9, 0)
+
+
+def test_thrift_struct_reads_fields_by_delta_and_by_explicit_id():
+    # {1: i32 -1, 3: i32 2, 2: struct {1: i32 1}, 40: i32 3 (explicit id: delta 0, zigzag 80)}
+    data = b"\x15\x01" + b"\x25\x04" + b"\x0c\x04" + b"\x15\x02\x00" + b"\x05\x50\x06" + b"\x00"
+    t = _t(data)
+    assert t.struct() == {1: -1, 3: 2, 2: {1: 1}, 40: 3}
+    assert t.pos == len(data)
+    assert _t(b"\x00").struct() == {}
+    with pytest.raises(ValueError, match=r"^truncated page header$"):
+        _t(b"\x15\x01").struct()
+
+
+def test_thrift_struct_nesting_stops_past_16():
+    def nested(k: int) -> bytes:
+        return b"\x1c" * k + b"\x00" * (k + 1)
+
+    assert _t(nested(16)).struct() is not None
+    with pytest.raises(ValueError, match=r"^page header nested too deeply$"):
+        _t(nested(17)).struct()
+    with pytest.raises(ValueError, match=r"^page header nested too deeply$"):
+        _t(b"\x00").struct(17)
+    assert _t(b"\x00").struct(16) == {}
