@@ -630,13 +630,27 @@ def test_judge_budget_stats_round_cpu_to_a_millisecond_and_copy_the_outcomes():
 def test_a_spent_budget_does_not_queue_for_a_judge_the_pool_lacks():
     pool = _JudgePool(1)
     taken = pool._free.get()  # the only judge is busy
+    assert taken is pool._judges[0]
     out: list[Judgement] = []
     t = threading.Thread(target=lambda: out.append(pool.judge("x^2", "y", JudgeBudget(calls=0))), daemon=True)
     t.start()
     t.join(10)
+    answered = list(out)  # while the only judge was still taken
     pool._free.put(taken)
     t.join(10)
-    assert out == [Judgement.OVER_BUDGET]
+    assert answered == [Judgement.OVER_BUDGET]
+
+
+@pytest.mark.parametrize("budget", [JudgeBudget(calls=1), JudgeBudget(cpu_s=0.5)], ids=["one-call", "half-cpu-second"])
+def test_a_budget_with_anything_left_takes_a_free_judge_from_the_queue(budget):
+    pool = _JudgePool(2)
+    first, second = pool._free.get(), pool._free.get()
+    assert (first, second) == (pool._judges[0], pool._judges[1])
+    first._run, second._run = _Runs(), _Runs((Judgement.EQUAL, 1, 0.125))
+    pool._free.put(second)  # only the second judge is free
+    assert pool.judge("a", "b", budget) is Judgement.EQUAL
+    assert (first._run.calls, len(second._run.calls)) == ([], 1)
+    assert pool._free.get() is second  # handed back
 
 
 # ---------------------------------------------------------------------------------------------
@@ -740,3 +754,97 @@ def test_code_reward_runs_the_extracted_code_with_the_tests_limits_and_prompt_pr
     assert [r.msg for r in debug] == ["sandbox: %s in %.2fs (%d calls) %s"] * 2
     assert debug[0].args == ("passed", passed.wall_seconds, passed.calls, "")
     assert debug[1].args == ("failed", failed.wall_seconds, failed.calls, failed.stderr[:200])
+
+
+def test_a_judge_that_dies_while_starting_is_unavailable_with_its_reason(monkeypatch):
+    """The judge's interpreter exits before saying "ready" (here: /bin/true instead of Python): math tasks are
+    refused with the start timeout and "no answer" named, and nothing is left running."""
+    monkeypatch.setattr(sys, "executable", "/bin/true")
+    judge = _MathJudge()
+    judge.START_TIMEOUT = 60.0
+    with pytest.raises(rewards.MathJudgeUnavailableError) as err:
+        judge._start()
+    assert str(err.value) == ("the math judge process did not start within 60 s (no answer; sympy/math-verify "
+                              "missing or the machine overloaded): math tasks cannot be judged here")
+    assert judge._proc is None and judge._conn is None and not judge.alive()
+
+
+def test_the_fuel_counter_counts_each_python_call_once_from_zero(child_here, monkeypatch):
+    def ten_calls(given, reference):
+        for _ in range(10):
+            _noop()
+        return True
+
+    monkeypatch.setattr(rewards, "_judge_compare", ten_calls)
+    assert _judge_child("1", "1", JUDGE_FUEL, 4.0) == ("equal", 11)  # the comparison itself and its 10 calls
+    assert _judge_child("1", "1", 11, 4.0) == ("equal", 11)
+    assert _judge_child("1", "1", 10, 4.0) == ("over_budget", 10)
+
+
+def _noop() -> None:
+    return None
+
+
+def test_compare_answers_refuses_answers_past_200_characters_without_the_judge():
+    assert rewards.compare_answers("0" * 199 + "1", "1") == (Judgement.EQUAL, False)  # 200 characters: compared
+    assert rewards.compare_answers("0" * 200 + "1", "1") == (Judgement.NOT_EQUAL, False)
+    assert rewards.compare_answers("$ $", "1") == (Judgement.NOT_EQUAL, False)  # empty once normalised
+
+
+def test_a_new_judge_holds_no_process_and_is_not_alive():
+    j = _MathJudge()
+    assert j._proc is None and j._conn is None and not j.alive()
+    assert j._lock.acquire(blocking=False)
+    j._lock.release()
+
+
+def test_a_judge_is_alive_while_its_process_runs():
+    j = _MathJudge()
+    j._proc = SimpleNamespace(poll=lambda: None)
+    assert j.alive()
+    j._proc = SimpleNamespace(poll=lambda: 0)
+    assert not j.alive()
+
+
+def test_stopping_a_judge_kills_and_reaps_its_process_and_closes_its_pipe():
+    done: list[object] = []
+    j = _MathJudge()
+    j._proc = SimpleNamespace(kill=lambda: done.append("kill"), wait=lambda t: done.append(("wait", t)))
+    j._conn = SimpleNamespace(close=lambda: done.append("close"))
+    j._stop()
+    assert done == ["kill", ("wait", 5), "close"]
+    assert j._proc is None and j._conn is None
+    j._stop()  # nothing to stop: nothing done
+    assert done == ["kill", ("wait", 5), "close"]
+
+
+class _DeadConn:
+    def __init__(self, answers: bool):
+        self.answers = answers
+        self.sent: list[object] = []
+
+    def send(self, obj):
+        if not self.answers:
+            raise BrokenPipeError
+        self.sent.append(obj)
+
+    def poll(self, timeout):
+        self.sent.append(("poll", timeout))
+        return False
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("answers", [False, True], ids=["broken-pipe", "no-answer-in-time"])
+def test_a_judge_that_stops_answering_is_unjudgeable_with_no_calls_and_is_stopped(answers, caplog, monkeypatch):
+    j = _MathJudge()
+    killed: list[str] = []
+    j._proc = SimpleNamespace(poll=lambda: None, kill=lambda: killed.append("kill"), wait=lambda t: None)
+    conn = j._conn = _DeadConn(answers)
+    with caplog.at_level(logging.WARNING, logger=rewards.logger.name):
+        assert j._run("a", "b", 123, 1.5, 2.0) == (Judgement.UNJUDGEABLE, 0, 1.5)
+    assert [r.getMessage() for r in caplog.records] == ["the math judge process stopped answering; restarting it"]
+    assert killed == ["kill"] and j._proc is None
+    if answers:
+        assert conn.sent == [("a", "b", 123, 1.5, 2.0), ("poll", 2.0 + _MathJudge.SLACK_S)]
