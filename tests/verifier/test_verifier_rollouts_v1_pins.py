@@ -446,3 +446,239 @@ def test_thrift_struct_nesting_stops_past_16():
     with pytest.raises(ValueError, match=r"^page header nested too deeply$"):
         _t(b"\x00").struct(17)
     assert _t(b"\x00").struct(16) == {}
+
+
+def test_thrift_list_of_false_bools_takes_a_byte_each():
+    t = _t(b"\x22\x02\x02x")  # a list of 2 bools written with the false type (2): still a byte each
+    assert t.value(9, 0) is None and t.pos == 3
+    t = _t(b"\x23\x07\x08x")  # a list of 2 bytes (type 3)
+    assert t.value(9, 0) is None and t.pos == 3
+
+
+def _chain(level: bytes, close: bytes, k: int) -> bytes:
+    """A struct holding a container holding a struct ... k levels deep (the innermost struct at depth 2k)."""
+    return b"\x00" if k == 0 else level + _chain(level, close, k - 1) + close
+
+
+@pytest.mark.parametrize(("level", "close"), [
+    (b"\x19\x1c", b"\x00"),  # field 1: a list of 1 struct
+    (b"\x1b\x01\x5c\x02", b"\x00"),  # field 1: a map of 1 entry, i32 key -> struct value
+    (b"\x1b\x01\xc5", b"\x02\x00"),  # field 1: a map of 1 entry, struct key -> i32 value
+], ids=["list", "map-value", "map-key"])
+def test_thrift_depth_grows_by_one_per_container_and_one_per_struct(level, close):
+    t = _t(_chain(level, close, 8))
+    assert t.struct() is not None and t.pos == len(_chain(level, close, 8))  # innermost struct at depth 16
+    with pytest.raises(ValueError, match=r"^page header nested too deeply$"):
+        _t(_chain(level, close, 9)).struct()  # depth 18
+
+
+def test_check_schema_refuses_a_schema_it_cannot_walk_naming_the_file():
+    class Unwalkable:
+        def __iter__(self):
+            raise UnicodeDecodeError("utf-8", b"\xfc", 0, 1, "invalid start byte")
+
+    with pytest.raises(RolloutFileError) as exc:
+        v1._check_schema(Unwalkable(), "s")
+    assert str(exc.value) == ("rollout file s: unreadable schema: 'utf-8' codec can't decode byte 0xfc in position 0: "
+                              "invalid start byte")
+
+
+def test_read_v1_names_the_file_in_schema_and_column_refusals():
+    table = table_of(_good())
+    unknown = table.replace_schema_metadata({b"schema": b"intellect.rollouts/v0", b"meta": b"{}"})
+    assert _refused(_write(unknown), name="cid-s") == (
+        f"rollout file cid-s: unknown schema 'intellect.rollouts/v0' (this reader knows {ROLLOUTS_SCHEMA_V1})")
+    extra = table.append_column("x", pa.array([1, 2, 3, 4], pa.int8())).replace_schema_metadata(table.schema.metadata)
+    assert _refused(_write(extra), name="cid-c") == "rollout file cid-c: columns missing [], unexpected ['x']"
+
+
+def test_check_metadata_without_meta_json_reads_the_empty_string():
+    with pytest.raises(RolloutFileError) as exc:
+        _check_metadata(_raw({"schema": ROLLOUTS_SCHEMA_V1}), "f")
+    assert "input_value=''" in str(exc.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# _check_caps from the page headers: the file's own, and crafted ones in place of a column's pages
+
+DATA = v1_bytes(_good())
+MD = pq.ParquetFile(pa.BufferReader(DATA)).metadata
+
+
+def _caps(data: bytes, md=MD, **limits) -> None:
+    _check_caps(memoryview(data), md, "f", RolloutLimits(**limits))
+
+
+def _caps_bound(data: bytes, md=MD) -> int:
+    lo, hi = 1, 1 << 24
+    while lo < hi:
+        mid = (lo + hi) // 2
+        try:
+            _caps(data, md, max_decoded_bytes=mid)
+            hi = mid
+        except RolloutFileError:
+            lo = mid + 1
+    return lo
+
+
+def test_check_caps_decoded_bound_is_the_page_sizes_plus_12_bytes_a_value():
+    """Pinned for this file (pyarrow as locked): every page's uncompressed size plus 12 bytes per value, the
+    dictionary pages' values included."""
+    assert _caps_bound(DATA) == 3925
+    _caps(DATA, max_decoded_bytes=3925)
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: decodes to more than 3924 bytes \(cap\)$"):
+        _caps(DATA, max_decoded_bytes=3924)
+    v2 = _write(table_of(_good()), data_page_version="2.0")  # data page v2 headers: field 8
+    assert _caps_bound(v2, pq.ParquetFile(pa.BufferReader(v2)).metadata) == 3897
+
+
+def test_check_caps_counts_every_page_up_to_max_pages(monkeypatch):
+    monkeypatch.setattr(v1, "MAX_PAGES", 22)  # this file's pages: a dictionary page and a data page a column
+    _caps(DATA)
+    monkeypatch.setattr(v1, "MAX_PAGES", 21)
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: more than 21 pages$"):
+        _caps(DATA)
+
+
+def test_check_caps_sums_the_values_of_every_data_page_of_a_column():
+    many = _write(table_of(_good()), data_page_size=64)  # several data pages a column
+    md = pq.ParquetFile(pa.BufferReader(many)).metadata
+    assert md.row_group(0).column(2).total_compressed_size > 3 * 64 // 2
+    _caps(many, md, max_total_tokens=164)  # 172 tokens <= 164 + 2 a row
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: pages hold 172 tokens, over the cap of 163$"):
+        _caps(many, md, max_total_tokens=163)
+
+
+def test_check_caps_admits_as_many_row_groups_as_the_cap():
+    one_a_group = _write(table_of(_good()), row_group_size=1)
+    md = pq.ParquetFile(pa.BufferReader(one_a_group)).metadata
+    assert md.num_row_groups == 4
+    _caps(one_a_group, md, max_rows=4)
+
+
+def test_check_caps_admits_pages_that_end_at_the_last_byte():
+    end = max(MD.row_group(0).column(c).dictionary_page_offset + MD.row_group(0).column(c).total_compressed_size
+              for c in range(MD.num_columns))
+    _caps(DATA[:end])
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: column 'worker' pages lie outside the file$"):
+        _caps(DATA[:end - 1])
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def _header(fields: list[tuple[int, str, object]]) -> bytes:
+    """A Thrift compact struct: (field id, 'i' i32 | 'b' binary of that many bytes | 's' struct of i32 fields)."""
+    out, last = bytearray(), 0
+    for fid, kind, val in fields:
+        out.append(((fid - last) << 4) | {"i": 5, "b": 8, "s": 12}[kind])
+        last = fid
+        if kind == "i":
+            out += _varint((val << 1) ^ (val >> 63))
+        elif kind == "b":
+            out += _varint(val) + b"\x00" * val
+        else:
+            out += _header([(k, "i", x) for k, x in val])
+    out.append(0)
+    return bytes(out)
+
+
+def _crafted(col: int, ptype: int = 0, size: int = 10, n: int | None = 4, sub: int | None = 5, pad: bool = False,
+             drop: tuple[int, ...] = ()) -> bytes:
+    """The file with column `col`'s pages replaced by one crafted page header whose compressed size reaches the
+    column's end (`pad`: the header itself fills the column, compressed size 0)."""
+    c = MD.row_group(0).column(col)
+    start, length = c.dictionary_page_offset, c.total_compressed_size
+
+    def build(csize: int, padlen: int) -> bytes:
+        f = [(1, "i", ptype), (2, "i", size), (3, "i", csize)]
+        if pad:
+            f.append((4, "b", padlen))
+        if sub:
+            f.append((sub, "s", [] if n is None else [(1, n)]))
+        return _header([x for x in f if x[0] not in drop])
+
+    if pad:
+        padlen = length - len(build(0, 0))
+        while len(build(0, padlen)) != length:
+            padlen -= len(build(0, padlen)) - length
+        h = build(0, padlen)
+    else:
+        h = build(length - len(build(0, 0)), 0)
+    assert len(h) <= length and (pad or len(h) == len(build(length - len(h), 0)))
+    return DATA[:start] + h + DATA[start + len(h):]
+
+
+@pytest.mark.parametrize("kw", [dict(size=-1), dict(drop=(2,)), dict(n=-1)], ids=["negative-size", "no-size",
+                                                                                   "negative-values"])
+def test_check_caps_refuses_a_malformed_page_header_naming_column_and_byte(kw):
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: column 'problem_id': malformed page header at byte 4$"):
+        _caps(_crafted(0, **kw))
+
+
+@pytest.mark.parametrize(("kw", "bound"), [
+    (dict(size=0), 3886), (dict(pad=True), 3896), (dict(sub=None), 3848), (dict(n=None), 3848), (dict(n=0), 3848),
+    (dict(n=5), 3908), (dict(ptype=2), 3896),
+], ids=["size-0", "compressed-0", "no-page-struct", "no-value-count", "0-values", "5-values", "dictionary-page"])
+def test_check_caps_admits_page_headers_of_zero_sizes_and_counts_what_they_say(kw, bound):
+    crafted = _crafted(0, **kw)
+    _caps(crafted)
+    assert _caps_bound(crafted) == bound
+
+
+def test_check_caps_counts_rows_from_the_pages_not_the_footer():
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: pages hold 5 rows, over the cap of 4$"):
+        _caps(_crafted(0, n=5), max_rows=4)
+    _caps(_crafted(0, n=4), max_rows=4)
+
+
+def test_check_caps_counts_no_tokens_of_a_list_column_holding_only_a_dictionary_page():
+    prompt_dict = _crafted(1, ptype=2)  # prompt_ids: no data page, so none of its 12 tokens counted
+    _caps(prompt_dict, max_total_tokens=152)  # 160 completion tokens <= 152 + 2 a row
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: pages hold 160 tokens, over the cap of 151$"):
+        _caps(prompt_dict, max_total_tokens=151)
+    completion_dict = _crafted(2, ptype=2)
+    _caps(completion_dict, max_total_tokens=4)
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: pages hold 12 tokens, over the cap of 3$"):
+        _caps(completion_dict, max_total_tokens=3)
+
+
+# ---------------------------------------------------------------------------------------------
+# _decoded on tables read as read_v1 reads them
+
+
+def _dict_table(data: bytes) -> pa.Table:
+    return pq.ParquetFile(pa.BufferReader(data), read_dictionary=v1._DICT_COLUMNS).read()
+
+
+def test_decoded_refuses_more_rows_than_the_cap():
+    with pytest.raises(RolloutFileError, match=r"^rollout file d: 4 rows, over the cap of 3$"):
+        v1._decoded(_dict_table(DATA), "d", RolloutLimits(max_rows=3))
+
+
+def test_decoded_expands_the_dictionary_columns_and_keeps_the_metadata():
+    table = _dict_table(DATA)
+    out = v1._decoded(table, "d", RolloutLimits())
+    assert out.schema.remove_metadata() == ARROW_SCHEMA
+    assert out.schema.metadata == table.schema.metadata
+    assert out.column("problem_id").to_pylist() == ["p0", "p0", "p1", "p1"]
+
+
+def test_decoded_of_an_empty_table_counts_nothing():
+    empty = _dict_table(_write(table_of(_good()).slice(0, 0)))
+    assert v1._decoded(empty, "d", RolloutLimits(max_tokens_per_row=0, max_total_tokens=0,
+                                                 max_decoded_bytes=0)).num_rows == 0
+    no_chunks = pa.Table.from_batches([], schema=_dict_table(DATA).schema)
+    out = v1._decoded(no_chunks, "d", RolloutLimits())
+    assert out.num_rows == 0 and out.schema.remove_metadata() == ARROW_SCHEMA
+
+
+def test_decoded_refuses_columns_it_cannot_read_naming_the_file():
+    with pytest.raises(RolloutFileError, match=r"^rollout file d: unreadable columns: "):
+        v1._decoded(table_of(_good()), "d", RolloutLimits())  # plain strings where dictionaries are expected
