@@ -682,3 +682,70 @@ def test_decoded_of_an_empty_table_counts_nothing():
 def test_decoded_refuses_columns_it_cannot_read_naming_the_file():
     with pytest.raises(RolloutFileError, match=r"^rollout file d: unreadable columns: "):
         v1._decoded(table_of(_good()), "d", RolloutLimits())  # plain strings where dictionaries are expected
+
+
+# crafted footers: _check_caps reads only these fields of pyarrow's FileMetaData, so a stand-in footer is a footer
+# that says what a crafted file's footer would say
+
+
+class _Column:
+    def __init__(self, real, **say):
+        self.path_in_schema = real.path_in_schema
+        self.data_page_offset = real.data_page_offset
+        self.has_dictionary_page = real.has_dictionary_page
+        self.dictionary_page_offset = real.dictionary_page_offset
+        self.total_compressed_size = real.total_compressed_size
+        self.__dict__.update(say)
+
+
+class _Footer:
+    def __init__(self, columns: list[_Column], num_rows: int = 4):
+        self.num_rows, self.num_row_groups = num_rows, 1 if columns else 0
+        self.num_columns, self._columns = len(columns), columns
+
+    def row_group(self, g):
+        return self
+
+    def column(self, c):
+        return self._columns[c]
+
+
+def _footer(**say) -> _Footer:
+    """The file's own footer, column 0 (problem_id) saying `say`."""
+    real = MD.row_group(0)
+    return _Footer([_Column(real.column(0), **say)] + [_Column(real.column(c)) for c in range(1, MD.num_columns)])
+
+
+def test_check_caps_the_file_footer_stand_in_is_faithful():
+    assert _caps_bound(DATA, _footer()) == 3925
+
+
+def test_check_caps_refuses_a_negative_page_offset_or_size():
+    no_dict = dict(has_dictionary_page=False, dictionary_page_offset=None)
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: column 'problem_id' pages lie outside the file$"):
+        _caps(DATA, _footer(**no_dict, data_page_offset=-1, total_compressed_size=10))
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: column 'problem_id' pages lie outside the file$"):
+        _caps(DATA, _footer(total_compressed_size=-1))
+
+
+def test_check_caps_walks_a_column_from_offset_zero_and_admits_an_empty_one():
+    no_dict = dict(has_dictionary_page=False, dictionary_page_offset=None)
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: malformed page header or column metadata: "
+                       r"unknown thrift type 0 in a page header$"):
+        _caps(DATA, _footer(**no_dict, data_page_offset=0, total_compressed_size=10))  # "PAR1" is no page header
+    _caps(DATA, _footer(total_compressed_size=0))  # no pages at all
+
+
+def test_check_caps_starts_at_the_dictionary_page_only_when_it_comes_first():
+    # the footer swaps the two offsets: the "dictionary" offset is past the data page's, so the walk starts at the
+    # data page offset (here the real dictionary page) and reads the column's own pages
+    assert _caps_bound(DATA, _footer(data_page_offset=4, dictionary_page_offset=39)) == 3925
+    # a dictionary page offset of 0 is none
+    _caps(DATA, _footer(data_page_offset=4, dictionary_page_offset=0))
+    # a dictionary page offset of 1 (inside the magic bytes) is taken, and its garbage refused
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: column 'problem_id': malformed page header at byte 1$"):
+        _caps(DATA, _footer(dictionary_page_offset=1, total_compressed_size=78 + 3))
+
+
+def test_check_caps_of_a_footer_without_row_groups_counts_zero_rows():
+    _caps(DATA, _Footer([], num_rows=0), max_rows=0, max_total_tokens=0)
