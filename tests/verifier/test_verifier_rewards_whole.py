@@ -641,8 +641,9 @@ def test_a_spent_budget_does_not_queue_for_a_judge_the_pool_lacks():
     assert answered == [Judgement.OVER_BUDGET]
 
 
-@pytest.mark.parametrize("budget", [JudgeBudget(calls=1), JudgeBudget(cpu_s=0.5)], ids=["one-call", "half-cpu-second"])
-def test_a_budget_with_anything_left_takes_a_free_judge_from_the_queue(budget):
+@pytest.mark.parametrize("left", [{"calls": 1}, {"cpu_s": 0.5}], ids=["one-call", "half-cpu-second"])
+def test_a_budget_with_anything_left_takes_a_free_judge_from_the_queue(left):
+    budget = JudgeBudget(**left)  # a fresh one each run: judging spends it
     pool = _JudgePool(2)
     first, second = pool._free.get(), pool._free.get()
     assert (first, second) == (pool._judges[0], pool._judges[1])
