@@ -626,3 +626,21 @@ def test_verify_samples_passes_its_budget_to_the_prefill(tiny_llama, gens):
     with _decoder_calls(tiny_llama) as calls:
         verify_samples(tiny_llama, samples, max_batch_tokens=28)
     assert calls == [((2, 14), False, False)]
+
+
+def test_shared_prefill_two_token_completions_get_row_zero_and_one_completion_row(tiny_llama):
+    prompts, comps = [[1, 2, 3], [1, 2, 3], [4, 5, 6]], [[7, 8], [9], [10, 11]]  # completion inputs 1, 0, 1
+    with _decoder_calls(tiny_llama) as calls:
+        states = prefill_hidden_states(tiny_llama, prompts, comps)
+    assert calls == [((2, 3), True, False), ((2, 1), True, True)]
+    assert [tuple(s.shape) for s in states] == [(2, H), (1, H), (2, H)]
+    for p, c, s in zip(prompts, comps, states, strict=True):
+        torch.testing.assert_close(s, _reference(tiny_llama, p, c), atol=1e-5, rtol=1e-5)
+
+
+def test_verify_samples_checks_the_prompt_of_each_sample(tiny_llama, gens):
+    g = gens[1][0]
+    _, c, proofs = _sample(g, seed=False)
+    r = verify_samples(tiny_llama, [([], c, proofs), ([1, 300], c, proofs), _sample(g)])
+    assert [x.detail for x in r[:2]] == ["empty prompt", "token id 300 outside the vocabulary [0, 300)"]
+    assert [x.reason for x in r] == [ReasonCode.INVALID_SAMPLE, ReasonCode.INVALID_SAMPLE, None]
