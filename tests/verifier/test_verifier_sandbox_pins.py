@@ -349,8 +349,9 @@ if FS:
     out["mount"] = [l.split()[2:4] for l in open("/proc/self/mounts") if l.split()[1] == FS]
     out["maps"] = [open("/proc/self/uid_map").read().split(), open("/proc/self/gid_map").read().split(),
                    open("/proc/self/setgroups").read().strip()]
-    out["sysctl"] = [open("/proc/sys/" + n).read().split() for n in ("kernel/shmmax", "kernel/shmall", "kernel/shmmni",
-                                                                  "kernel/msgmni", "kernel/sem", "user/max_user_namespaces")]
+    out["sysctl"] = [open("/proc/sys/" + n).read().split()
+                     for n in ("kernel/shmmax", "kernel/shmall", "kernel/shmmni", "kernel/msgmni", "kernel/sem",
+                               "user/max_user_namespaces")]
     out["dirs"] = [oct(os.stat(FS + "/" + d).st_mode & 0o7777) for d in ("tmp", "shm")]
 '''
 
@@ -652,12 +653,14 @@ def test_a_deeply_nested_reply_is_malformed_not_a_crash():
 # --------------------------------------------------------------------------------------------------
 # run_python: each way a run ends, its verdict, what it says and how many calls it made
 
-_SIGNAL = "import os, signal\ndef f():\n    signal.signal(signal.SIG{0}, signal.SIG_DFL)\n    os.kill(os.getpid(), signal.SIG{0})\n"
+_SIGNAL = ("import os, signal\ndef f():\n    signal.signal(signal.SIG{0}, signal.SIG_DFL)\n"
+           "    os.kill(os.getpid(), signal.SIG{0})\n")
 _ENDINGS = {
     # name: (code, tests, passed, reason, calls, stderr, returncode or None when not pinned)
     "passes": ("def f(x):\n    return x\n", ["assert f(1) == 1\nassert f(2) == 2", "assert f(3) == 3"],
                True, "passed", 3, "", -9),
-    "fails": ("def f(x):\n    return x\n", ["assert f(1) == 2, 'nope'"], False, "failed", 1, "AssertionError: nope", -9),
+    "fails": ("def f(x):\n    return x\n", ["assert f(1) == 2, 'nope'"], False, "failed", 1, "AssertionError: nope",
+              -9),
     "syntax": ("def f(:\n", ["assert f() == 1"], False, "syntax_error", 0,
                "SyntaxError: invalid syntax (solution.py, line 1)", -9),
     "memory at load": ("x = bytearray(2**40)\n", ["assert f() == 1"], False, "memory_limit", 0, "MemoryError", -9),
@@ -757,7 +760,8 @@ def test_a_network_in_the_limits_is_refused():
 @needs_sandbox
 def test_the_prelude_runs_on_the_tests_side_and_the_completion_cannot_replace_it():
     code = "def helper(x):\n    return 0\ndef f(x):\n    return x + 1\n"
-    r = run_python(code, ["assert f(helper(1)) == 11 and helper(2) == 20"], FAST, prelude="def helper(x):\n    return x * 10\n")
+    r = run_python(code, ["assert f(helper(1)) == 11 and helper(2) == 20"], FAST,
+                   prelude="def helper(x):\n    return x * 10\n")
     assert (r.passed, r.calls) == (True, 1), r
     r = run_python(code, ["assert f(helper(1)) == 11"], FAST, prelude=None)  # without it, helper is the completion's
     assert (r.passed, r.calls, r.stderr) == (False, 2, "AssertionError: "), r
@@ -925,7 +929,8 @@ def test_a_missing_bwrap_is_no_sandbox_after_two_tries():
     rt = _runtime()._replace(bwrap="/nonexistent-intellect/bwrap")
     with sandbox._run_dir() as tmp, pytest.raises(sandbox.SandboxUnavailableError) as err:
         sandbox._start_pair(rt, FAST, tmp)
-    assert str(err.value) == "bubblewrap could not start: [Errno 2] No such file or directory: '/nonexistent-intellect/bwrap'"
+    assert str(err.value) == ("bubblewrap could not start: [Errno 2] No such file or directory: "
+                              "'/nonexistent-intellect/bwrap'")
     assert isinstance(err.value.__cause__, FileNotFoundError)
 
 
@@ -1134,7 +1139,8 @@ def test_the_seccomp_program_refuses_memfd_and_socket_buffer_growth_and_other_ab
     kill, eperm, allow = 0x80000000, 0x00050001, 0x7FFF0000
     assert len(prog) == 16 * 8
     assert _bpf(prog, memfd, arch) == eperm
-    assert _bpf(prog, 0, arch) == allow and _bpf(prog, memfd + 1, arch) == allow and _bpf(prog, memfd - 1, arch) == allow
+    assert _bpf(prog, 0, arch) == allow and _bpf(prog, memfd + 1, arch) == allow
+    assert _bpf(prog, memfd - 1, arch) == allow
     for opt in (7, 8, 32, 33):  # SO_SNDBUF, SO_RCVBUF and their FORCE forms, at SOL_SOCKET
         assert _bpf(prog, setsockopt, arch, (3, 1, opt, 0, 0, 0)) == eperm, opt
         assert _bpf(prog, setsockopt, arch, (3, 1, opt | 1 << 32, 0, 0, 0)) == eperm, opt  # the kernel reads an int
