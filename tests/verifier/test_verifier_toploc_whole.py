@@ -103,6 +103,23 @@ def test_modulus_search_in_the_second_and_third_block_is_the_first_injective_one
     assert out.tolist() == [_brute_modulus(second), PRIME, _brute_modulus(third)]
 
 
+def test_modulus_search_reports_indices_that_no_modulus_up_to_the_prime_separates():
+    # 0..511 collide mod every m < 512; each further index t is a product of the three largest moduli not yet
+    # collided, so t ≡ 0 mod each of them and t mod m < 512 (a collision with 0..511) for many others: 946 indices
+    # that collide mod every m in [1, 65497], so the search ends without a modulus
+    small = 512
+    left = np.arange(small, PRIME + 1, dtype=np.int64)
+    xs = list(range(small))
+    while left.size:
+        t = int(np.prod(left[-3:]))
+        xs.append(t)
+        left = left[t % left >= small]
+    assert len(xs) == 946 and len(set(xs)) == len(xs)
+    with pytest.raises(ToplocError) as info:
+        find_injective_modulus(np.array([xs]))
+    assert str(info.value) == "no injective modulus found"
+
+
 # --- field arithmetic: the input's integer type does not matter -------------------------------------------------
 
 
