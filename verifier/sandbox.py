@@ -251,6 +251,11 @@ os.close(_null)
 os.dup2(2, 1)
 _rf, _wf = os.fdopen(_rfd, "rb"), os.fdopen(_wfd, "wb")
 def _send(obj):
+    for _s in (sys.stdout, sys.stderr):  # what was printed before a reply is in the output file when it arrives
+        try:
+            _s.flush()
+        except BaseException:
+            pass
     _wf.write(json.dumps(obj).encode() + b"\n")
     _wf.flush()
 def _recv():

@@ -748,4 +748,8 @@ def test_check_caps_starts_at_the_dictionary_page_only_when_it_comes_first():
 
 
 def test_check_caps_of_a_footer_without_row_groups_counts_zero_rows():
-    _caps(DATA, _Footer([], num_rows=0), max_rows=0, max_total_tokens=0)
+    # no row group and no row pass caps of zero (nothing walked, nothing counted) ...
+    assert _caps(DATA, _Footer([], num_rows=0), max_rows=0, max_total_tokens=0) is None
+    # ... and one row said in the footer is over them
+    with pytest.raises(RolloutFileError, match=r"^rollout file f: 1 rows, over the cap of 0$"):
+        _caps(DATA, _Footer([], num_rows=1), max_rows=0, max_total_tokens=0)

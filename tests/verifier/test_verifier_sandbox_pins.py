@@ -13,9 +13,6 @@ needs_sandbox = pytest.mark.skipif(not sandbox_available()[0], reason=f"no sandb
 MIB = 2**20
 FAST = SandboxLimits(cpu_seconds=2, wall_seconds=6, memory_bytes=256 * MIB)
 # the completion reaching its own runner's channel: `_send` is a global of the runner's __main__
-# opt-in (-m slow) until its flake is found: run beside test_verifier_sandbox.py on two xdist workers, one of
-# its output tests failed once and the other file's run_python tests 18 times (2026-12-02); alone both pass
-pytestmark = pytest.mark.slow
 
 _FORGE = "import sys, os\nsys.modules['__main__']._send({forged!r})\nos._exit(0)\n"
 
@@ -788,6 +785,30 @@ def _fd_count() -> int:
     import os
 
     return len(os.listdir("/proc/self/fd"))
+
+
+@needs_sandbox
+def test_what_a_runner_printed_before_a_reply_is_in_its_output_file_when_the_reply_arrives():
+    """Flake found in this file (2026-12-02): stdout of the runner is a block-buffered file, so a print was lost
+    when the sandbox was killed before Python exited on its own (the test above raced the kill against the
+    runner's exit at end of input). Each reply flushes the runner's stdout and stderr first; here the call never
+    returns, so only that flush can put the print in the file."""
+    import time
+
+    from intellect.verifier import sandbox
+
+    rt = _runtime()
+    with sandbox._run_dir() as tmp:
+        p = sandbox._Proc(rt, sandbox._CANDIDATE, FAST, tmp, "cand8")
+        try:
+            code = "import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)\ndef f():\n    while True:\n        pass\n"
+            assert p.send({"nproc": 4, "code": code})
+            assert p.recv(time.monotonic() + 10) == {"load": "ok"}
+            assert p.send({"name": "f", "args": {"l": []}, "kwargs": {"d": []}})
+            time.sleep(0.2)  # f is running: no reply, and Python does not exit
+        finally:
+            assert p.kill() == -9
+        assert sorted(p.output().splitlines()) == ["to stderr", "to stdout"]
 
 
 @needs_sandbox
