@@ -233,7 +233,7 @@ MUTANTS: list[Mutant] = [
     Mutant("iso-child-setup-status", "verifier/isolation.py", "        return _EXIT_SETUP", "        return 0", (f"{V}/test_verifier_isolation.py", f"{V}/test_verifier_isolation_outcome.py")),
     # -- verifier/sandbox.py: what runs in the forked child (preexec_fn), inside the sandbox (the runners' source)
     # or is a module constant / decorated function mutmut does not mutate; the rest is mutmut's. Run with
-    # INTELLECT_SANDBOX_REQUIRED=own_fs where the sandbox has its own tmpfs (test_the_sandbox_is_here_where_it_must_be):
+    # INTELLECT_SANDBOX_REQUIRED=own_fs (run_mutant sets it; they are not run where the sandbox has no tmpfs of its own):
     # without it, a mutant that breaks the sandbox only makes the other tests skip
     *(Mutant(f"sandbox-{mid}", "verifier/sandbox.py", old, new,
              (f"{SP}test_the_sandbox_is_here_where_it_must_be", *(t if "/" in t else SP + t for t in tests)))
@@ -269,8 +269,9 @@ MUTANTS: list[Mutant] = [
          (f"{V}/test_verifier_sandbox_bounds.py::test_many_small_files_stop_at_the_inode_bound",)),
         ("fs-nosuid", "b\"tmpfs\", _MS_NOSUID | _MS_NODEV, opts)", "b\"tmpfs\", 0, opts)",
          ("test_as_root_the_child_drops_to_the_throw_away_uid_and_mounts_the_bounded_tmpfs",)),
-        ("fs-shm", '("kernel/shmmni", "0")', '("kernel/shmmni", "4096")',
-         (f"{V}/test_verifier_sandbox_bounds.py::test_no_user_namespace_sysv_ipc_memfd_socket_buffer_or_dev_file",)),
+        ("fs-shm", '("kernel/shmmni", "0")', '("kernel/shmmni", "4096")',  # shmmax 0 already refuses every shmget:
+         ("test_inside_every_limit_is_the_one_asked_for",  # the value, read from inside, tells them apart
+          f"{V}/test_verifier_sandbox_bounds.py::test_no_user_namespace_sysv_ipc_memfd_socket_buffer_or_dev_file")),
         ("fs-msg", '("kernel/msgmni", "0")', '("kernel/msgmni", "32000")',
          (f"{V}/test_verifier_sandbox_bounds.py::test_no_user_namespace_sysv_ipc_memfd_socket_buffer_or_dev_file",)),
         ("fs-sem", '("kernel/sem", "0 0 0 0")', '("kernel/sem", "32000 1024000000 500 32000")',
@@ -295,8 +296,10 @@ MUTANTS: list[Mutant] = [
          ("test_inside_it_is_nobody_alone_with_no_capability_network_or_environment",)),
         ("bwrap-nobody", '"--uid", str(NOBODY), "--gid", str(NOBODY),', '"--uid", "0", "--gid", "0",',
          ("test_inside_it_is_nobody_alone_with_no_capability_network_or_environment",)),
-        ("bwrap-clearenv", '"--hostname", "sandbox", "--clearenv",', '"--hostname", "sandbox",',
-         ("test_inside_it_is_nobody_alone_with_no_capability_network_or_environment",)),
+        ("bwrap-clearenv", '"--hostname", "sandbox", "--clearenv",', '"--hostname", "sandbox",',  # _Proc starts bwrap
+         ("test_bwrap_argv_own_fs_binds_our_tmpfs_and_the_prefix_outside_usr",  # with env={"PATH": ..} too: the
+          "test_bwrap_argv_without_own_fs_has_bwraps_ipc_namespace_and_sized_tmpfs",  # argv tells them apart
+          "test_inside_it_is_nobody_alone_with_no_capability_network_or_environment")),
         ("bwrap-isolated", '"-I", "-S", "-B", "-c"]', '"-S", "-B", "-c"]',
          ("test_inside_it_is_nobody_alone_with_no_capability_network_or_environment",)),
         ("bwrap-seccomp", '        argv += ["--seccomp", str(seccomp_fd)]', "        pass",
@@ -320,7 +323,6 @@ MUTANTS: list[Mutant] = [
          ("test_each_way_a_run_ends_has_its_verdict",)),
         ("candidate-memory", '_send({"load": "memory_limit", "detail": "MemoryError"})', '_send({"load": "failed", "detail": "MemoryError"})',
          ("test_each_way_a_run_ends_has_its_verdict",)),
-        ("candidate-errno", '{27: "output_limit", 28: "tmp_limit"}', '{28: "tmp_limit"}', ("test_each_way_a_run_ends_has_its_verdict",)),
         ("tester-assertion", "if exc is None or exc is AssertionError:", "if exc is None:",
          ("test_an_assertion_error_of_the_completion_cannot_be_caught_as_the_tests_own",)),
         ("tester-builtins", 'if name.startswith("__") or hasattr(builtins, name):', 'if name.startswith("__"):',
@@ -350,6 +352,10 @@ MUTANTS: list[Mutant] = [
         ("default-inodes", "tmp_inodes: int = Field(default=4096, ge=64, le=2**20)", "tmp_inodes: int = Field(default=40960, ge=64, le=2**20)",
          ("test_inside_the_defaults_hold_when_no_limits_are_given",)),
     )),
+    Mutant("sandbox-candidate-errno", "verifier/sandbox.py", '{27: "output_limit", 28: "tmp_limit"}', '{28: "tmp_limit"}',
+           (f"{SP}test_each_way_a_run_ends_has_its_verdict",),
+           equivalent="run_python maps a FAILED load whose detail says 'File too large' to output_limit (the fallback a "
+                      "call's EFBIG takes), so errno 27 at load reaches output_limit either way"),
     # -- contracts/AttesterBook.sol: attestation roots (issue 38) -----------------------------------------
     Mutant("root-recorded-in-window", "contracts/AttesterBook.sol",
            "rr.recordedAt >= t.windowEnd) return false;", "rr.recordedAt > t.windowEnd) return false;", (f"{C}/test_contracts_attester_roots.py",)),
@@ -382,6 +388,10 @@ MUTANTS: list[Mutant] = [
     Mutant("judge-child-fuel", "verifier/rewards.py",
            'if state["calls"] > fuel:', "if False:",
            (f"{V}/test_verifier_rewards.py::test_judge_over_budget_scores_zero_and_the_polynomial_is_over_budget_everywhere",)),
+    Mutant("judge-warm-up", "verifier/rewards.py",  # the four warm-up comparisons of _judge_main, all gone
+           "".join(line + "\n" for line in (r'    _judge_compare("\\frac{x^2+2x+1}{x+1}", "x+1")', r'    _judge_compare("\\{1,2\\}", "\\{2,1\\}")',
+                                               r'    _judge_compare("[1,2)", "(1,2]")', r'    _judge_compare("\\frac{\\sqrt{2}}{2}", "\\frac{1}{\\sqrt{2}}")')), "",
+           (f"{V}/test_verifier_rewards_pins.py::test_a_fresh_judge_process_pays_no_lazy_import_in_a_comparison",)),
     Mutant("judge-child-hash-seed", "verifier/rewards.py",
            'conn.send("ready" if os.environ.get("PYTHONHASHSEED") == "0" else "hash seed not fixed")',
            'conn.send("hash seed not fixed")',
@@ -395,6 +405,7 @@ def _changed(base: str) -> set[str]:
     return set(out.split())
 
 
+SANDBOX = "verifier/sandbox.py"
 COPIED = ("verifier", "agents")
 """Python packages a mutant of theirs is applied to in a private copy (see `_python_copy`)."""
 
@@ -417,6 +428,17 @@ def _python_copy(m: Mutant) -> tuple[Path, dict[str, str]] | None:
     return stage, {"PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
+def _sandbox_own_fs() -> tuple[bool, str]:
+    """Whether sandboxes start here with their own tmpfs and namespaces (`_enter_private_fs`): only there can a
+    mutant of verifier/sandbox.py be told apart (elsewhere a mutant that breaks the sandbox makes its tests skip)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", "from intellect.verifier.sandbox import _probe\nrt, why = _probe()\n"
+         "print('own_fs' if rt is not None and rt.own_fs else (why or 'bwrap --size only (no user namespace of ours)'))"],
+        cwd=ROOT, capture_output=True, text=True)
+    said = (proc.stdout.strip().splitlines() or [proc.stderr.strip()[-200:] or "the probe printed nothing"])[-1]
+    return said == "own_fs", said
+
+
 def run_mutant(m: Mutant, timeout: int) -> tuple[str, float]:
     """'killed', 'survived', 'timeout' or 'not-applied: ...', and the seconds the tests took."""
     original = (ROOT / m.file).read_text()
@@ -426,6 +448,8 @@ def run_mutant(m: Mutant, timeout: int) -> tuple[str, float]:
     copy = _python_copy(m)
     path = ROOT / m.file if copy is None else copy[0] / "src" / "intellect" / m.file
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **(copy[1] if copy else {})}
+    if m.file == SANDBOX:  # test_the_sandbox_is_here_where_it_must_be fails where a mutant broke the sandbox
+        env["INTELLECT_SANDBOX_REQUIRED"] = "own_fs"
     try:
         path.write_text(original.replace(m.old, m.new))
         proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *m.tests],
@@ -477,10 +501,17 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     counts: dict[str, list[int]] = {}
     start = time.monotonic()
+    sandbox_here: tuple[bool, str] | None = None
     for m in todo:
         if args.list or m.equivalent:
             print(f"| {m.id} | {m.file} | {'equivalent: ' + m.equivalent if m.equivalent else 'listed'} | |")
             continue
+        if m.file == SANDBOX:
+            if sandbox_here is None:
+                sandbox_here = _sandbox_own_fs()
+            if not sandbox_here[0]:
+                print(f"| {m.id} | {m.file} | not run (no sandbox with its own tmpfs here: {sandbox_here[1]}) | |")
+                continue
         if args.budget is not None and time.monotonic() - start > args.budget:
             print(f"| {m.id} | {m.file} | not run (budget of {args.budget:g} s spent) | |")
             continue

@@ -139,3 +139,101 @@ def test_the_callers_sandbox_limits_are_the_ones_a_code_task_runs_under():
     assert task_reward(task, slow, sandbox=tight) == 0.0
     assert reward(task, slow, 10, 10).task_reward == 1.0
     assert reward(task, slow, 10, 10, sandbox=tight).task_reward == 0.0
+
+
+# -- the judge process warms up sympy's and math-verify's lazy parts once, before its first comparison -------------
+
+@pytest.mark.parametrize(("given", "ref", "most_calls"), [
+    # fuel (Python calls) of one comparison in a fresh judge process; measured 2026-12-02 with the committed lock:
+    # warmed 85,566 / 42,074 / 53,842 / 1,229, not warmed 535,750 / 316,940 / 529,343 / 3,562
+    ("\\{3,4\\}", "\\{4,3\\}", 170_000),  # a set: math-verify's LaTeX grammar
+    ("\\frac{x^2-1}{x-1}", "x+1", 100_000),  # sympy's simplify
+    ("[0,5)", "[0,5)", 110_000),  # an interval
+    ("\\sqrt{8}", "2\\sqrt{2}", 2_500),  # numbers with roots
+])
+def test_a_fresh_judge_process_pays_no_lazy_import_in_a_comparison(given, ref, most_calls):
+    """Each comparison runs in a fork of the judge, so an import it triggers is paid again by every comparison and
+    counted against its fuel: the judge warms the lazy parts up once (`_judge_main`), and a comparison costs 3-10×
+    fewer calls than it would without (tools/mutate.py `judge-warm-up`)."""
+    from intellect.verifier.rewards import _MathJudge
+
+    judge = _MathJudge()
+    try:
+        budget = JudgeBudget()
+        assert judge.judge(given, ref, budget) is Judgement.EQUAL
+        assert 0 < budget.fuel_used <= most_calls, budget.stats()
+    finally:
+        judge._stop()
+
+
+# -- normalisation: each LaTeX spacing, sizing and text command, and each degree and percent sign, is dropped ------
+
+@pytest.mark.parametrize(("answer", "normal"), [
+    ("1\\!2\\,3\\;4\\ 5", "12345"),  # the four spacing commands (each would leave a mark behind)
+    ("\\left(1\\right)", "(1)"),
+    ("\\displaystyle 3", "3"),
+    ("\\text{m}", "m"), ("\\textbf{5}", "5"), ("\\mathrm{kg}", "kg"), ("\\mathbf{v}", "v"), ("\\operatorname{f}", "f"),
+    ("\\text { a }", "a"),  # spaces before the brace
+    ("\\text{\\text{b}}", "b"),  # nested: stripped until nothing changes
+    ("90^\\circ", "90"), ("90^{\\circ}", "90"), ("50\\%", "50"), ("50%", "50"),
+    ("$5$", "5"), ("1\\,2", "12"),
+    # fractions and roots become sympy's syntax, braced or by single digits, with or without spaces
+    ("\\frac{1}{2}", "((1)/(2))"), ("\\dfrac{1}{2}", "((1)/(2))"), ("\\tfrac {1} {2}", "((1)/(2))"),
+    ("\\frac12", "((1)/(2))"), ("\\dfrac 1 2", "((1)/(2))"),
+    ("\\sqrt[3]{8}", "((8)**(1/(3)))"), ("\\sqrt [3] {8}", "((8)**(1/(3)))"),
+    ("\\sqrt{2}", "sqrt(2)"), ("\\sqrt {2}", "sqrt(2)"), ("\\sqrt2", "sqrt(2)"), ("\\sqrt 12", "sqrt(12)"),
+    ("2\\cdot3", "2*3"), ("2\\times3", "2*3"), ("6\\div3", "6/3"), ("2\\pi", "2pi"),
+    ("{1}", "(1)"), ("x^2", "x**2"), ("a\\b", "ab"),  # braces, powers, and any backslash left
+    ("1,000", "1000"), ("12,3456", "12,3456"),  # a thousands separator only before exactly three digits
+    ("x = 5", "5"), ("y=2", "2"), ("X = 5", "5"),  # one letter named as the answer
+    ("5.", "5"), ("5..", "5"), (" 5 ", "5"), ("2X", "2X"),  # trailing full stops and spaces, nothing else
+])
+def test_normalize_drops_each_latex_mark_exactly(answer, normal):
+    from intellect.verifier.rewards import _normalize
+
+    assert _normalize(answer) == normal
+
+
+def test_strip_braces_cmd_keeps_only_the_argument_of_that_command():
+    from intellect.verifier.rewards import _strip_braces_cmd
+
+    assert _strip_braces_cmd("\\text{a}+\\text {b}", "text") == "a+b"
+    assert _strip_braces_cmd("x\\text{\\text{c}}y", "text") == "xcy"
+    assert _strip_braces_cmd("\\textbf{a}", "text") == "\\textbf{a}"  # another command, untouched
+    assert _strip_braces_cmd("text{a}", "text") == "text{a}"  # no backslash: not a command
+
+
+# -- the sympy comparison: a value that evaluates to infinity or NaN is equal to nothing --------------------------
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("1", "10**1000"),  # |1 - inf| <= 1e-6 * inf would hold: the infinite value is refused first
+    ("10**1000", "1"),
+    ("10**1000", "10**1000"),
+    ("1/0", "1/0"),  # NaN
+    ("1/0", "1"),
+])
+def test_sympy_equal_refuses_a_value_that_evaluates_to_infinity_or_nan(a, b):
+    from intellect.verifier.rewards import _sympy_equal
+
+    assert _sympy_equal(a, b) is False
+
+
+# -- the judge process reads nothing of its parent's stdin ---------------------------------------------------------
+
+def test_the_judge_process_has_dev_null_for_stdin_whatever_its_parent_has():
+    import os
+
+    from intellect.verifier.rewards import _MathJudge
+
+    r, w = os.pipe()
+    saved = os.dup(0)
+    judge = _MathJudge()
+    try:
+        os.dup2(r, 0)  # the parent's stdin is a pipe here
+        judge._start()
+        assert os.readlink(f"/proc/{judge._proc.pid}/fd/0") == "/dev/null"
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, r, w):
+            os.close(fd)
+        judge._stop()
