@@ -362,7 +362,9 @@ def forks(monkeypatch, tmp_path):
     def _exit(code):
         if os.getpid() == parent:
             raise AssertionError(f"os._exit({code!r}) in the test process")
-        (tmp_path / f"exit-{os.getpid()}").write_text(repr(code))
+        part = tmp_path / f"exit-{os.getpid()}.part"  # renamed whole: the parent never reads a half-written code
+        part.write_text(repr(code))
+        os.replace(part, tmp_path / f"exit-{os.getpid()}")
         real_exit(code if isinstance(code, int) else 70)
 
     def kill(pid, sig):
