@@ -637,20 +637,13 @@ def _preexec(limits: SandboxLimits, uid: int | None, fs_dir: str | None):
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
-        # a fresh session keyring (a kernel without keys support has nothing to leak: ENOSYS is fine); EINTR, seen
-        # in CI under load (2026-12-02, cause not found), is tried again
+        # a fresh session keyring (a kernel without keys support has nothing to leak: ENOSYS is fine)
         if join_keyring is not None and join_keyring() < 0:
             import ctypes
             import errno
 
-            tries = 1
-            while ctypes.get_errno() == errno.EINTR and tries < 100:
-                tries += 1
-                if join_keyring() >= 0:
-                    break
-            else:
-                if ctypes.get_errno() != errno.ENOSYS:
-                    raise OSError(ctypes.get_errno(), f"keyctl(JOIN_SESSION_KEYRING) failed ({tries} tries)")
+            if ctypes.get_errno() != errno.ENOSYS:
+                raise OSError(ctypes.get_errno(), "keyctl(JOIN_SESSION_KEYRING) failed")
         if fs_dir is not None:
             _enter_private_fs(fs_dir, limits)
         # last: until exec closes them, the child holds every descriptor its parent had open; with the limit set
