@@ -143,6 +143,16 @@ def test_the_callers_sandbox_limits_are_the_ones_a_code_task_runs_under():
 
 # -- the judge process warms up sympy's and math-verify's lazy parts once, before its first comparison -------------
 
+@pytest.fixture(scope="module")
+def fresh_judge():
+    """One judge process of our own for these comparisons (each runs in a fork of it: none sees another's state)."""
+    from intellect.verifier.rewards import _MathJudge
+
+    judge = _MathJudge()
+    yield judge
+    judge._stop()
+
+
 @pytest.mark.parametrize(("given", "ref", "most_calls"), [
     # fuel (Python calls) of one comparison in a fresh judge process; measured 2026-12-02 with the committed lock:
     # warmed 85,566 / 42,074 / 53,842 / 1,229, not warmed 535,750 / 316,940 / 529,343 / 3,562
@@ -151,19 +161,13 @@ def test_the_callers_sandbox_limits_are_the_ones_a_code_task_runs_under():
     ("[0,5)", "[0,5)", 110_000),  # an interval
     ("\\sqrt{8}", "2\\sqrt{2}", 2_500),  # numbers with roots
 ])
-def test_a_fresh_judge_process_pays_no_lazy_import_in_a_comparison(given, ref, most_calls):
+def test_a_fresh_judge_process_pays_no_lazy_import_in_a_comparison(fresh_judge, given, ref, most_calls):
     """Each comparison runs in a fork of the judge, so an import it triggers is paid again by every comparison and
     counted against its fuel: the judge warms the lazy parts up once (`_judge_main`), and a comparison costs 3-10×
     fewer calls than it would without (tools/mutate.py `judge-warm-up`)."""
-    from intellect.verifier.rewards import _MathJudge
-
-    judge = _MathJudge()
-    try:
-        budget = JudgeBudget()
-        assert judge.judge(given, ref, budget) is Judgement.EQUAL
-        assert 0 < budget.fuel_used <= most_calls, budget.stats()
-    finally:
-        judge._stop()
+    budget = JudgeBudget()
+    assert fresh_judge.judge(given, ref, budget) is Judgement.EQUAL
+    assert 0 < budget.fuel_used <= most_calls, budget.stats()
 
 
 # -- normalisation: each LaTeX spacing, sizing and text command, and each degree and percent sign, is dropped ------
