@@ -48,6 +48,7 @@ from ._errors import (
 from ._models import (
     LISTING_FLOOR,
     ZERO_ADDRESS,
+    AttestationRootRecord,
     AttesterPoolRule,
     AttesterRecord,
     Challenge,
@@ -106,7 +107,7 @@ __all__ = [  # grouped by module, as imported above
     "DeploymentError", "DeploymentSchemaError", "IntellectError", "InvalidCidError", "IpfsError", "RpcError",
     "SchemaVersionError", "TransactionTimeout", "TransientRpcError",
     # _models: what the contracts hold, typed
-    "LISTING_FLOOR", "ZERO_ADDRESS", "AttesterPoolRule", "AttesterRecord", "Challenge", "ChallengeStatus",
+    "LISTING_FLOOR", "ZERO_ADDRESS", "AttestationRootRecord", "AttesterPoolRule", "AttesterRecord", "Challenge", "ChallengeStatus",
     "Checkpoint", "DecodedEvent", "FaucetInfo", "Node", "NodeBook", "NodeStatus", "Pool", "PoolParams", "PoolState",
     "PoolStatus", "Receipt",
     "Rewards", "Role", "Stake", "Submission", "Task", "TaskClaim", "TaskStatus", "claim_seed", "format_tokens",

@@ -18,6 +18,7 @@ from ._client_util import _addr, _hex_bytes
 from ._errors import ConfigError, ContractRevert
 from ._events import write_atomic
 from ._models import (
+    AttestationRootRecord,
     AttesterPoolRule,
     AttesterRecord,
     Receipt,
@@ -117,6 +118,34 @@ class _AttesterCalls:
         leaf that breaks a rule); anyone; returns the total released."""
         rc = self.transact(self._book(), "releaseAttesterRewards", *self._leaf_args(root_file, validator, indices))
         return sum(int(e.args["amount"]) for e in rc.events if e.event == "AttesterRewardReleased")
+
+    def attestation_roots(self, pool_id: int, *, from_block: int | None = None) -> list[AttestationRootRecord]:
+        """Pool `pool_id`'s recorded attestation roots, oldest first, each with what it still reserves (read
+        now)."""
+        out = []
+        for e in self.get_events(["AttestationRootRecorded"], from_block=from_block, filters={"poolId": int(pool_id)}):
+            root = "0x" + _hex_bytes(e.args["root"]).hex()
+            out.append(AttestationRootRecord(
+                pool_id=int(pool_id), root=root, leaf_count=int(e.args["leafCount"]), total=int(e.args["total"]),
+                leaves_cid=str(e.args["leavesCid"]), remaining=self.attestation_root(pool_id, root)[2],
+                block_number=e.block_number))
+        return out
+
+    def unpayable_attester_leaves(self, root_file: AttestationRootFile) -> dict[str, list[int]]:
+        """{validator: leaf indices} of a recorded root's unsettled leaves whose work can never be paid (the
+        submission upheld or voided), which `release_attester_leaves` returns to the pool's budget (anyone may):
+        one status read per submission, one settled read per leaf. Leaves the book would also release for
+        breaking a rule (a validator of the worker's owner, say) are not looked for."""
+        f = root_file
+        final: dict[int, bool] = {}
+        out: dict[str, list[int]] = {}
+        for leaf in f.leaves:
+            sid = leaf.submission_id
+            if sid not in final:
+                final[sid] = self.task(sid).status in (TaskStatus.UPHELD, TaskStatus.VOIDED)
+            if final[sid] and not self.attester_leaf_settled(f.pool_id, f.root, leaf.index):
+                out.setdefault(leaf.validator, []).append(leaf.index)
+        return out
 
     def attestation_reserved(self, submission_id: int, validator: str) -> int:
         """The reward reserved for `validator`'s recorded attestation of `submission_id` (0: none or settled)."""

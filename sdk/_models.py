@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "AttestationRootRecord",
     "AttesterPoolRule",
     "AttesterRecord",
     "Challenge",
@@ -340,6 +341,19 @@ class AttesterRecord(_Model):
     validator: str
     reward: int
     reserved: int = 0
+    block_number: int = 0
+
+
+class AttestationRootRecord(_Model):
+    """A root a pool's trainer recorded (AttestationRootRecorded): its leaves file's CID and, read when listed,
+    what it still reserves (`remaining`: leaves neither paid nor released)."""
+
+    pool_id: int
+    root: str
+    leaf_count: int
+    total: int
+    leaves_cid: str
+    remaining: int
     block_number: int = 0
 
 

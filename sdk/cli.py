@@ -830,6 +830,69 @@ def rewards_claim(ctx: _Ctx, node_addr: str | None) -> None:
          f"claimed {_tok(paid)} for {len(r.claimable_ids)} submissions" if paid else "nothing claimable yet")
 
 
+def _root_hex(text: str) -> str:
+    """A Merkle root as the SDK writes it (0x + 64 lower-case hex digits), or a BadParameter naming it."""
+    t = text.strip().lower().removeprefix("0x")
+    if len(t) != 64 or any(c not in "0123456789abcdef" for c in t):
+        raise click.BadParameter(f"{text!r} is not a root: 0x and 64 hex digits", param_hint="--root")
+    return "0x" + t
+
+
+@rewards.command("roots", short_help="A pool's attestation roots and what each still reserves.")
+@click.argument("pool_id", type=int)
+@click.pass_obj
+def rewards_roots(ctx: _Ctx, pool_id: int) -> None:
+    """Every AttestationRootRecorded of POOL_ID (one a trained step: the validators' pay for the attestations the
+    trainer used), with what each root still reserves: leaves neither paid to their validators nor released."""
+    roots = ctx.protocol(need_account=False).attestation_roots(pool_id)
+    _out(ctx, roots, lambda: [f"{r.root}  {r.leaf_count} leaves  total {_tok(r.total)}  reserved "
+                              f"{_tok(r.remaining)}  block {r.block_number}  {r.leaves_cid}" for r in roots]
+         or ["no attestation roots"])
+
+
+@rewards.command("release-leaves", short_help="Give back to a pool the root leaves that can never be paid.")
+@click.argument("pool_id", type=int)
+@click.option("--root", "only_root", default=None, help="Only this root (0x + 64 hex digits).")
+@click.option("--dry-run", is_flag=True, help="Only list what would be released.")
+@click.option("--ipfs", "ipfs_spec", default=None, envvar="INTELLECT_IPFS",
+              help="Where the leaves files are read: kubo:URL or embedded:/path (default: a scratch store fetching from "
+                   "the pool's trainer, relays and validators).")
+@click.pass_obj
+def rewards_release_leaves(ctx: _Ctx, pool_id: int, only_root: str | None, dry_run: bool,
+                           ipfs_spec: str | None) -> None:
+    """Return to POOL_ID's validator budget the attestation leaves of work upheld as bad or voided, which no
+    validator can ever be paid (anyone may; the pool's trainer does it too): each root that still reserves
+    something, its leaves file fetched by the CID its event names and checked against the root, one transaction
+    per root and validator (256 leaves at most)."""
+    from .attestation_root import MAX_ROOT_FILE_BYTES, AttestationRootFile
+
+    p = ctx.protocol(need_account=not dry_run)
+    want = None if only_root is None else _root_hex(only_root)
+    roots = [r for r in p.attestation_roots(pool_id) if r.remaining and want in (None, r.root)]
+    if want is not None and not roots:
+        raise click.BadParameter(f"pool {pool_id} has no recorded root {want} that still reserves anything",
+                                 param_hint="--root")
+    done: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="intellect-roots-") as scratch:
+        store = _pool_ipfs(p, pool_id, ipfs_spec, Path(scratch)) if roots else None
+        files = [(r, AttestationRootFile.parse(store.cat(r.leaves_cid, max_size=MAX_ROOT_FILE_BYTES),
+                                               expect_root=r.root)) for r in roots]
+    for r, f in files:
+        for validator, indices in p.unpayable_attester_leaves(f).items():
+            for i in range(0, len(indices), 256):
+                part = indices[i:i + 256]
+                amount = sum(f.leaves[j].amount for j in part)
+                if not dry_run:
+                    amount = p.release_attester_leaves(f, validator, part)
+                done.append({"root": r.root, "validator": validator, "leaves": part, "amount": amount})
+    total = sum(d["amount"] for d in done)
+    verb = "would release" if dry_run else "released"
+    _out(ctx, {"dry_run": dry_run, "released": total, "batches": done},
+         lambda: [f"{d['root'][:18]}...  {d['validator']}  {len(d['leaves'])} leaves  {_tok(d['amount'])}"
+                  for d in done] + [f"{verb} {_tok(total)} in {len(done)} transaction(s)" if done
+                                    else "nothing to release"])
+
+
 # -- devnet / deploy ----------------------------------------------------------------------------
 @cli.command(short_help="Run a local anvil chain with the contracts deployed.")
 @click.option("--port", type=int, default=8545, show_default=True, help="anvil's port.")

@@ -30,12 +30,13 @@ from intellect.agents.attestation import Attestation, AttestationError
 from intellect.agents.roles._runtime import MAX_ATTESTATIONS_PAGE
 from intellect.agents.roles._server import HttpError
 from intellect.agents.roles._state import StateStore
+from intellect.agents.roles.attester_release import release_unpayable_leaves
 from intellect.sdk import ContractRevert
 from intellect.sdk.attestation_root import AttestationRootFile
 from intellect.sdk.http import PeerHttpError, fetch
 
 __all__ = ["AttestationIntake", "attestation_sets", "pull_attestations", "record_attestation_root",
-           "record_trained_attestations", "record_used_attestations", "release_upheld_leaves", "same_operator"]
+           "record_trained_attestations", "record_used_attestations", "same_operator"]
 
 log = logging.getLogger(__name__)
 
@@ -286,45 +287,18 @@ def record_attestation_root(protocol: Any, state: StateStore, pool_id: int, *, i
         return None
 
 
-def release_upheld_leaves(protocol: Any, state: StateStore, ipfs: Any, *, max_tx: int = 8) -> int:
-    """Return to the pool's budget the root leaves of submissions upheld as bad (the trainer's `attester_slash`
-    records once `done`: their attesters handled, their windows closed), which no validator can ever be paid:
-    one `releaseAttesterRewards` per leaf not settled yet, at most `max_tx` a pass; each submission once (its
-    `attester_record` gets `released`). Returns the wei released; reverts are logged, not retried."""
-    total = 0
-    for r in state.records("attester_slash", "done"):
-        sid = int(r["id"])
-        rec = state.record("attester_record", sid)
-        if rec is None or rec["status"] != "recorded" or "cid" not in rec["data"] or rec["data"].get("released"):
-            continue
-        f = AttestationRootFile.parse(ipfs.cat(rec["data"]["cid"]), expect_root=rec["data"]["root"])
-        for leaf in (x for x in f.leaves if x.submission_id == sid):
-            if max_tx <= 0:
-                return total
-            if protocol.attester_leaf_settled(f.pool_id, f.root, leaf.index):
-                continue
-            max_tx -= 1
-            try:
-                total += protocol.release_attester_leaves(f, leaf.validator, [leaf.index])
-            except ContractRevert as exc:
-                log.info("submission %d: leaf %d of root %s not released: %s", sid, leaf.index, f.root, exc)
-        state.put("attester_record", sid, "recorded", {"released": True})
-        log.info("submission %d was upheld: its attestation leaves went back to the pool's budget", sid)
-    return total
-
-
 def record_trained_attestations(trainer: Any) -> None:
     """The trainer's pass: `record_attestation_root` (`trainer.attestation_records: root`, one transaction a step)
-    then `release_upheld_leaves`, or `record_used_attestations` (`submission`), over the trainer's protocol, state,
-    pool and slot assignment."""
+    then `attester_release.release_unpayable_leaves` (the leaves of upheld or voided work back to the pool), or
+    `record_used_attestations` (`submission`), over the trainer's protocol, state, pool and slot assignment."""
     t = trainer
     if t.cfg.trainer.attestation_records == "root":
         record_attestation_root(t.protocol, t.state, t.pool_id, ipfs=t.ipfs, step=t.gt.step, assigned=t._assigned,
                                 metrics=t.metrics)
         try:
-            release_upheld_leaves(t.protocol, t.state, t.ipfs)
+            release_unpayable_leaves(t.protocol, t.state, t.ipfs)
         except Exception as exc:
             t.metrics.inc("errors_total", kind=type(exc).__name__)
-            log.warning("releasing the leaves of upheld work failed (retried later): %s", exc)
+            log.warning("releasing the leaves of upheld or voided work failed (retried later): %s", exc)
     else:
         record_used_attestations(t.protocol, t.state, t.pool_id, assigned=t._assigned, metrics=t.metrics)

@@ -1,7 +1,8 @@
 """The trainer's records of its pool's chain events (issue 34: moved out of `Trainer`): what the event follower
 turns into local state, and the lookups built on those records.
 
-    record_event(state, pool_id, e)             # TaskClaimed / WorkSubmitted / ChallengeResolved → state records
+    record_event(state, pool_id, e)             # TaskClaimed / WorkSubmitted / ChallengeResolved / WorkerWiped /
+                                                # SubmissionVoided → state records
     lookup_submission(protocol, state, pool_id, sid)   # the record, or the chain's event after the cursor
     assigned_slots(sid, state=..., assigner=..., cache=...)   # the validators the chain assigned it
     left_out(state, sid, status)                # challenged / voided → excluded; upheld → rejected
@@ -19,6 +20,7 @@ from typing import Any
 
 from intellect.agents.roles._runtime import StateCursorStore, bare_hex
 from intellect.agents.roles._state import StateStore
+from intellect.agents.roles.attester_release import mark_voided, mark_wiped
 from intellect.agents.roles.attester_slash import mark_upheld
 from intellect.sdk import IntellectError, TaskStatus
 
@@ -47,7 +49,9 @@ def record_event(state: StateStore, pool_id: int, e: Any) -> None:
     """The follower's events: a TaskClaimed and a WorkSubmitted of this pool are recorded (the claim's seed and
     block give the submission's assigned validators); a ChallengeResolved upholding one of its recorded
     submissions marks it `rejected` (whatever its status but consumed) and its attesters for slashing
-    (`attester_slash.mark_upheld`)."""
+    (`attester_slash.mark_upheld`); a WorkerWiped marks the node's recorded submissions as possibly void and a
+    SubmissionVoided of one marks it `excluded` and void, so that their attestation root leaves go back to the
+    pool (`attester_release`)."""
     if e.event == "WorkSubmitted":
         record_submission(state, pool_id, e)
     elif e.event == "TaskClaimed" and int(e.args["poolId"]) == pool_id:  # its seed and block: the assignment
@@ -56,6 +60,10 @@ def record_event(state: StateStore, pool_id: int, e: Any) -> None:
     elif e.event == "ChallengeResolved" and e.args["upheld"]:
         left_out(state, int(e.args["challengeId"]), TaskStatus.UPHELD)
         mark_upheld(state, int(e.args["challengeId"]))  # its attesters are slashed (`attester_slash`, issue 33)
+    elif e.event == "WorkerWiped":
+        mark_wiped(state, str(e.args["node"]))
+    elif e.event == "SubmissionVoided" and mark_voided(state, int(e.args["submissionId"])):
+        left_out(state, int(e.args["submissionId"]), TaskStatus.VOIDED)
 
 
 def left_out(state: StateStore, sid: int, status: Any) -> None:

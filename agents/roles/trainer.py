@@ -368,8 +368,10 @@ class Trainer(Agent):
                                    state=self.state, metrics=self.metrics)
 
     def loop(self) -> None:
-        # ChallengeResolved carries no pool id: the events unfiltered, _on_event keeps this pool's
-        stream = EventStream(self.protocol, ["TaskClaimed", "WorkSubmitted", "ChallengeResolved"],
+        # ChallengeResolved, WorkerWiped and SubmissionVoided carry no pool id: the events unfiltered, _on_event
+        # keeps this pool's
+        stream = EventStream(self.protocol, ["TaskClaimed", "WorkSubmitted", "ChallengeResolved", "WorkerWiped",
+                                             "SubmissionVoided"],
                              cursor_store=StateCursorStore(self.state, CURSOR),
                              confirmations=self.cfg.chain.confirmations, poll_interval=0.5)
         follower = threading.Thread(target=lambda: stream.run(self._on_event, until=self.stop_event.is_set),
