@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 from web3 import Web3
@@ -24,7 +25,7 @@ from ._models import (
     Receipt,
     TaskStatus,
 )
-from .attestation_root import AttestationRootFile
+from .attestation_root import MAX_ROOT_FILE_BYTES, AttestationRootFile
 
 __all__ = ["AttesterClaimCursor", "_AttesterCalls"]
 
@@ -130,6 +131,12 @@ class _AttesterCalls:
                 leaves_cid=str(e.args["leavesCid"]), remaining=self.attestation_root(pool_id, root)[2],
                 block_number=e.block_number))
         return out
+
+    def attestation_root_file(self, record: AttestationRootRecord, store: Any) -> AttestationRootFile:
+        """A recorded root's leaves file, read from IPFS `store` by the CID its event names (at most
+        `MAX_ROOT_FILE_BYTES`) and checked against the recorded root (`AttestationRootFile.parse`)."""
+        return AttestationRootFile.parse(store.cat(record.leaves_cid, max_size=MAX_ROOT_FILE_BYTES),
+                                         expect_root=record.root)
 
     def unpayable_attester_leaves(self, root_file: AttestationRootFile) -> dict[str, list[int]]:
         """{validator: leaf indices} of a recorded root's unsettled leaves whose work can never be paid (the

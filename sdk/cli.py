@@ -864,8 +864,6 @@ def rewards_release_leaves(ctx: _Ctx, pool_id: int, only_root: str | None, dry_r
     validator can ever be paid (anyone may; the pool's trainer does it too): each root that still reserves
     something, its leaves file fetched by the CID its event names and checked against the root, one transaction
     per root and validator (256 leaves at most)."""
-    from .attestation_root import MAX_ROOT_FILE_BYTES, AttestationRootFile
-
     p = ctx.protocol(need_account=not dry_run)
     want = None if only_root is None else _root_hex(only_root)
     roots = [r for r in p.attestation_roots(pool_id) if r.remaining and want in (None, r.root)]
@@ -875,8 +873,7 @@ def rewards_release_leaves(ctx: _Ctx, pool_id: int, only_root: str | None, dry_r
     done: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="intellect-roots-") as scratch:
         store = _pool_ipfs(p, pool_id, ipfs_spec, Path(scratch)) if roots else None
-        files = [(r, AttestationRootFile.parse(store.cat(r.leaves_cid, max_size=MAX_ROOT_FILE_BYTES),
-                                               expect_root=r.root)) for r in roots]
+        files = [(r, p.attestation_root_file(r, store)) for r in roots]
     for r, f in files:
         for validator, indices in p.unpayable_attester_leaves(f).items():
             for i in range(0, len(indices), 256):

@@ -24,12 +24,14 @@ from intellect.agents.roles.attester_release import mark_voided, mark_wiped
 from intellect.agents.roles.attester_slash import mark_upheld
 from intellect.sdk import IntellectError, TaskStatus
 
-__all__ = ["CURSOR", "assigned_slots", "left_out", "lookup_submission", "record_event", "record_submission"]
+__all__ = ["CURSOR", "FOLLOWED_EVENTS", "assigned_slots", "left_out", "lookup_submission", "record_event", "record_submission"]
 
 log = logging.getLogger(__name__)
 
 CURSOR = "trainer"
 """the name of the trainer's event follower's cursor in its state store"""
+FOLLOWED_EVENTS = ("TaskClaimed", "WorkSubmitted", "ChallengeResolved", "WorkerWiped", "SubmissionVoided")
+"""the events the trainer's follower hands to `record_event`"""
 
 
 def record_submission(state: StateStore, pool_id: int, e: Any) -> None:

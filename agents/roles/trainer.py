@@ -54,7 +54,13 @@ from intellect.agents.roles.held_out import eval_due, evaluate_and_record, load_
 from intellect.agents.roles.pool_lifecycle import Heartbeat, finish_pool
 from intellect.agents.roles.pool_rules import apply_pool_rules
 from intellect.agents.roles.signal import NO_SIGNAL_AFTER_S, no_signal_report
-from intellect.agents.roles.submission_log import CURSOR, assigned_slots, lookup_submission, record_event
+from intellect.agents.roles.submission_log import (
+    CURSOR,
+    FOLLOWED_EVENTS,
+    assigned_slots,
+    lookup_submission,
+    record_event,
+)
 from intellect.agents.roles.trainer_batch import (
     current_plan,
     load_rollouts,
@@ -368,10 +374,8 @@ class Trainer(Agent):
                                    state=self.state, metrics=self.metrics)
 
     def loop(self) -> None:
-        # ChallengeResolved, WorkerWiped and SubmissionVoided carry no pool id: the events unfiltered, _on_event
-        # keeps this pool's
-        stream = EventStream(self.protocol, ["TaskClaimed", "WorkSubmitted", "ChallengeResolved", "WorkerWiped",
-                                             "SubmissionVoided"],
+        # not all of them carry a pool id: the events unfiltered, _on_event keeps this pool's
+        stream = EventStream(self.protocol, list(FOLLOWED_EVENTS),
                              cursor_store=StateCursorStore(self.state, CURSOR),
                              confirmations=self.cfg.chain.confirmations, poll_interval=0.5)
         follower = threading.Thread(target=lambda: stream.run(self._on_event, until=self.stop_event.is_set),
