@@ -107,9 +107,9 @@ __all__ = [  # grouped by module, as imported above
     "DeploymentError", "DeploymentSchemaError", "IntellectError", "InvalidCidError", "IpfsError", "RpcError",
     "SchemaVersionError", "TransactionTimeout", "TransientRpcError",
     # _models: what the contracts hold, typed
-    "LISTING_FLOOR", "ZERO_ADDRESS", "AttestationRootRecord", "AttesterPoolRule", "AttesterRecord", "Challenge", "ChallengeStatus",
-    "Checkpoint", "DecodedEvent", "FaucetInfo", "Node", "NodeBook", "NodeStatus", "Pool", "PoolParams", "PoolState",
-    "PoolStatus", "Receipt",
+    "LISTING_FLOOR", "ZERO_ADDRESS", "AttestationRootRecord", "AttesterPoolRule", "AttesterRecord", "Challenge",
+    "ChallengeStatus", "Checkpoint", "DecodedEvent", "FaucetInfo", "Node", "NodeBook", "NodeStatus", "Pool",
+    "PoolParams", "PoolState", "PoolStatus", "Receipt",
     "Rewards", "Role", "Stake", "Submission", "Task", "TaskClaim", "TaskStatus", "claim_seed", "format_tokens",
     "parse_tokens",
     # _reverts, _validators, _work_history

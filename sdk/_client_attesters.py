@@ -25,7 +25,7 @@ from ._models import (
     Receipt,
     TaskStatus,
 )
-from .attestation_root import MAX_ROOT_FILE_BYTES, AttestationRootFile
+from .attestation_root import MAX_LEAVES_PER_CALL, MAX_ROOT_FILE_BYTES, AttestationRootFile
 
 __all__ = ["AttesterClaimCursor", "_AttesterCalls"]
 
@@ -44,6 +44,9 @@ class AttesterClaimCursor(BaseModel):
 
 class _AttesterCalls:
     """AttesterBook: validators paid per used attestation, slashed for attesting upheld work."""
+
+    ROOT_LEAVES_PER_CALL = MAX_LEAVES_PER_CALL
+    """leaves one claim or release of a root's leaves carries, at most"""
 
     # -- AttesterBook: validators paid per used attestation, slashed for attesting upheld work ------------
     def _book(self) -> str:

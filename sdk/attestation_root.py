@@ -32,7 +32,7 @@ from web3 import Web3
 
 from ._errors import IntellectError
 
-__all__ = ["MAX_ROOT_FILE_BYTES", "MAX_ROOT_LEAVES", "ROOT_FILE_SCHEMA", "AttestationRootError",
+__all__ = ["MAX_LEAVES_PER_CALL", "MAX_ROOT_FILE_BYTES", "MAX_ROOT_LEAVES", "ROOT_FILE_SCHEMA", "AttestationRootError",
            "AttestationRootFile", "MerkleTree", "RootLeaf", "leaf_hash"]
 
 ROOT_FILE_SCHEMA = "intellect.attestation-root/v1"
@@ -40,6 +40,8 @@ MAX_ROOT_LEAVES = 1 << 20
 """leaves a root file may hold (a step of a million attested slots)"""
 MAX_ROOT_FILE_BYTES = 256 << 20
 """bytes a root file may take (about 160 bytes a leaf)"""
+MAX_LEAVES_PER_CALL = 256
+"""leaves one `claimAttesterRewards` or `releaseAttesterRewards` carries, at most (the book's `_MAX_LEAVES`)"""
 
 
 class AttestationRootError(IntellectError):

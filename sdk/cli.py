@@ -855,8 +855,8 @@ def rewards_roots(ctx: _Ctx, pool_id: int) -> None:
 @click.option("--root", "only_root", default=None, help="Only this root (0x + 64 hex digits).")
 @click.option("--dry-run", is_flag=True, help="Only list what would be released.")
 @click.option("--ipfs", "ipfs_spec", default=None, envvar="INTELLECT_IPFS",
-              help="Where the leaves files are read: kubo:URL or embedded:/path (default: a scratch store fetching from "
-                   "the pool's trainer, relays and validators).")
+              help="Where the leaves files are read: kubo:URL or embedded:/path (default: a scratch store "
+                   "fetching from the pool's trainer, relays and validators).")
 @click.pass_obj
 def rewards_release_leaves(ctx: _Ctx, pool_id: int, only_root: str | None, dry_run: bool,
                            ipfs_spec: str | None) -> None:
@@ -876,8 +876,8 @@ def rewards_release_leaves(ctx: _Ctx, pool_id: int, only_root: str | None, dry_r
         files = [(r, p.attestation_root_file(r, store)) for r in roots]
     for r, f in files:
         for validator, indices in p.unpayable_attester_leaves(f).items():
-            for i in range(0, len(indices), 256):
-                part = indices[i:i + 256]
+            for i in range(0, len(indices), p.ROOT_LEAVES_PER_CALL):
+                part = indices[i:i + p.ROOT_LEAVES_PER_CALL]
                 amount = sum(f.leaves[j].amount for j in part)
                 if not dry_run:
                     amount = p.release_attester_leaves(f, validator, part)

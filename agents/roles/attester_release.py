@@ -28,9 +28,9 @@ from typing import Any
 
 from intellect.agents.roles._state import StateStore
 from intellect.sdk import ContractRevert, TaskStatus
-from intellect.sdk.attestation_root import AttestationRootFile
+from intellect.sdk.attestation_root import MAX_LEAVES_PER_CALL, AttestationRootFile
 
-__all__ = ["KIND", "MAX_LEAVES_PER_TX", "mark_voided", "mark_wiped", "release_unpayable_leaves"]
+__all__ = ["KIND", "mark_voided", "mark_wiped", "release_unpayable_leaves"]
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +39,6 @@ KIND = "attester_void"
 (its worker was slashed while it was open: void or not, the chain says) → `voided` (released once its root is
 recorded) | `not_void` (the chain says so: paid, upheld, still payable) | `nothing` (no root leaves of it to
 release)."""
-MAX_LEAVES_PER_TX = 256
-"""leaves one `releaseAttesterRewards` multiproof carries, at most (the book's bound)"""
 _UNSETTLED_SUBMISSION = ("pending", "consumed")
 """`submission` statuses that may still get root leaves (trained, or not yet decided)"""
 
@@ -138,8 +136,8 @@ def release_unpayable_leaves(protocol: Any, state: StateStore, ipfs: Any, *, max
     done: set[tuple[str, str]] = set()
     for (cid, validator), indices in todo.items():
         f = files[cid]
-        for i in range(0, len(indices), MAX_LEAVES_PER_TX):
-            part = indices[i:i + MAX_LEAVES_PER_TX]
+        for i in range(0, len(indices), MAX_LEAVES_PER_CALL):
+            part = indices[i:i + MAX_LEAVES_PER_CALL]
             if budget <= 0:
                 break
             budget -= 1

@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from intellect.sdk import ContractRevert, IntellectError, TaskStatus
-from intellect.sdk.attestation_root import MAX_ROOT_FILE_BYTES, AttestationRootError, AttestationRootFile
+from intellect.sdk.attestation_root import (
+    MAX_LEAVES_PER_CALL,
+    MAX_ROOT_FILE_BYTES,
+    AttestationRootError,
+    AttestationRootFile,
+)
 
 __all__ = ["ATTESTER_CLAIMS_PER_PASS", "ROOT_LEAVES_PER_CLAIM", "claim_attester_rewards", "note_attester_event",
            "note_root", "read_roots"]
@@ -24,7 +29,7 @@ __all__ = ["ATTESTER_CLAIMS_PER_PASS", "ROOT_LEAVES_PER_CLAIM", "claim_attester_
 log = logging.getLogger(__name__)
 
 ATTESTER_CLAIMS_PER_PASS = 32  # due attester rewards asked (one eth_call each) per settle pass, at most
-ROOT_LEAVES_PER_CLAIM = 256  # the book's bound on leaves per claimAttesterRewards
+ROOT_LEAVES_PER_CLAIM = MAX_LEAVES_PER_CALL  # the book's bound on leaves per claimAttesterRewards
 ROOT_READ_TRIES = 8  # fetches of a root's leaves file before it is given up (logged)
 
 

@@ -24,7 +24,8 @@ from intellect.agents.roles.attester_release import mark_voided, mark_wiped
 from intellect.agents.roles.attester_slash import mark_upheld
 from intellect.sdk import IntellectError, TaskStatus
 
-__all__ = ["CURSOR", "FOLLOWED_EVENTS", "assigned_slots", "left_out", "lookup_submission", "record_event", "record_submission"]
+__all__ = ["CURSOR", "FOLLOWED_EVENTS", "assigned_slots", "left_out", "lookup_submission", "record_event",
+           "record_submission"]
 
 log = logging.getLogger(__name__)
 
