@@ -19,8 +19,8 @@ from intellect.agents.roles._runtime import AgentError, bare_hex
 from intellect.sdk import ContractRevert, IntellectError, TaskStatus
 
 __all__ = ["VANISH_AFTER_S", "DefundWatch", "adopt_key", "check_units_fit", "claim_blocked", "claim_blocker",
-           "claim_ready_rewards", "claimable_submissions", "forget_vanished", "free_expired_leases", "max_submission_units",
-           "open_claims", "record_settled", "unfinished_claims"]
+           "claim_due", "claim_ready_rewards", "claimable_submissions", "forget_vanished", "free_expired_leases",
+           "max_submission_units", "open_claims", "record_settled", "unfinished_claims"]
 
 log = logging.getLogger(__name__)
 
@@ -281,11 +281,30 @@ def claimable_submissions(protocol: Any, state: Any) -> list[int]:
     return ready
 
 
-def claim_ready_rewards(protocol: Any, state: Any, metrics: Any) -> int:
-    """Claim this node's claimable rewards (`claimable_submissions`) in one transaction and mark them paid;
+def claim_due(protocol: Any, state: Any, *, batch: int, wait_s: int) -> bool:
+    """Whether a claim of this node's rewards is due (issue 38: one transaction for several): at least `batch` sent
+    submissions, not settled, have had their windows closed, or the oldest of them closed `wait_s` chain seconds
+    ago or more. Reads the chain's time only (no per-submission call), from the windows' ends the state keeps; one
+    with no end recorded counts as long closed."""
+    if batch <= 1:
+        return True
+    ends = [r["data"].get("window_end") for r in state.records("submission", "sent")
+            if not (r["data"].get("paid") or r["data"].get("settled"))]
+    if not ends:
+        return False
+    now = protocol.chain_time()
+    closed = [e or 0 for e in ends if (e or 0) <= now]
+    return len(closed) >= batch or (bool(closed) and now - min(closed) >= wait_s)
+
+
+def claim_ready_rewards(protocol: Any, state: Any, metrics: Any, *, batch: int = 1, wait_s: int = 0) -> int:
+    """Claim this node's claimable rewards (`claimable_submissions`) in one transaction and mark them paid, once a
+    claim is due (`claim_due`: `batch` of them, or the oldest `wait_s` old; the default claims any at once);
     returns the wei paid. A claim that fails (the RPC node, a revert) is logged and left for the next pass: the
     caller's work goes on (a worker stuck on its rewards would never see its pool finish)."""
     try:
+        if not claim_due(protocol, state, batch=batch, wait_s=wait_s):
+            return 0
         ready = claimable_submissions(protocol, state)
         if not ready:
             return 0

@@ -376,8 +376,11 @@ class Worker(Agent):
     def maybe_claim_rewards(self, force: bool = False) -> None:
         if not self.cfg.worker.claim_rewards or (not force and time.monotonic() - self.last_reward_check < 3.0):
             return
+        first = self.last_reward_check == 0.0  # the first pass after a start claims what is claimable at once
         self.last_reward_check = time.monotonic()
-        paid = claim_ready_rewards(self.protocol, self.state, self.metrics)
+        batch = 1 if force or first or self.done() else self.cfg.worker.claim_batch  # done: no batch to wait for
+        paid = claim_ready_rewards(self.protocol, self.state, self.metrics, batch=batch,
+                                   wait_s=self.cfg.worker.claim_wait_s)
         if paid:
             self.rewards_claimed += paid
             self.state.set("rewards_claimed", self.rewards_claimed)

@@ -81,7 +81,10 @@ def test_swarm_across_hosts_nat_worker_paid_offline_and_relay_loss(lab, net_devn
     # fresh enough for step 4 was ever submitted).
     home = _add(swarm, lab, "w-home", "worker", 2, {**_public(lab.hosts["w-home"]),
                                                     "worker": {"max_tasks": 2 * (MAX_STEPS + 1),
-                                                               "tasks_per_step": 2}}).start()
+                                                               "tasks_per_step": 2,
+                                                               # each reward as its window closes: this test
+                                                               # is about being paid, not about batches
+                                                               "claim_batch": 1}}).start()
     cheat = _add(swarm, lab, "cheat", "worker", 3, {**_public(lab.hosts["cheat"]),
                                                     "worker": {"max_tasks": 2, "adversary": "wrong_model"}},
                  cheater=True).start()
