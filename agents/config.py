@@ -261,9 +261,9 @@ class WorkerSettings(_Section):
     claim_rewards: bool = True
     """Claim finalised rewards (windows closed unchallenged) while running."""
     claim_batch: int = Field(6, ge=1)
-    """Claim once this many submissions are claimable, in one `claimRewards` (issue 38: 143k gas for 6 against
-    68k for one: a claim a submission cost ~0.26 US cents of it, a sixth of a batch ~0.09 in the Base cost model),
-    or earlier as `claim_wait_s` says; 1 claims each as soon as its window closes."""
+    """Claim once this many submissions are claimable, in one `claimRewards` (issue 38: 143k gas for six against
+    68k for each alone; in the Base cost model ~0.09 US cents a submission instead of ~0.26), or earlier as
+    `claim_wait_s` says; 1 claims each as soon as its window closes."""
     claim_wait_s: int = Field(3600, ge=0)
     """...or once the oldest claimable submission's window closed this many chain seconds ago. What is claimable
     is claimed at once on the first pass after a start and by a worker that is done (`max_tasks` sent, or its
