@@ -169,6 +169,23 @@ def test_leaves_of_work_upheld_after_training_go_back_to_the_pools_budget(devnet
     t.state.close()
 
 
+def _paid_pool(devnet, tag):
+    """The default pool paying REWARD per attestation, a checkpoint at step 1, two staked workers (accounts 1 and
+    5), two validators (4 and 6) and a challenger (2)."""
+    from nodes import staked_node  # type: ignore[import-not-found]
+
+    from intellect.sdk import Role
+
+    p = devnet.protocol(0)
+    pool_id = devnet.deployment.default_pool_id or 1
+    p.set_attester_reward(pool_id, REWARD)
+    p.fund_attester_rewards(pool_id, 100 * TOKEN)
+    p.publish_checkpoint(pool_id, 1, f"bafkreimanifestroot{tag}")
+    workers = staked_node(devnet, 1, Role.WORKER), staked_node(devnet, 5, Role.WORKER)
+    validators = staked_node(devnet, 4, Role.VALIDATOR), staked_node(devnet, 6, Role.VALIDATOR)
+    return p, pool_id, p.pool(pool_id).params, workers, validators, staked_node(devnet, 2, Role.VALIDATOR)
+
+
 @pytest.mark.parametrize("voided_by", ["trainer", "anyone"])
 def test_leaves_of_work_voided_after_training_go_back_to_the_pools_budget(devnet, tmp_path, voided_by):
     """A worker with two trained submissions recorded in one root is slashed for a third: the other two were open
@@ -176,22 +193,13 @@ def test_leaves_of_work_voided_after_training_go_back_to_the_pools_budget(devnet
     sees WorkerWiped; its pass voids them itself (`trainer`) or sees someone else's SubmissionVoided (`anyone`),
     then releases their leaves, one transaction per root and validator. A wiped submission it never trained has
     nothing to release; one it may still train waits. Another worker's leaf stays the validator's to claim."""
-    from nodes import staked_node  # type: ignore[import-not-found]
     from role_config import role_config  # type: ignore[import-not-found]
 
     from intellect.agents.attestation import sign_attestation
     from intellect.agents.roles.trainer import Trainer
-    from intellect.sdk import Role, TaskStatus, dev_account
+    from intellect.sdk import TaskStatus, dev_account
 
-    p = devnet.protocol(0)
-    pool_id = devnet.deployment.default_pool_id or 1
-    params = p.pool(pool_id).params
-    p.set_attester_reward(pool_id, REWARD)
-    p.fund_attester_rewards(pool_id, 100 * TOKEN)
-    p.publish_checkpoint(pool_id, 1, "bafkreimanifestrootvoid")
-    w, honest = staked_node(devnet, 1, Role.WORKER), staked_node(devnet, 5, Role.WORKER)
-    v, v2 = staked_node(devnet, 4, Role.VALIDATOR), staked_node(devnet, 6, Role.VALIDATOR)
-    challenger = staked_node(devnet, 2, Role.VALIDATOR)
+    p, pool_id, params, (w, honest), (v, v2), challenger = _paid_pool(devnet, "void")
     t = Trainer(role_config(devnet, "trainer", tmp_path / "t", 0))
     t.connect()
     t.ipfs = EmbeddedIpfs(tmp_path / "ipfs")
@@ -262,19 +270,9 @@ def test_anyone_releases_the_leaves_of_upheld_work_with_the_cli(devnet, tmp_path
     import json
 
     from cli_runner import run_cli  # type: ignore[import-not-found]
-    from nodes import staked_node  # type: ignore[import-not-found]
 
-    from intellect.sdk import Role
 
-    p = devnet.protocol(0)
-    pool_id = devnet.deployment.default_pool_id or 1
-    params = p.pool(pool_id).params
-    p.set_attester_reward(pool_id, REWARD)
-    p.fund_attester_rewards(pool_id, 100 * TOKEN)
-    p.publish_checkpoint(pool_id, 1, "bafkreimanifestrootcli")
-    w, honest = staked_node(devnet, 1, Role.WORKER), staked_node(devnet, 5, Role.WORKER)
-    v, v2 = staked_node(devnet, 4, Role.VALIDATOR), staked_node(devnet, 6, Role.VALIDATOR)
-    challenger = staked_node(devnet, 2, Role.VALIDATOR)
+    p, pool_id, params, (w, honest), (v, v2), challenger = _paid_pool(devnet, "cli")
     bad, fine = w.claim_task(pool_id).task_id, honest.claim_task(pool_id).task_id
     for sid, node in ((bad, w), (fine, honest)):
         node.submit_work(sid, f"bafkreirootcli{sid}", bytes([sid % 250 + 1]) * 32, 2, 1)

@@ -23,6 +23,14 @@ def _worker(devnet, tmp_path, overrides):
     return w
 
 
+def _pool(devnet, tag):
+    """The default pool with a checkpoint at step 1, its window length, and a staked worker node (account 1)."""
+    p = devnet.protocol(0)
+    pool_id = devnet.deployment.default_pool_id or 1
+    p.publish_checkpoint(pool_id, 1, f"bafkreimanifestreward{tag}")
+    return p, pool_id, p.pool(pool_id).params.window_length, staked_node(devnet, 1, "worker")
+
+
 def _submit(node, w, pool_id, n):
     """`n` submissions of `node`, kept in the worker agent's state as its own `_work_on` keeps them."""
     sids = []
@@ -35,11 +43,7 @@ def _submit(node, w, pool_id, n):
 
 
 def test_a_worker_claims_its_rewards_in_one_transaction_per_batch(devnet, tmp_path):
-    p = devnet.protocol(0)
-    pool_id = devnet.deployment.default_pool_id or 1
-    window = p.pool(pool_id).params.window_length
-    p.publish_checkpoint(pool_id, 1, "bafkreimanifestrewardbatch")
-    node = staked_node(devnet, 1, "worker")
+    p, pool_id, window, node = _pool(devnet, "batch")
     w = _worker(devnet, tmp_path, {"worker.claim_batch": "3", "worker.claim_wait_s": "7200"})
 
     w.maybe_claim_rewards(force=False)  # the first pass after a start: nothing claimable yet
@@ -71,11 +75,7 @@ def test_a_worker_claims_its_rewards_in_one_transaction_per_batch(devnet, tmp_pa
 
 
 def test_a_worker_that_is_done_claims_at_once(devnet, tmp_path):
-    p = devnet.protocol(0)
-    pool_id = devnet.deployment.default_pool_id or 1
-    window = p.pool(pool_id).params.window_length
-    p.publish_checkpoint(pool_id, 1, "bafkreimanifestrewarddone")
-    node = staked_node(devnet, 1, "worker")
+    p, pool_id, window, node = _pool(devnet, "done")
     w = _worker(devnet, tmp_path, {"worker.max_tasks": "1"})  # the defaults: a batch of 6, an hour's wait
     assert (w.cfg.worker.claim_batch, w.cfg.worker.claim_wait_s) == (6, 3600)
     (sid,) = _submit(node, w, pool_id, 1)
@@ -87,11 +87,7 @@ def test_a_worker_that_is_done_claims_at_once(devnet, tmp_path):
 
 
 def test_a_restarted_worker_claims_what_is_claimable_on_its_first_pass(devnet, tmp_path):
-    p = devnet.protocol(0)
-    pool_id = devnet.deployment.default_pool_id or 1
-    window = p.pool(pool_id).params.window_length
-    p.publish_checkpoint(pool_id, 1, "bafkreimanifestrewardrestart")
-    node = staked_node(devnet, 1, "worker")
+    p, pool_id, window, node = _pool(devnet, "restart")
     w = _worker(devnet, tmp_path, {})
     w.maybe_claim_rewards(force=False)
     sids = _submit(node, w, pool_id, 2)
