@@ -113,6 +113,28 @@ def _unpayable(state: StateStore) -> list[int]:
     return out
 
 
+def _release(protocol: Any, f: AttestationRootFile, validator: str, indices: list[int],
+             budget: int) -> tuple[int, int]:
+    """Release `validator`'s leaves `indices` of root `f`, `MAX_LEAVES_PER_CALL` a transaction; a refused batch is
+    tried leaf by leaf, a refused leaf logged and left. At most `budget` transactions. Returns (wei released, the
+    budget left), the budget -1 when it ran out before the last leaf was sent."""
+    total = 0
+    for i in range(0, len(indices), MAX_LEAVES_PER_CALL):
+        part = indices[i:i + MAX_LEAVES_PER_CALL]
+        for attempt in (part, *([[x] for x in part] if len(part) > 1 else [])):
+            if budget <= 0:
+                return total, -1
+            budget -= 1
+            try:
+                total += protocol.release_attester_leaves(f, validator, attempt)
+            except ContractRevert as exc:
+                log.info("leaves %s of %s in root %s not released: %s", attempt, validator, f.root, exc)
+                continue
+            if attempt is part:
+                break  # the whole batch went: no leaf by leaf
+    return total, budget
+
+
 def release_unpayable_leaves(protocol: Any, state: StateStore, ipfs: Any, *, max_tx: int = 8) -> int:
     """One pass (see the module's docstring): void the trainer's wiped submissions that are void, then return to
     the pool's budget the unsettled root leaves of every upheld or voided one. Returns the wei released.
@@ -132,40 +154,16 @@ def release_unpayable_leaves(protocol: Any, state: StateStore, ipfs: Any, *, max
         for leaf in (x for x in f.leaves if x.submission_id == sid):
             if not protocol.attester_leaf_settled(f.pool_id, f.root, leaf.index):
                 todo[(cid, leaf.validator)].append(leaf.index)
-    total = 0
-    done: set[tuple[str, str]] = set()
+    total, unfinished = 0, set()
     for (cid, validator), indices in todo.items():
-        f = files[cid]
-        for i in range(0, len(indices), MAX_LEAVES_PER_CALL):
-            part = indices[i:i + MAX_LEAVES_PER_CALL]
-            if budget <= 0:
-                break
-            budget -= 1
-            try:
-                total += protocol.release_attester_leaves(f, validator, part)
-            except ContractRevert as exc:
-                if len(part) == 1:
-                    log.info("leaf %d of root %s not released: %s", part[0], f.root, exc)
-                    continue
-                log.info("%d leaves of %s in root %s not released together (%s): one at a time", len(part),
-                         validator, f.root, exc.name)
-                for index in part:
-                    if budget <= 0:
-                        break
-                    budget -= 1
-                    try:
-                        total += protocol.release_attester_leaves(f, validator, [index])
-                    except ContractRevert as one:
-                        log.info("leaf %d of root %s not released: %s", index, f.root, one)
-                else:
-                    continue
-                break
-        else:
-            done.add((cid, validator))
+        released, budget = _release(protocol, files[cid], validator, indices, budget)
+        total += released
+        if budget < 0:  # ran out before every leaf was sent: the rest next pass
+            unfinished.add((cid, validator))
+            budget = 0
     for sid in sids:
         cid = state.record("attester_record", sid)["data"]["cid"]
-        if all((cid, leaf.validator) in done for leaf in files[cid].leaves if leaf.submission_id == sid
-               and (cid, leaf.validator) in todo):
+        if not any((cid, leaf.validator) in unfinished for leaf in files[cid].leaves if leaf.submission_id == sid):
             state.put("attester_record", sid, "recorded", {"released": True})
             log.info("submission %d can never be paid: its attestation leaves went back to the pool's budget", sid)
     return total
